@@ -1,0 +1,104 @@
+//! Command-line grammar. Option names follow perf (`-p`, `-a`, `-d`) and VTune (`-r`, `-k`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "kairos", version, about = "Kairos: high-resolution time-series performance analysis for Linux")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Collect a result: `kairos collect hotspots [-r DIR] [-k NAME=VALUE]... -- PROGRAM ARGS`
+    Collect(CollectArgs),
+    /// Turn a perf.data file recorded by perf into a result.
+    Import(ImportArgs),
+    /// Print a report of a result: summary, hotspots, top-down, timeline.
+    Report(ReportArgs),
+    /// List what this machine can measure and, for what it cannot, why.
+    Info(InfoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CollectArgs {
+    /// Analysis to run (hotspots).
+    pub analysis: String,
+    /// Result directory (default: the next free rNNNhs in the current directory).
+    #[arg(short = 'r', long = "result-dir")]
+    pub result_dir: Option<PathBuf>,
+    /// Stop collecting after this many seconds.
+    #[arg(short = 'd', long = "duration")]
+    pub duration: Option<f64>,
+    /// Knob NAME=VALUE (sampling-interval-us, stack-unwinding, event); repeatable.
+    #[arg(short = 'k', long = "knob", value_name = "NAME=VALUE")]
+    pub knobs: Vec<String>,
+    /// Attach to every thread of a running process.
+    #[arg(short = 'p', long = "pid", conflicts_with = "system_wide")]
+    pub pid: Option<i32>,
+    /// Collect system-wide, on every CPU.
+    #[arg(short = 'a', long = "all-cpus")]
+    pub system_wide: bool,
+    /// Do not show a progress bar.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// Program to launch and its arguments (after `--`).
+    #[arg(last = true)]
+    pub program: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// perf.data file recorded by `perf record`.
+    pub file: PathBuf,
+    /// Result directory (default: the next free rNNNhs in the current directory).
+    #[arg(short = 'r', long = "result-dir")]
+    pub result_dir: Option<PathBuf>,
+    /// Look for binaries under this directory first, as perf's --symfs.
+    #[arg(long)]
+    pub symfs: Option<PathBuf>,
+    /// Directory holding perf-PID.map files (default /tmp).
+    #[arg(long = "perf-map-dir")]
+    pub perf_map_dirs: Vec<PathBuf>,
+    /// Directory of separate debug files (default /usr/lib/debug).
+    #[arg(long = "debug-dir")]
+    pub debug_dirs: Vec<PathBuf>,
+    /// kallsyms file for kernel symbols (default /proc/kallsyms when the file was recorded on this kernel).
+    #[arg(long)]
+    pub kallsyms: Option<PathBuf>,
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// summary, hotspots, top-down or timeline.
+    pub report: String,
+    #[arg(short = 'r', long = "result-dir", required = true)]
+    pub result_dir: PathBuf,
+    /// process, module, function, callstack, thread or cpu.
+    #[arg(long = "group-by")]
+    pub group_by: Option<String>,
+    /// START:END in seconds from the first sample (either side may be empty).
+    #[arg(long = "time-range")]
+    pub time_range: Option<String>,
+    /// text, csv or json.
+    #[arg(long, default_value = "text")]
+    pub format: String,
+    /// Rows to show (0 = all).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Timeline bucket width in milliseconds.
+    #[arg(long = "bucket-ms")]
+    pub bucket_ms: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// text or json.
+    #[arg(long, default_value = "text")]
+    pub format: String,
+}

@@ -1,0 +1,80 @@
+//! `kairos import FILE.perf.data`: a perf.data recorded by perf becomes a result through
+//! the same converter `kairos collect` uses.
+
+use std::path::PathBuf;
+
+use kairos_convert::ConvertOptions;
+use kairos_perf_data::PerfFile;
+use kairos_result::{Host, Source};
+use kairos_symbolize::SymbolizerOptions;
+
+use crate::args::ImportArgs;
+use crate::error::{CliResult, UserError};
+use crate::pipeline::{self, PERF_DATA};
+
+pub fn run(args: ImportArgs) -> CliResult {
+    // Read the header first: a file that is not perf.data must not leave a result behind.
+    let file = PerfFile::open(&args.file).map_err(|e| {
+        UserError::failed(format!("cannot import {}: {e}; give a perf.data file written by `perf record`", args.file.display()))
+    })?;
+    let features = file.features().clone();
+    drop(file);
+
+    let mut dir = pipeline::create_result_dir(args.result_dir.as_deref(), "hs")?;
+    let dest = dir.path().join(PERF_DATA);
+    // The raw records travel with the result; a hard link costs nothing when possible.
+    if std::fs::hard_link(&args.file, &dest).is_err() {
+        std::fs::copy(&args.file, &dest).map_err(|e| {
+            UserError::failed(format!("cannot copy {} into {}: {e}; check free disk space", args.file.display(), dir.path().display()))
+        })?;
+    }
+
+    let here = pipeline::this_host();
+    let same_kernel = features.os_release.is_some()
+        && features.os_release == here.kernel_release
+        && features.hostname == here.name;
+    let kallsyms = match (&args.kallsyms, same_kernel) {
+        (Some(k), _) => Some(k.clone()),
+        (None, true) => pipeline::snapshot_kallsyms(dir.path()).ok(),
+        (None, false) => {
+            dir.manifest_mut().notes.push(
+                "kernel frames are not symbolised: the file was recorded on another machine or kernel; pass --kallsyms FILE from that machine".into(),
+            );
+            None
+        }
+    };
+    {
+        let m = dir.manifest_mut();
+        m.kind = Some("hotspots".into());
+        m.command_line = Some(std::env::args().collect());
+        m.source = Some(Source::Imported { file: args.file.display().to_string() });
+        m.host = Some(Host {
+            name: features.hostname.clone(),
+            cpu_model: features.cpu_desc.clone(),
+            kernel_release: features.os_release.clone(),
+            nr_cpus: features.nr_cpus.map(|(_, online)| online),
+        });
+        if let Some(cmdline) = &features.cmdline {
+            m.notes.push(format!("recorded with: {}", cmdline.join(" ")));
+        }
+    }
+    pipeline::save(&dir)?;
+    let opts = ConvertOptions {
+        symbolizer: SymbolizerOptions {
+            symfs: args.symfs.clone(),
+            debug_dirs: or_default(&args.debug_dirs, "/usr/lib/debug"),
+            perf_map_dirs: or_default(&args.perf_map_dirs, "/tmp"),
+            kallsyms,
+        },
+    };
+    let profile = pipeline::convert_result(&mut dir, &opts, args.quiet)?;
+    crate::cmd_report::print_summary(&dir, &profile)
+}
+
+fn or_default(given: &[PathBuf], default: &str) -> Vec<PathBuf> {
+    if given.is_empty() {
+        vec![PathBuf::from(default)]
+    } else {
+        given.to_vec()
+    }
+}

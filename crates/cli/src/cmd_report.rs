@@ -1,0 +1,169 @@
+//! `kairos report KIND -r DIR`: the hotspot reports of a result, as text, CSV or JSON.
+
+use std::str::FromStr;
+
+use kairos_analysis_hotspots::{Filter, GroupBy};
+use kairos_model::Profile;
+use kairos_report::{Document, Format};
+use kairos_result::ResultDir;
+
+use crate::args::ReportArgs;
+use crate::error::{CliResult, UserError};
+
+const REPORTS: &[&str] = &["summary", "hotspots", "top-down", "timeline"];
+
+pub fn run(args: ReportArgs) -> CliResult {
+    if !REPORTS.contains(&args.report.as_str()) {
+        return Err(UserError::usage(format!("unknown report '{}'; the reports are: {}", args.report, REPORTS.join(", "))));
+    }
+    let format = Format::from_str(&args.format).map_err(|e| UserError::usage(format!("{e}")))?;
+    let group_by = args
+        .group_by
+        .as_deref()
+        .map(GroupBy::from_str)
+        .transpose()
+        .map_err(|e| UserError::usage(format!("{e}")))?;
+    let (dir, profile) = open(&args.result_dir)?;
+    let filter = Filter { time_range: args.time_range.as_deref().map(|r| parse_time_range(r, &profile)).transpose()?, ..Default::default() };
+    let analysis_error = |e: kairos_analysis_hotspots::Error| UserError::usage(e.to_string());
+    let doc = match args.report.as_str() {
+        "summary" => kairos_analysis_hotspots::summary(&profile, &meta(&dir)),
+        "hotspots" => {
+            let t = kairos_analysis_hotspots::hotspots(&profile, &filter, group_by.unwrap_or(GroupBy::Function), args.limit)
+                .map_err(analysis_error)?;
+            single("Hotspots", t)
+        }
+        "top-down" => single("Top-down", kairos_analysis_hotspots::top_down(&profile, &filter, None, args.limit).map_err(analysis_error)?),
+        _ => {
+            let bucket_ns = match args.bucket_ms {
+                Some(ms) if ms > 0.0 && ms.is_finite() => (ms * 1e6) as u64,
+                Some(ms) => return Err(UserError::usage(format!("--bucket-ms {ms} must be a positive number of milliseconds"))),
+                None => default_bucket_ns(&profile, &filter),
+            };
+            kairos_analysis_hotspots::timeline(&profile, &filter, bucket_ns, group_by.unwrap_or(GroupBy::Function), args.limit.unwrap_or(8))
+                .map_err(analysis_error)?
+        }
+    };
+    print!("{}", doc.render(format));
+    if format == Format::Text {
+        print_notes(&dir);
+    }
+    Ok(())
+}
+
+fn single(title: &str, table: kairos_report::Table) -> Document {
+    let mut d = Document::new(title);
+    d.push_table(table);
+    d
+}
+
+/// About 40 buckets over the selected span, rounded to a whole number of milliseconds.
+fn default_bucket_ns(profile: &Profile, filter: &Filter) -> u64 {
+    let span = match (filter.time_range, profile.time_span()) {
+        (Some((a, b)), _) => b.saturating_sub(a),
+        (None, Some((a, b))) => b - a,
+        (None, None) => 0,
+    };
+    ((span / 40).div_ceil(1_000_000)).max(1) * 1_000_000
+}
+
+/// Prints what `collect` and `import` show when they finish.
+pub fn print_summary(dir: &ResultDir, profile: &Profile) -> CliResult {
+    let doc = kairos_analysis_hotspots::summary(profile, &meta(dir));
+    print!("{}", doc.to_text());
+    print_notes(dir);
+    println!("\nResult: {}  (see `kairos report hotspots -r {}`)", dir.path().display(), dir.path().display());
+    Ok(())
+}
+
+pub fn open(path: &std::path::Path) -> CliResult<(ResultDir, Profile)> {
+    let dir = ResultDir::open(path).map_err(|e| {
+        UserError::failed(format!("cannot open result {}: {e}; give a directory made by `kairos collect` or `kairos import`", path.display()))
+    })?;
+    let profile = kairos_result::read_profile(&dir).map_err(|e| {
+        UserError::failed(format!("result {} is damaged: {e}; collect or import it again", path.display()))
+    })?;
+    Ok((dir, profile))
+}
+
+fn meta(dir: &ResultDir) -> Vec<(String, String)> {
+    let m = dir.manifest();
+    let mut meta = Vec::new();
+    let mut push = |k: &str, v: String| meta.push((k.to_string(), v));
+    if let Some(t) = &m.target {
+        push("Target", match t {
+            kairos_result::Target::Program { program, args } => format!("{program} {}", args.join(" ")).trim_end().to_string(),
+            kairos_result::Target::Pid { pid } => format!("PID {pid}"),
+            kairos_result::Target::SystemWide => "system-wide".into(),
+            kairos_result::Target::Unknown => "unknown".into(),
+        });
+    }
+    if let Some(s) = &m.source {
+        push("Source", s.to_string());
+    }
+    if let Some(e) = &m.event {
+        push("Event", match &e.reason {
+            Some(r) => format!("{} ({r})", e.name),
+            None => e.name.clone(),
+        });
+    }
+    if let Some(i) = m.knobs.get("sampling-interval-us") {
+        push("Sampling interval", format!("{i} us"));
+    }
+    if let Some(u) = m.knobs.get("stack-unwinding") {
+        push("Stack unwinding", u.clone());
+    }
+    if let Some(s) = &m.stopped_by {
+        push("Stopped by", s.clone());
+    }
+    if let Some(x) = &m.target_exit {
+        match x {
+            kairos_result::TargetExit::Code { code } => push("Target exit", format!("status {code}")),
+            kairos_result::TargetExit::Signal { signal } => push("Target exit", format!("killed by signal {signal}")),
+            _ => {}
+        }
+    }
+    if let Some(h) = &m.host {
+        if let Some(k) = &h.kernel_release {
+            push("Kernel", k.clone());
+        }
+        if let Some(c) = &h.cpu_model {
+            push("CPU", c.clone());
+        }
+    }
+    meta
+}
+
+/// Notes of the manifest (decode errors, missing symbols) go under every text report,
+/// so nobody reads a number without knowing what it lacks.
+fn print_notes(dir: &ResultDir) {
+    let notes = &dir.manifest().notes;
+    if !notes.is_empty() {
+        println!("\nNotes:");
+        for n in notes {
+            println!("  - {n}");
+        }
+    }
+}
+
+/// `START:END` in seconds relative to the first sample; either side may be empty.
+fn parse_time_range(s: &str, profile: &Profile) -> CliResult<(u64, u64)> {
+    let bad = || UserError::usage(format!("--time-range '{s}' must be START:END in seconds, e.g. 0.5:1.25 or 2: or :3"));
+    let (a, b) = s.split_once(':').ok_or_else(bad)?;
+    let span = profile.time_span().map(|(f, l)| l - f).unwrap_or(0);
+    let secs = |x: &str, default: u64| -> CliResult<u64> {
+        if x.trim().is_empty() {
+            return Ok(default);
+        }
+        let v: f64 = x.trim().parse().map_err(|_| bad())?;
+        if !(v >= 0.0 && v.is_finite()) {
+            return Err(bad());
+        }
+        Ok((v * 1e9) as u64)
+    };
+    let (start, end) = (secs(a, 0)?, secs(b, span)?);
+    if end < start {
+        return Err(UserError::usage(format!("--time-range '{s}' ends before it starts")));
+    }
+    Ok((start, end))
+}

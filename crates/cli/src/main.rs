@@ -1,0 +1,41 @@
+//! `kairos`: the one binary. Parses the command line, runs a command and turns every
+//! library error into one sentence with the fix and a non-zero exit status.
+
+mod args;
+mod cmd_collect;
+mod cmd_import;
+mod cmd_info;
+mod cmd_report;
+mod error;
+mod knobs;
+mod pipeline;
+mod progress;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
+fn main() {
+    // Reports are often piped into `head`; a closed pipe is not an error worth a panic.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version to stdout with exit 0 and usage errors with exit 2.
+            let _ = e.print();
+            std::process::exit(e.exit_code());
+        }
+    };
+    let result = match cli.command {
+        Command::Collect(a) => cmd_collect::run(a),
+        Command::Import(a) => cmd_import::run(a),
+        Command::Report(a) => cmd_report::run(a),
+        Command::Info(a) => cmd_info::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("kairos: {e}");
+        std::process::exit(e.exit_code());
+    }
+}

@@ -1,0 +1,276 @@
+//! The converter: decoded perf records in, a symbolised [`Profile`] out.
+//!
+//! This is the one path for data: `kairos collect` writes a perf.data file and converts it
+//! with this crate exactly as `kairos import` converts a file recorded by perf.
+//!
+//! Records are replayed in file order: COMM, FORK, EXIT and MMAP records keep a table of
+//! processes and their mappings, and each sample's call chain is resolved against that
+//! table at the moment it was taken. Symbolisation runs once per module at the end, over
+//! the unique addresses only.
+
+mod callchain;
+mod frames;
+mod processes;
+mod elf_cache;
+mod unwind;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use kairos_model::{LossCounts, Mode, Profile, Sample, Thread, ThreadIdx};
+use kairos_perf_data::{PerfFile, Record};
+use kairos_symbolize::{ModuleKey, Symbolizer, SymbolizerOptions};
+
+pub use callchain::ChainEntry;
+use elf_cache::ElfCache;
+use frames::{RawFrame, RawStacks};
+use processes::{Mapping, ProcessTable};
+
+/// What the converter needs besides the file.
+#[derive(Debug, Clone, Default)]
+pub struct ConvertOptions {
+    pub symbolizer: SymbolizerOptions,
+}
+
+/// The converted profile with what the user should know about how it was made.
+#[derive(Debug)]
+pub struct Converted {
+    pub profile: Profile,
+    /// Where decoding stopped early, with the file offset; what came before is kept.
+    pub decode_error: Option<String>,
+    /// Symbolisation and unwinding remarks (missing binaries, hidden kernel symbols...).
+    pub notes: Vec<String>,
+    /// Event names of the recording, in attr order.
+    pub events: Vec<String>,
+}
+
+/// Progress of a conversion: bytes of the data section done and in all.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub done: u64,
+    pub total: u64,
+}
+
+const PERF_RECORD_MISC_CPUMODE_MASK: u16 = 7;
+const PERF_RECORD_MISC_KERNEL: u16 = 1;
+const PERF_RECORD_MISC_USER: u16 = 2;
+const PERF_RECORD_MISC_HYPERVISOR: u16 = 3;
+const PERF_RECORD_MISC_GUEST_KERNEL: u16 = 4;
+const PERF_RECORD_MISC_GUEST_USER: u16 = 5;
+
+fn mode_of(misc: u16) -> Mode {
+    match misc & PERF_RECORD_MISC_CPUMODE_MASK {
+        PERF_RECORD_MISC_KERNEL | PERF_RECORD_MISC_GUEST_KERNEL => Mode::Kernel,
+        PERF_RECORD_MISC_USER | PERF_RECORD_MISC_GUEST_USER => Mode::User,
+        PERF_RECORD_MISC_HYPERVISOR => Mode::Hypervisor,
+        _ => Mode::Unknown,
+    }
+}
+
+/// Converts a whole perf.data file.
+pub fn convert(file: &PerfFile, opts: &ConvertOptions, on_progress: &mut dyn FnMut(Progress)) -> Converted {
+    let mut state = State::new(opts, file);
+    let total = file.data_size();
+    let mut decode_error = None;
+    let mut records = file.records();
+    let mut n: u64 = 0;
+    while let Some(record) = records.next() {
+        match record {
+            Ok(r) => state.record(r),
+            Err(e) => {
+                decode_error = Some(e.to_string());
+                break;
+            }
+        }
+        n += 1;
+        if n % 65536 == 0 {
+            on_progress(Progress { done: records.offset(), total });
+        }
+    }
+    on_progress(Progress { done: total, total });
+    state.finish(decode_error, file)
+}
+
+struct PendingSample {
+    time_ns: u64,
+    thread: ThreadIdx,
+    cpu: u32,
+    /// Raw stack node, resolved to a profile stack at the end.
+    stack: Option<u32>,
+    weight: u64,
+}
+
+struct State {
+    table: ProcessTable,
+    raw: RawStacks,
+    elves: ElfCache,
+    symbolizer: Symbolizer,
+    threads: Vec<Thread>,
+    thread_index: HashMap<(i32, i32), ThreadIdx>,
+    samples: Vec<PendingSample>,
+    losses: LossCounts,
+    unwinder: unwind::DwarfUnwinder,
+    notes: Vec<String>,
+    kernel_module: Option<u32>,
+}
+
+impl State {
+    fn new(opts: &ConvertOptions, _file: &PerfFile) -> Self {
+        State {
+            table: ProcessTable::default(),
+            raw: RawStacks::default(),
+            elves: ElfCache::new(opts.symbolizer.symfs.clone()),
+            symbolizer: Symbolizer::new(opts.symbolizer.clone()),
+            threads: Vec::new(),
+            thread_index: HashMap::new(),
+            samples: Vec::new(),
+            losses: LossCounts::default(),
+            unwinder: unwind::DwarfUnwinder::default(),
+            notes: Vec::new(),
+            kernel_module: None,
+        }
+    }
+
+    fn record(&mut self, record: Record<'_>) {
+        match record {
+            Record::Sample(s) => self.sample(&s),
+            Record::Comm(c) => self.table.comm(c.pid, c.tid, &c.comm, c.exec),
+            Record::Fork(f) => self.table.fork(f.pid, f.tid, f.ppid, f.ptid),
+            Record::Mmap(m) => {
+                let kernel = m.misc & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_KERNEL;
+                let mapping = Mapping {
+                    start: m.start,
+                    end: m.start.saturating_add(m.len),
+                    pgoff: m.pgoff,
+                    path: m.filename.clone(),
+                    build_id: m.build_id.as_ref().map(|b| hex(b)),
+                };
+                self.unwinder.mmap(m.pid, &mapping, &mut self.elves);
+                self.table.mmap(m.pid, kernel, mapping);
+            }
+            Record::Lost(l) => self.losses.lost_records += l.lost,
+            Record::LostSamples(l) => self.losses.lost_samples += l.lost,
+            Record::Throttle(_) => self.losses.throttled += 1,
+            _ => {}
+        }
+    }
+
+    fn thread(&mut self, pid: i32, tid: i32) -> ThreadIdx {
+        if let Some(&i) = self.thread_index.get(&(pid, tid)) {
+            return i;
+        }
+        let i = self.threads.len() as ThreadIdx;
+        self.threads.push(Thread { pid, tid, name: String::new(), process_name: String::new() });
+        self.thread_index.insert((pid, tid), i);
+        i
+    }
+
+    fn sample(&mut self, s: &kairos_perf_data::Sample<'_>) {
+        let pid = s.pid.unwrap_or(-1);
+        let tid = s.tid.unwrap_or(pid);
+        let mut chain = callchain::split(s.callchain.as_deref().unwrap_or(&[]), s.ip.unwrap_or(0), mode_of(s.misc));
+        if let (Some(regs), Some(stack)) = (s.regs_user.as_ref(), s.stack_user) {
+            self.unwinder.unwind(pid, regs, stack, &mut chain);
+        }
+        let ids: Vec<u32> = chain.iter().rev().map(|e| self.raw_frame(pid, e)).collect();
+        let stack = self.raw.stack(ids);
+        let thread = self.thread(pid, tid);
+        self.samples.push(PendingSample {
+            time_ns: s.time.unwrap_or(0),
+            thread,
+            cpu: s.cpu.unwrap_or(0),
+            stack,
+            weight: s.period.unwrap_or(1),
+        });
+    }
+
+    fn raw_frame(&mut self, pid: i32, e: &ChainEntry) -> u32 {
+        let kernel = e.mode == Mode::Kernel;
+        let mut f = RawFrame {
+            module: None,
+            module_offset: e.address,
+            address: e.address,
+            mode: e.mode,
+            is_return_address: e.is_return_address,
+        };
+        if kernel {
+            let m = *self.kernel_module.get_or_insert_with(|| self.raw.module("[kernel.kallsyms]", None, ModuleKey::Kernel));
+            f.module = Some(m);
+        } else if let Some(map) = self.table.find(pid, false, e.address) {
+            let (module, offset) = resolve_user(&mut self.raw, &mut self.elves, pid, map, e.address);
+            f.module = Some(module);
+            f.module_offset = offset;
+        }
+        self.raw.frame(f)
+    }
+
+    fn finish(mut self, decode_error: Option<String>, file: &PerfFile) -> Converted {
+        let mut profile = Profile::default();
+        let mapped = std::mem::take(&mut self.raw).finish(&mut self.symbolizer, &mut profile);
+        for t in &mut self.threads {
+            t.name = self.table.thread_name(t.tid).unwrap_or("").to_string();
+            t.process_name = self.table.thread_name(t.pid).unwrap_or(&t.name).to_string();
+            if t.name.is_empty() {
+                t.name = format!("[tid {}]", t.tid);
+            }
+            if t.process_name.is_empty() {
+                t.process_name = format!("[pid {}]", t.pid);
+            }
+        }
+        profile.threads = self.threads;
+        profile.samples = self
+            .samples
+            .into_iter()
+            .map(|p| Sample {
+                time_ns: p.time_ns,
+                thread: p.thread,
+                cpu: p.cpu,
+                stack: p.stack.and_then(|s| mapped.get(s as usize).copied()),
+                weight: p.weight,
+            })
+            .collect();
+        // Records of different CPUs interleave; analyses want time order.
+        profile.samples.sort_by_key(|s| s.time_ns);
+        profile.losses = self.losses;
+        let mut notes = self.notes;
+        notes.extend(self.symbolizer.notes());
+        notes.extend(self.unwinder.notes());
+        let events = file.attrs().iter().map(|a| a.name.clone().unwrap_or_else(|| a.attr.event_name())).collect();
+        Converted { profile, decode_error, notes, events }
+    }
+}
+
+/// Maps a user address to its module and ELF virtual address (or absolute address for
+/// anonymous code covered by a perf map).
+fn resolve_user(raw: &mut RawStacks, elves: &mut ElfCache, pid: i32, map: &Mapping, addr: u64) -> (u32, u64) {
+    let path = map.path.as_str();
+    if is_anonymous(path) {
+        let name = format!("[perf-{pid}.map]");
+        let m = raw.module(&name, None, ModuleKey::PerfMap { pid });
+        return (m, addr);
+    }
+    let file_offset = addr - map.start + map.pgoff;
+    let info = elves.get(path);
+    let build_id = map.build_id.clone().or_else(|| info.and_then(|i| i.build_id.clone()));
+    let vaddr = info.and_then(|i| kairos_symbolize::file_offset_to_elf_vaddr(i, file_offset)).unwrap_or(file_offset);
+    let key = if path.starts_with('[') {
+        ModuleKey::Anonymous
+    } else {
+        ModuleKey::Elf { path: path.to_string(), build_id: build_id.clone() }
+    };
+    (raw.module(path, build_id.as_deref(), key), vaddr)
+}
+
+fn is_anonymous(path: &str) -> bool {
+    path.is_empty() || path.starts_with("//anon") || path.starts_with("[anon") || path.starts_with("/memfd:") || path == "[heap]" || path == "[stack]"
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads and converts a file in one go.
+pub fn convert_path(path: &Path, opts: &ConvertOptions, on_progress: &mut dyn FnMut(Progress)) -> Result<Converted, kairos_perf_data::PerfDataError> {
+    let file = PerfFile::open(path)?;
+    Ok(convert(&file, opts, on_progress))
+}

@@ -1,0 +1,219 @@
+//! The profile model every stage after decoding speaks.
+//!
+//! The converter builds a [`Profile`] from decoded perf records (live or imported, the
+//! same code), the symboliser fills in [`Frame`]s, the result store persists it as
+//! Parquet tables and reads it back, and the analyses only ever see this type.
+//!
+//! Stacks are a prefix tree (each node = parent + frame), so a sample points at one leaf
+//! node and equal call paths share storage, as in the Firefox Profiler's format.
+
+use serde::{Deserialize, Serialize};
+
+/// Index into [`Profile::threads`].
+pub type ThreadIdx = u32;
+/// Index into [`Profile::stacks`].
+pub type StackIdx = u32;
+/// Index into [`Profile::frames`].
+pub type FrameIdx = u32;
+/// Index into [`Profile::modules`].
+pub type ModuleIdx = u32;
+
+/// Which privilege level an address executed at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Mode {
+    User,
+    Kernel,
+    Hypervisor,
+    Unknown,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::User => "user",
+            Mode::Kernel => "kernel",
+            Mode::Hypervisor => "hypervisor",
+            Mode::Unknown => "unknown",
+        }
+    }
+    pub fn parse(s: &str) -> Mode {
+        match s {
+            "user" => Mode::User,
+            "kernel" => Mode::Kernel,
+            "hypervisor" => Mode::Hypervisor,
+            _ => Mode::Unknown,
+        }
+    }
+}
+
+/// One thread seen in the recording.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thread {
+    pub pid: i32,
+    pub tid: i32,
+    /// Last command name of the thread (PERF_RECORD_COMM).
+    pub name: String,
+    /// Command name of the process (its main thread).
+    pub process_name: String,
+}
+
+/// An executable or library (or the kernel, or a JIT map) that code ran from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Module {
+    /// Path as mapped (e.g. `/usr/lib/x86_64-linux-gnu/libc.so.6`, `[kernel.kallsyms]`).
+    pub path: String,
+    /// Hex GNU build id, empty when unknown.
+    pub build_id: String,
+}
+
+/// One symbolised code location. Inlined calls give several frames for one address:
+/// the outermost (the real function) has `inline_depth` 0.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    /// Virtual address in the process (or kernel) at sample time.
+    pub address: u64,
+    /// Module the address belongs to, when known.
+    pub module: Option<ModuleIdx>,
+    /// Address relative to the module's file (ELF virtual address), for re-symbolising.
+    pub module_offset: u64,
+    /// Demangled function name, or `[unknown]`-style placeholder built from the module.
+    pub function: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub inline_depth: u16,
+    pub mode: Mode,
+}
+
+/// A node of the stack prefix tree: `frame` called from `parent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stack {
+    pub parent: Option<StackIdx>,
+    pub frame: FrameIdx,
+}
+
+/// One sample: at `time_ns` (CLOCK_MONOTONIC), thread `thread` on `cpu` was executing the
+/// leaf frame of `stack`; `weight` is what it stands for (ns of CPU time for timer events,
+/// the event period for counters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sample {
+    pub time_ns: u64,
+    pub thread: ThreadIdx,
+    pub cpu: u32,
+    pub stack: Option<StackIdx>,
+    pub weight: u64,
+}
+
+/// Counts of what was lost during recording, reported in every result.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LossCounts {
+    /// Records the kernel dropped because a ring buffer was full (PERF_RECORD_LOST).
+    pub lost_records: u64,
+    /// Samples lost (PERF_RECORD_LOST_SAMPLES).
+    pub lost_samples: u64,
+    /// Throttle events (PERF_RECORD_THROTTLE).
+    pub throttled: u64,
+    /// Records the reader could not decode and skipped.
+    pub undecodable_records: u64,
+}
+
+/// A whole profile: what every analysis works on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    pub threads: Vec<Thread>,
+    pub modules: Vec<Module>,
+    pub frames: Vec<Frame>,
+    pub stacks: Vec<Stack>,
+    /// Sorted by time.
+    pub samples: Vec<Sample>,
+    pub losses: LossCounts,
+}
+
+impl Profile {
+    /// Frames of `stack` from leaf to root.
+    pub fn stack_frames(&self, stack: Option<StackIdx>) -> StackWalk<'_> {
+        StackWalk { profile: self, next: stack }
+    }
+
+    /// Leaf frame of a sample, if it has a stack.
+    pub fn leaf_frame(&self, sample: &Sample) -> Option<&Frame> {
+        let s = self.stacks.get(sample.stack? as usize)?;
+        self.frames.get(s.frame as usize)
+    }
+
+    /// First and last sample time, or None when there are no samples.
+    pub fn time_span(&self) -> Option<(u64, u64)> {
+        Some((self.samples.first()?.time_ns, self.samples.last()?.time_ns))
+    }
+}
+
+/// Iterator over the frames of a stack, leaf first.
+pub struct StackWalk<'a> {
+    profile: &'a Profile,
+    next: Option<StackIdx>,
+}
+
+impl<'a> Iterator for StackWalk<'a> {
+    type Item = (StackIdx, &'a Frame);
+    fn next(&mut self) -> Option<Self::Item> {
+        let idx = self.next?;
+        let node = self.profile.stacks.get(idx as usize)?;
+        self.next = node.parent;
+        Some((idx, self.profile.frames.get(node.frame as usize)?))
+    }
+}
+
+/// Builds the stack prefix tree and frame table without duplicates.
+#[derive(Debug, Default)]
+pub struct StackInterner {
+    stacks: std::collections::HashMap<(Option<StackIdx>, FrameIdx), StackIdx>,
+}
+
+impl StackInterner {
+    /// Returns the node for `frame` called from `parent`, adding it to `stacks` if new.
+    pub fn intern(&mut self, stacks: &mut Vec<Stack>, parent: Option<StackIdx>, frame: FrameIdx) -> StackIdx {
+        *self.stacks.entry((parent, frame)).or_insert_with(|| {
+            stacks.push(Stack { parent, frame });
+            (stacks.len() - 1) as StackIdx
+        })
+    }
+
+    /// Interns a whole path given root first.
+    pub fn intern_path(&mut self, stacks: &mut Vec<Stack>, root_first: impl IntoIterator<Item = FrameIdx>) -> Option<StackIdx> {
+        let mut parent = None;
+        for f in root_first {
+            parent = Some(self.intern(stacks, parent, f));
+        }
+        parent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(name: &str) -> Frame {
+        Frame {
+            address: 0,
+            module: None,
+            module_offset: 0,
+            function: name.into(),
+            file: None,
+            line: None,
+            inline_depth: 0,
+            mode: Mode::User,
+        }
+    }
+
+    #[test]
+    fn interner_shares_prefixes_and_walks_leaf_first() {
+        let mut p = Profile { frames: vec![frame("main"), frame("a"), frame("b")], ..Default::default() };
+        let mut i = StackInterner::default();
+        let s1 = i.intern_path(&mut p.stacks, [0, 1]);
+        let s2 = i.intern_path(&mut p.stacks, [0, 1, 2]);
+        let s3 = i.intern_path(&mut p.stacks, [0, 1]);
+        assert_eq!(s1, s3);
+        assert_eq!(p.stacks.len(), 3);
+        let names: Vec<_> = p.stack_frames(s2).map(|(_, f)| f.function.as_str()).collect();
+        assert_eq!(names, ["b", "a", "main"]);
+    }
+}

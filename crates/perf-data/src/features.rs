@@ -1,0 +1,163 @@
+//! Feature sections ("perf.data header features", after the data section): one
+//! `{offset, size}` per bit set in `adds_features`, in bit order. A feature that is
+//! malformed is skipped (listed in [`Features::malformed`]) rather than failing the
+//! file: samples are still readable without a host name.
+
+use crate::attr::EventAttr;
+use crate::consts::*;
+use crate::header::{FileHeader, FileSection};
+use crate::reader::{c_string, Cursor, Short};
+
+/// Fields of the header features this reader understands. Everything is optional:
+/// old files have few features, unfinished ones none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Features {
+    /// HOSTNAME.
+    pub hostname: Option<String>,
+    /// OSRELEASE (kernel release).
+    pub os_release: Option<String>,
+    /// VERSION (perf version).
+    pub perf_version: Option<String>,
+    /// ARCH.
+    pub arch: Option<String>,
+    /// NRCPUS: (available, online).
+    pub nr_cpus: Option<(u32, u32)>,
+    /// CPUDESC.
+    pub cpu_desc: Option<String>,
+    /// CPUID (for example "GenuineIntel,6,85,4").
+    pub cpuid: Option<String>,
+    /// TOTAL_MEM in KiB.
+    pub total_mem_kib: Option<u64>,
+    /// CMDLINE: perf's argv.
+    pub cmdline: Option<Vec<String>>,
+    /// EVENT_DESC: event names with their attrs and ids.
+    pub event_desc: Vec<EventDesc>,
+    /// BUILD_ID: build ids of the binaries that had samples.
+    pub build_ids: Vec<BuildIdEntry>,
+    /// CLOCKID: resolution of the clock in ns.
+    pub clockid_res_ns: Option<u64>,
+    /// Every feature bit set in the header, known or not.
+    pub present: Vec<u32>,
+    /// Feature bits whose section was out of bounds or malformed (and skipped).
+    pub malformed: Vec<u32>,
+}
+
+/// One EVENT_DESC entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventDesc {
+    /// The attr as stored in the feature.
+    pub attr: EventAttr,
+    /// Event name.
+    pub name: String,
+    /// Sample ids of the event.
+    pub ids: Vec<u64>,
+}
+
+/// One BUILD_ID entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildIdEntry {
+    /// Record misc bits (cpu mode of the binary).
+    pub misc: u16,
+    /// Process id (-1 for the kernel / all).
+    pub pid: i32,
+    /// Build id bytes (20 for SHA-1 ids unless the entry says otherwise).
+    pub build_id: Vec<u8>,
+    /// Path of the binary.
+    pub filename: String,
+}
+
+impl Features {
+    pub(crate) fn parse(file: &[u8], header: &FileHeader) -> Features {
+        let mut f = Features { present: (0u32..256).filter(|&b| header.has_feature(b)).collect(), ..Features::default() };
+        // An unfinished recording (data size 0) has no feature table after the data.
+        if header.data.size == 0 {
+            return f;
+        }
+        let table_at = header.data.offset.saturating_add(header.data.size);
+        let table = usize::try_from(table_at).ok().and_then(|o| file.get(o..)).unwrap_or(&[]);
+        let mut c = Cursor::new(table);
+        for bit in f.present.clone() {
+            let section = FileSection::read(&mut c);
+            let body = section.and_then(|s| s.slice(file, "feature").ok());
+            let ok = match body {
+                Some(b) => f.parse_one(bit, b).is_ok(),
+                None => false,
+            };
+            if !ok {
+                f.malformed.push(bit);
+            }
+        }
+        f
+    }
+
+    fn parse_one(&mut self, bit: u32, b: &[u8]) -> Result<(), Short> {
+        let mut c = Cursor::new(b);
+        match bit {
+            HEADER_HOSTNAME => self.hostname = Some(string(&mut c)?),
+            HEADER_OSRELEASE => self.os_release = Some(string(&mut c)?),
+            HEADER_VERSION => self.perf_version = Some(string(&mut c)?),
+            HEADER_ARCH => self.arch = Some(string(&mut c)?),
+            HEADER_CPUDESC => self.cpu_desc = Some(string(&mut c)?),
+            HEADER_CPUID => self.cpuid = Some(string(&mut c)?),
+            HEADER_NRCPUS => self.nr_cpus = Some((c.u32()?, c.u32()?)),
+            HEADER_TOTAL_MEM => self.total_mem_kib = Some(c.u64()?),
+            HEADER_CLOCKID => self.clockid_res_ns = Some(c.u64()?),
+            HEADER_CMDLINE => {
+                let n = c.u32()?;
+                let mut v = Vec::new();
+                for _ in 0..n {
+                    v.push(string(&mut c)?);
+                }
+                self.cmdline = Some(v);
+            }
+            HEADER_EVENT_DESC => self.event_desc = event_desc(&mut c)?,
+            HEADER_BUILD_ID => self.build_ids = build_ids(b),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// perf's header string: u32 length (with NUL padding), then the bytes.
+fn string(c: &mut Cursor<'_>) -> Result<String, Short> {
+    let len = c.u32()?;
+    Ok(c_string(c.bytes(len as usize)?))
+}
+
+fn event_desc(c: &mut Cursor<'_>) -> Result<Vec<EventDesc>, Short> {
+    let nr = c.u32()?;
+    let attr_size = c.u32()? as usize;
+    let mut out = Vec::new();
+    for _ in 0..nr {
+        let attr_bytes = c.bytes(attr_size)?;
+        let (attr, _) = EventAttr::parse_sized(attr_bytes, attr_size);
+        let nr_ids = c.u32()?;
+        let name = string(c)?;
+        let ids = c.u64s(u64::from(nr_ids))?;
+        out.push(EventDesc { attr, name, ids });
+    }
+    Ok(out)
+}
+
+/// A sequence of `perf_record_header_build_id` records, each sized by its header.
+fn build_ids(b: &[u8]) -> Vec<BuildIdEntry> {
+    let mut out = Vec::new();
+    let mut rest = b;
+    while rest.len() >= 8 {
+        let mut c = Cursor::new(rest);
+        let (_type, misc, size) = match (c.u32(), c.u16(), c.u16()) {
+            (Ok(t), Ok(m), Ok(s)) => (t, m, s as usize),
+            _ => break,
+        };
+        let Some(rec) = rest.get(..size).filter(|_| size >= 8) else { break };
+        rest = rest.get(size..).unwrap_or(&[]);
+        let mut c = Cursor::new(rec);
+        let _ = c.bytes(8);
+        let (Ok(pid), Ok(id)) = (c.i32(), c.bytes(24)) else { continue };
+        // With MISC_BUILD_ID_SIZE byte 20 holds the id length; otherwise 20 (SHA-1).
+        let len = if misc & PERF_RECORD_MISC_BUILD_ID_SIZE != 0 { id.get(20).map_or(20, |&l| l as usize) } else { 20 };
+        let build_id = id.get(..len.min(20)).unwrap_or(id).to_vec();
+        out.push(BuildIdEntry { misc: misc & !PERF_RECORD_MISC_BUILD_ID_SIZE, pid, build_id, filename: c_string(c.rest()) });
+    }
+    out
+}

@@ -1,0 +1,201 @@
+//! The iterator over the data section: splits records by their headers, attributes each
+//! to its event the way perf does (evlist__event2id), and stops after the first error.
+
+use std::collections::HashMap;
+
+use crate::attr::AttrEntry;
+use crate::consts::*;
+use crate::error::{DecodeError, DecodeErrorKind};
+use crate::reader::{u64_at, Short};
+use crate::record::{decode_other, Record};
+use crate::sample::{decode_sample, decode_sample_id, sample_id_size, FieldError, SampleId};
+
+/// Record types from this value up are synthesised by perf and carry no sample_id trailer.
+const PERF_RECORD_USER_TYPE_START: u32 = 64;
+const RECORD_HEADER_SIZE: usize = 8;
+
+/// How to find a record's event. Computed once per file from the first attr, as perf does
+/// (all attrs of a file share the position of the id, or use IDENTIFIER).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Attribution {
+    id_to_attr: HashMap<u64, usize>,
+    single: bool,
+    /// u64 index of the id in a sample body.
+    sample_id_pos: Option<usize>,
+    /// u64 index of the id counted from the end of a non-sample body (1 = last).
+    trailer_id_pos: Option<usize>,
+}
+
+impl Attribution {
+    pub(crate) fn new(attrs: &[AttrEntry]) -> Self {
+        let mut id_to_attr = HashMap::new();
+        for (i, a) in attrs.iter().enumerate() {
+            for &id in &a.ids {
+                id_to_attr.entry(id).or_insert(i);
+            }
+        }
+        let first = attrs.first().map(|a| &a.attr);
+        let st = first.map_or(0, |a| a.sample_type);
+        let sample_id_all = first.is_some_and(|a| a.sample_id_all());
+        let count = |bits: &[u64]| bits.iter().filter(|&&b| st & b != 0).count();
+        let (sample_id_pos, trailer_id_pos) = if st & PERF_SAMPLE_IDENTIFIER != 0 {
+            (Some(0), Some(1))
+        } else if st & PERF_SAMPLE_ID != 0 {
+            (
+                Some(count(&[PERF_SAMPLE_IP, PERF_SAMPLE_TID, PERF_SAMPLE_TIME, PERF_SAMPLE_ADDR])),
+                Some(1 + count(&[PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU])),
+            )
+        } else {
+            (None, None)
+        };
+        Attribution { id_to_attr, single: attrs.len() == 1, sample_id_pos, trailer_id_pos: trailer_id_pos.filter(|_| sample_id_all) }
+    }
+
+    /// The attr of a sample, `None` when its id is unknown.
+    fn of_sample(&self, body: &[u8]) -> Option<usize> {
+        match (self.single, self.sample_id_pos) {
+            (true, _) | (false, None) => Some(0),
+            (false, Some(k)) => self.id_to_attr.get(&u64_at(body, k * 8)?).copied(),
+        }
+    }
+
+    /// The attr whose trailer layout applies to a non-sample record, and whether it is known.
+    fn of_other(&self, body: &[u8]) -> Option<usize> {
+        match (self.single, self.trailer_id_pos) {
+            (true, _) | (false, None) => Some(0),
+            (false, Some(k)) => {
+                let at = body.len().checked_sub(k * 8)?;
+                self.id_to_attr.get(&u64_at(body, at)?).copied()
+            }
+        }
+    }
+}
+
+/// Iterator over the records of a file; see [`crate::PerfFile::records`].
+#[derive(Debug, Clone)]
+pub struct Records<'a> {
+    data: &'a [u8],
+    /// File offset of `data[0]`.
+    base: u64,
+    pos: usize,
+    /// Bytes the header says the data section has, when more than the file holds.
+    claimed: Option<u64>,
+    attrs: &'a [AttrEntry],
+    attribution: &'a Attribution,
+    done: bool,
+}
+
+impl<'a> Records<'a> {
+    pub(crate) fn new(data: &'a [u8], base: u64, claimed: Option<u64>, attrs: &'a [AttrEntry], attribution: &'a Attribution) -> Self {
+        Records { data, base, pos: 0, claimed, attrs, attribution, done: false }
+    }
+
+    /// File offset of the next record to be read.
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    fn fail(&mut self, at: usize, kind: DecodeErrorKind) -> Option<Result<Record<'a>, DecodeError>> {
+        self.done = true;
+        Some(Err(DecodeError { offset: self.base + at as u64, kind }))
+    }
+
+    fn next_record(&mut self) -> Option<Result<Record<'a>, DecodeError>> {
+        let start = self.pos;
+        let rest = self.data.get(start..).unwrap_or(&[]);
+        if rest.is_empty() {
+            self.done = true;
+            // The header promised more data than the file has: say so rather than end quietly.
+            return match self.claimed {
+                Some(claimed) => self.fail(start, DecodeErrorKind::RecordTruncated { record_type: 0, needed: claimed - self.data.len() as u64, available: 0 }),
+                None => None,
+            };
+        }
+        let (Some(word), true) = (u64_at(rest, 0), rest.len() >= RECORD_HEADER_SIZE) else {
+            return self.fail(start, DecodeErrorKind::HeaderTruncated { available: rest.len() as u64 });
+        };
+        let record_type = word as u32;
+        let misc = (word >> 32) as u16;
+        let size = (word >> 48) as usize;
+        if size < RECORD_HEADER_SIZE {
+            return self.fail(start, DecodeErrorKind::BadSize { record_type, size: size as u64 });
+        }
+        let Some(rec) = rest.get(..size) else {
+            return self.fail(start, DecodeErrorKind::RecordTruncated { record_type, needed: size as u64, available: rest.len() as u64 });
+        };
+        let body = rec.get(RECORD_HEADER_SIZE..).unwrap_or(&[]);
+        // Some perf records are followed by a payload that is not counted in header.size.
+        let payload = match record_type {
+            PERF_RECORD_AUXTRACE => u64_at(body, 0),
+            PERF_RECORD_HEADER_TRACING_DATA => u64_at(body, 0).map(|w| u64::from(w as u32).next_multiple_of(8)),
+            PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2 => {
+                return self.fail(start, DecodeErrorKind::Unsupported("PERF_RECORD_COMPRESSED (zstd-compressed data, perf record -z); decompress with `perf inject -i IN -o OUT`"));
+            }
+            _ => Some(0),
+        };
+        let Some(advance) = payload.and_then(|p| p.checked_add(size as u64)).filter(|&a| a <= rest.len() as u64) else {
+            let needed = payload.map_or(u64::MAX, |p| p.saturating_add(size as u64));
+            return self.fail(start, DecodeErrorKind::RecordTruncated { record_type, needed, available: rest.len() as u64 });
+        };
+        let body_at = start + RECORD_HEADER_SIZE;
+        let decoded = self.decode(record_type, misc, rec, body);
+        match decoded {
+            Ok(r) => {
+                self.pos = start + advance as usize;
+                Some(Ok(r))
+            }
+            Err((Short { at }, field)) => self.fail(body_at + at, DecodeErrorKind::FieldTruncated { record_type, field }),
+        }
+    }
+
+    /// Decodes one record; errors carry the position in `body`.
+    fn decode(&self, record_type: u32, misc: u16, rec: &'a [u8], body: &'a [u8]) -> Result<Record<'a>, FieldError> {
+        let other = Record::Other { record_type, misc, bytes: rec };
+        if record_type == PERF_RECORD_SAMPLE {
+            let Some((i, a)) = self.attribution.of_sample(body).and_then(|i| Some((i, self.attrs.get(i)?))) else {
+                return Ok(other);
+            };
+            return decode_sample(body, &a.attr, i, misc).map(Record::Sample);
+        }
+        let (main, sample_id) = if record_type < PERF_RECORD_USER_TYPE_START {
+            self.split_trailer(body)?
+        } else {
+            (body, None)
+        };
+        match decode_other(record_type, misc, main, sample_id) {
+            Some(Ok(r)) => Ok(r),
+            Some(Err(e)) => Err(e),
+            None => Ok(other),
+        }
+    }
+
+    /// Cuts the sample_id trailer off a kernel record body and decodes it.
+    fn split_trailer(&self, body: &'a [u8]) -> Result<(&'a [u8], Option<SampleId>), FieldError> {
+        let known = self.attribution.of_other(body);
+        // An unknown id still tells us the trailer layout: perf requires it to be the same for all events.
+        let Some(attr) = self.attrs.get(known.unwrap_or(0)).map(|a| &a.attr) else { return Ok((body, None)) };
+        if !attr.sample_id_all() {
+            return Ok((body, None));
+        }
+        let n = sample_id_size(attr.sample_type);
+        let Some(cut) = body.len().checked_sub(n) else {
+            return Err((Short { at: 0 }, "sample_id"));
+        };
+        let (main, trailer) = body.split_at(cut);
+        let sid = decode_sample_id(trailer, attr.sample_type, known).map_err(|(s, f)| (Short { at: cut + s.at }, f))?;
+        Ok((main, Some(sid)))
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Result<Record<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        self.next_record()
+    }
+}
+
+impl std::iter::FusedIterator for Records<'_> {}

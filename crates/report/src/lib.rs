@@ -1,0 +1,22 @@
+//! Tables and their text, CSV and JSON renderings.
+//!
+//! Analyses build a [`Table`] (or a [`Document`] of several tables and key/value
+//! [`Section`]s) out of typed [`Cell`]s and never format numbers themselves: that way
+//! the text view can scale and align, while CSV and JSON keep exact machine values
+//! (durations in ns, percentages in percentage points) for scripts and spreadsheets.
+//!
+//! [`assert_golden`] is the golden-file helper the analyses' tests use.
+
+mod csv;
+mod document;
+mod format;
+mod golden;
+mod json;
+mod table;
+mod text;
+
+pub use document::{Block, Document, Section};
+pub use format::{Format, ParseFormatError};
+pub use golden::{assert_golden, line_diff};
+pub use table::{Align, Cell, Column, Table};
+pub use text::DEFAULT_MAX_WIDTH;

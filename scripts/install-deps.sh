@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what building and testing need and a fresh machine may lack. Idempotent and
+# quiet when everything is there already.
+set -euo pipefail
+need_apt=()
+command -v cc >/dev/null || need_apt+=(gcc)
+command -v perf >/dev/null || need_apt+=(linux-perf)
+command -v objcopy >/dev/null || need_apt+=(binutils)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing ${need_apt[*]}; run this script as root or install them" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+# DuckDB reads the Parquet tables in a test, proving they are usable without Kairos.
+if ! python3 -c 'import duckdb' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check duckdb
+fi

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds everything and runs every test: unit, golden, fixture (perf script as oracle),
+# and integration tests that really collect on this machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+# Tests run on the release build so that one compilation serves the binary and the tests.
+cargo build --release --workspace --locked
+cargo test --release --workspace --locked 2>&1 | tee target/test.log
+# cargo stops at the first failing test binary; make its verdict the script's.
+exit "${PIPESTATUS[0]}"
