@@ -83,6 +83,7 @@ pub fn run(args: CollectArgs) -> CliResult {
     }
 
     let convert = ConvertOptions {
+        kernel_symbols: kallsyms.is_some(),
         symbolizer: kairos_symbolize::SymbolizerOptions { kallsyms, ..Default::default() },
     };
     let profile = pipeline::convert_result(&mut dir, &convert, args.quiet)?;

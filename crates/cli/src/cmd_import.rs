@@ -33,6 +33,7 @@ pub fn run(args: ImportArgs) -> CliResult {
     let same_kernel = features.os_release.is_some()
         && features.os_release == here.kernel_release
         && features.hostname == here.name;
+    let kernel_symbols = args.kallsyms.is_some() || same_kernel;
     let kallsyms = match (&args.kallsyms, same_kernel) {
         (Some(k), _) => Some(k.clone()),
         (None, true) => pipeline::snapshot_kallsyms(dir.path()).ok(),
@@ -66,6 +67,7 @@ pub fn run(args: ImportArgs) -> CliResult {
             perf_map_dirs: or_default(&args.perf_map_dirs, "/tmp"),
             kallsyms,
         },
+        kernel_symbols,
     };
     let profile = pipeline::convert_result(&mut dir, &opts, args.quiet)?;
     crate::cmd_report::print_summary(&dir, &profile)

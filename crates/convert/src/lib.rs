@@ -27,9 +27,18 @@ use frames::{RawFrame, RawStacks};
 use processes::{Mapping, ProcessTable};
 
 /// What the converter needs besides the file.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ConvertOptions {
     pub symbolizer: SymbolizerOptions,
+    /// False when no kallsyms matches the recording's kernel (an import from another
+    /// machine): kernel frames then stay unnamed rather than wrongly named.
+    pub kernel_symbols: bool,
+}
+
+impl Default for ConvertOptions {
+    fn default() -> Self {
+        ConvertOptions { symbolizer: SymbolizerOptions::default(), kernel_symbols: true }
+    }
 }
 
 /// The converted profile with what the user should know about how it was made.
@@ -112,6 +121,8 @@ struct State {
     unwinder: unwind::DwarfUnwinder,
     notes: Vec<String>,
     kernel_module: Option<u32>,
+    kernel_symbols: bool,
+    perf_maps: PerfMaps,
 }
 
 impl State {
@@ -128,6 +139,8 @@ impl State {
             unwinder: unwind::DwarfUnwinder::default(),
             notes: Vec::new(),
             kernel_module: None,
+            kernel_symbols: opts.kernel_symbols,
+            perf_maps: PerfMaps::new(opts.symbolizer.perf_map_dirs.clone()),
         }
     }
 
@@ -194,10 +207,11 @@ impl State {
             is_return_address: e.is_return_address,
         };
         if kernel {
-            let m = *self.kernel_module.get_or_insert_with(|| self.raw.module("[kernel.kallsyms]", None, ModuleKey::Kernel));
+            let key = if self.kernel_symbols { ModuleKey::Kernel } else { ModuleKey::Anonymous };
+            let m = *self.kernel_module.get_or_insert_with(|| self.raw.module("[kernel.kallsyms]", None, key));
             f.module = Some(m);
         } else if let Some(map) = self.table.find(pid, false, e.address) {
-            let (module, offset) = resolve_user(&mut self.raw, &mut self.elves, pid, map, e.address);
+            let (module, offset) = resolve_user(&mut self.raw, &mut self.elves, &mut self.perf_maps, pid, map, e.address);
             f.module = Some(module);
             f.module_offset = offset;
         }
@@ -211,7 +225,11 @@ impl State {
             t.name = self.table.thread_name(t.tid).unwrap_or("").to_string();
             t.process_name = self.table.thread_name(t.pid).unwrap_or(&t.name).to_string();
             if t.name.is_empty() {
-                t.name = format!("[tid {}]", t.tid);
+                // pid/tid 0 is the idle task, which never gets a COMM record.
+                t.name = if t.tid == 0 { "swapper".into() } else { format!("[tid {}]", t.tid) };
+            }
+            if t.pid == 0 && t.process_name.is_empty() {
+                t.process_name = "swapper".into();
             }
             if t.process_name.is_empty() {
                 t.process_name = format!("[pid {}]", t.pid);
@@ -241,16 +259,21 @@ impl State {
 }
 
 /// Maps a user address to its module and ELF virtual address (or absolute address for
-/// anonymous code covered by a perf map).
-fn resolve_user(raw: &mut RawStacks, elves: &mut ElfCache, pid: i32, map: &Mapping, addr: u64) -> (u32, u64) {
+/// code covered by a perf map: JIT code in anonymous memory, and binaries that are gone
+/// when a perf-PID.map describes the process instead).
+fn resolve_user(raw: &mut RawStacks, elves: &mut ElfCache, perf_maps: &mut PerfMaps, pid: i32, map: &Mapping, addr: u64) -> (u32, u64) {
     let path = map.path.as_str();
     if is_anonymous(path) {
         let name = format!("[perf-{pid}.map]");
         let m = raw.module(&name, None, ModuleKey::PerfMap { pid });
         return (m, addr);
     }
-    let file_offset = addr - map.start + map.pgoff;
+    let file_offset = addr.wrapping_sub(map.start).wrapping_add(map.pgoff);
     let info = elves.get(path);
+    if info.is_none() && !path.starts_with('[') && perf_maps.exists(pid) {
+        let name = format!("{path} [perf-{pid}.map]");
+        return (raw.module(&name, None, ModuleKey::PerfMap { pid }), addr);
+    }
     let build_id = map.build_id.clone().or_else(|| info.and_then(|i| i.build_id.clone()));
     let vaddr = info.and_then(|i| kairos_symbolize::file_offset_to_elf_vaddr(i, file_offset)).unwrap_or(file_offset);
     let key = if path.starts_with('[') {
@@ -259,6 +282,23 @@ fn resolve_user(raw: &mut RawStacks, elves: &mut ElfCache, pid: i32, map: &Mappi
         ModuleKey::Elf { path: path.to_string(), build_id: build_id.clone() }
     };
     (raw.module(path, build_id.as_deref(), key), vaddr)
+}
+
+/// Which processes have a perf map file, asked once per pid.
+struct PerfMaps {
+    dirs: Vec<std::path::PathBuf>,
+    known: HashMap<i32, bool>,
+}
+
+impl PerfMaps {
+    fn new(dirs: Vec<std::path::PathBuf>) -> Self {
+        PerfMaps { dirs, known: HashMap::new() }
+    }
+
+    fn exists(&mut self, pid: i32) -> bool {
+        let dirs = &self.dirs;
+        *self.known.entry(pid).or_insert_with(|| dirs.iter().any(|d| d.join(format!("perf-{pid}.map")).is_file()))
+    }
 }
 
 fn is_anonymous(path: &str) -> bool {

@@ -53,7 +53,24 @@ impl ProcessTable {
         if m.end <= m.start {
             return;
         }
-        list.retain(|o| o.end <= m.start || o.start >= m.end);
+        // Like mmap(MAP_FIXED): the new mapping replaces only the overlapped part of older
+        // ones. ld.so maps a library whole and then maps its data segment over the tail,
+        // so dropping whole mappings here would lose the library's code.
+        let mut kept = Vec::with_capacity(list.len() + 2);
+        for o in list.drain(..) {
+            if o.end <= m.start || o.start >= m.end {
+                kept.push(o);
+                continue;
+            }
+            if o.start < m.start {
+                kept.push(Mapping { end: m.start, ..o.clone() });
+            }
+            if o.end > m.end {
+                let pgoff = o.pgoff.saturating_add(m.end - o.start);
+                kept.push(Mapping { start: m.end, pgoff, ..o });
+            }
+        }
+        *list = kept;
         let at = list.partition_point(|o| o.start < m.start);
         list.insert(at, m);
     }
@@ -92,9 +109,14 @@ mod tests {
         assert_eq!(t.thread_name(11), Some("parent"));
         t.comm(11, 11, "child", true);
         assert!(t.find(11, false, 0x3000).is_none());
-        // Overlapping mmap replaces the old one.
+        // Overlapping mmap replaces the overlapped part of the old one only.
         t.mmap(10, false, map(0x1800, 0x2800, "/bin/c"));
-        assert_eq!(t.find(10, false, 0x1000), None);
+        assert_eq!(t.find(10, false, 0x17ff).map(|m| m.path.as_str()), Some("/bin/a"));
         assert_eq!(t.find(10, false, 0x1900).map(|m| m.path.as_str()), Some("/bin/c"));
+        // A mapping punched into the middle leaves both ends, the right one at its offset.
+        t.mmap(10, false, Mapping { start: 0x10000, end: 0x20000, pgoff: 0x1000, path: "/lib/d".into(), build_id: None });
+        t.mmap(10, false, map(0x14000, 0x15000, "/lib/e"));
+        assert_eq!(t.find(10, false, 0x13fff).map(|m| (m.start, m.pgoff)), Some((0x10000, 0x1000)));
+        assert_eq!(t.find(10, false, 0x15000).map(|m| (m.start, m.pgoff, m.path.as_str())), Some((0x15000, 0x6000, "/lib/d")));
     }
 }

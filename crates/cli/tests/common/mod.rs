@@ -1,0 +1,63 @@
+//! Shared helpers of the end-to-end tests: run the real `kairos` binary, find the sample
+//! programs and the LBR fixtures.
+#![allow(dead_code, clippy::unwrap_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn kairos_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_kairos"))
+}
+
+pub fn sample(name: &str) -> PathBuf {
+    let p = kairos_bin().parent().unwrap().join("samples").join(name);
+    assert!(p.is_file(), "sample program {} was not built", p.display());
+    p
+}
+
+/// The real branch-stack recordings: `KAIROS_FIXTURES`, else `<repo>/../shared/fixtures/lbr`.
+pub fn fixtures() -> PathBuf {
+    let dir = std::env::var_os("KAIROS_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/lbr"));
+    assert!(dir.is_dir(), "LBR fixtures not found at {}; set KAIROS_FIXTURES", dir.display());
+    dir
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn ok(self) -> Run {
+        assert_eq!(self.code, 0, "kairos failed\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        self
+    }
+}
+
+fn finish(out: Output) -> Run {
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs kairos with `args` in directory `cwd`.
+pub fn kairos_in(cwd: &Path, args: &[&str]) -> Run {
+    finish(Command::new(kairos_bin()).args(args).current_dir(cwd).output().unwrap())
+}
+
+pub fn kairos(args: &[&str]) -> Run {
+    kairos_in(&std::env::temp_dir(), args)
+}
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("kairos-test-").tempdir().unwrap()
+}
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
