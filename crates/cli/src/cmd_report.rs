@@ -26,35 +26,58 @@ pub fn run(args: ReportArgs) -> CliResult {
     let (dir, profile) = open(&args.result_dir)?;
     let filter = Filter { time_range: args.time_range.as_deref().map(|r| parse_time_range(r, &profile)).transpose()?, ..Default::default() };
     let analysis_error = |e: kairos_analysis_hotspots::Error| UserError::usage(e.to_string());
+    // --limit 0 means every row.
+    let limit = args.limit.filter(|&n| n > 0);
     let doc = match args.report.as_str() {
-        "summary" => kairos_analysis_hotspots::summary(&profile, &meta(&dir)),
+        "summary" => kairos_analysis_hotspots::summary(&profile, &meta(&dir)).into(),
         "hotspots" => {
-            let t = kairos_analysis_hotspots::hotspots(&profile, &filter, group_by.unwrap_or(GroupBy::Function), args.limit)
+            let t = kairos_analysis_hotspots::hotspots(&profile, &filter, group_by.unwrap_or(GroupBy::Function), limit)
                 .map_err(analysis_error)?;
-            single("Hotspots", t)
+            single("Hotspots", t, format)
         }
-        "top-down" => single("Top-down", kairos_analysis_hotspots::top_down(&profile, &filter, None, args.limit).map_err(analysis_error)?),
+        "top-down" => single("Top-down", kairos_analysis_hotspots::top_down(&profile, &filter, None, limit).map_err(analysis_error)?, format),
         _ => {
             let bucket_ns = match args.bucket_ms {
                 Some(ms) if ms > 0.0 && ms.is_finite() => (ms * 1e6) as u64,
                 Some(ms) => return Err(UserError::usage(format!("--bucket-ms {ms} must be a positive number of milliseconds"))),
                 None => default_bucket_ns(&profile, &filter),
             };
-            kairos_analysis_hotspots::timeline(&profile, &filter, bucket_ns, group_by.unwrap_or(GroupBy::Function), args.limit.unwrap_or(8))
+            kairos_analysis_hotspots::timeline(&profile, &filter, bucket_ns, group_by.unwrap_or(GroupBy::Function), limit.unwrap_or(8))
                 .map_err(analysis_error)?
+                .into()
         }
     };
-    print!("{}", doc.render(format));
+    match doc {
+        Rendered::Table(t) => print!("{}", t.render(format)),
+        Rendered::Document(d) => print!("{}", d.render(format)),
+    }
     if format == Format::Text {
         print_notes(&dir);
     }
     Ok(())
 }
 
-fn single(title: &str, table: kairos_report::Table) -> Document {
-    let mut d = Document::new(title);
-    d.push_table(table);
-    d
+enum Rendered {
+    Table(kairos_report::Table),
+    Document(Document),
+}
+
+impl From<Document> for Rendered {
+    fn from(d: Document) -> Self {
+        Rendered::Document(d)
+    }
+}
+
+/// A one-table report: titled in text, bare in CSV and JSON so that other tools read it
+/// without skipping a title line.
+fn single(title: &str, table: kairos_report::Table, format: Format) -> Rendered {
+    if format == Format::Text {
+        let mut d = Document::new(title);
+        d.push_table(table);
+        Rendered::Document(d)
+    } else {
+        Rendered::Table(table)
+    }
 }
 
 /// About 40 buckets over the selected span, rounded to a whole number of milliseconds.

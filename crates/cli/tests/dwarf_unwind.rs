@@ -31,7 +31,7 @@ int main(void) { outer(now() + 0.5); return 0; }
 fn build(dir: &Path) -> std::path::PathBuf {
     let src = dir.join("chain.c");
     let exe = dir.join("chain");
-    std::fs::write(&src, PROGRAM).unwrap();
+    std::fs::write(&src, PROGRAM).expect("write the test program");
     let out = Command::new("gcc")
         .args(["-O2", "-fomit-frame-pointer", "-fno-inline", "-g", "-o"])
         .arg(&exe)

@@ -66,6 +66,7 @@ const PERF_RECORD_MISC_USER: u16 = 2;
 const PERF_RECORD_MISC_HYPERVISOR: u16 = 3;
 const PERF_RECORD_MISC_GUEST_KERNEL: u16 = 4;
 const PERF_RECORD_MISC_GUEST_USER: u16 = 5;
+const PROT_EXEC: u32 = 4;
 
 fn mode_of(misc: u16) -> Mode {
     match misc & PERF_RECORD_MISC_CPUMODE_MASK {
@@ -126,7 +127,7 @@ struct State {
 }
 
 impl State {
-    fn new(opts: &ConvertOptions, _file: &PerfFile) -> Self {
+    fn new(opts: &ConvertOptions, file: &PerfFile) -> Self {
         State {
             table: ProcessTable::default(),
             raw: RawStacks::default(),
@@ -136,7 +137,7 @@ impl State {
             thread_index: HashMap::new(),
             samples: Vec::new(),
             losses: LossCounts::default(),
-            unwinder: unwind::DwarfUnwinder::default(),
+            unwinder: unwind::DwarfUnwinder::new(file.features().arch.as_deref()),
             notes: Vec::new(),
             kernel_module: None,
             kernel_symbols: opts.kernel_symbols,
@@ -147,8 +148,16 @@ impl State {
     fn record(&mut self, record: Record<'_>) {
         match record {
             Record::Sample(s) => self.sample(&s),
-            Record::Comm(c) => self.table.comm(c.pid, c.tid, &c.comm, c.exec),
-            Record::Fork(f) => self.table.fork(f.pid, f.tid, f.ppid, f.ptid),
+            Record::Comm(c) => {
+                if c.exec {
+                    self.unwinder.exec(c.pid);
+                }
+                self.table.comm(c.pid, c.tid, &c.comm, c.exec)
+            }
+            Record::Fork(f) => {
+                self.unwinder.fork(f.pid, f.ppid);
+                self.table.fork(f.pid, f.tid, f.ppid, f.ptid)
+            }
             Record::Mmap(m) => {
                 let kernel = m.misc & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_KERNEL;
                 let mapping = Mapping {
@@ -158,7 +167,11 @@ impl State {
                     path: m.filename.clone(),
                     build_id: m.build_id.as_ref().map(|b| hex(b)),
                 };
-                self.unwinder.mmap(m.pid, &mapping, &mut self.elves);
+                if !kernel {
+                    // MMAP2 says PROT_EXEC; plain MMAP only flags non-code maps (mmap_data).
+                    let executable = m.prot.map_or(!m.is_data(), |p| p & PROT_EXEC != 0);
+                    self.unwinder.mmap(m.pid, executable, &mapping, &mut self.elves);
+                }
                 self.table.mmap(m.pid, kernel, mapping);
             }
             Record::Lost(l) => self.losses.lost_records += l.lost,
@@ -183,7 +196,9 @@ impl State {
         let tid = s.tid.unwrap_or(pid);
         let mut chain = callchain::split(s.callchain.as_deref().unwrap_or(&[]), s.ip.unwrap_or(0), mode_of(s.misc));
         if let (Some(regs), Some(stack)) = (s.regs_user.as_ref(), s.stack_user) {
-            self.unwinder.unwind(pid, regs, stack, &mut chain);
+            // Only the first dyn_size bytes were copied; the rest of the buffer is padding.
+            let valid = s.stack_user_dyn_size.map_or(stack.len(), |n| usize::try_from(n).unwrap_or(usize::MAX).min(stack.len()));
+            self.unwinder.unwind(pid, regs, &stack[..valid], &mut chain);
         }
         let ids: Vec<u32> = chain.iter().rev().map(|e| self.raw_frame(pid, e)).collect();
         let stack = self.raw.stack(ids);

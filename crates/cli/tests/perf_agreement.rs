@@ -1,0 +1,91 @@
+//! Agreement with perf: perf records the very same run that kairos collects (perf wraps
+//! kairos and follows into the target), both sampling cpu-clock at the same interval; the
+//! function shares of `kairos report hotspots` must be within 2 percentage points of
+//! `perf report` restricted to the target's command.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use common::{kairos, kairos_bin, path_str, sample, tempdir};
+
+const INTERVAL_US: u64 = 100;
+
+fn perf_shares(perf_data: &std::path::Path, comm: &str) -> BTreeMap<String, f64> {
+    let out = Command::new("perf")
+        .args(["report", "--stdio", "-q", "--no-children", "--sort", "sym", "--percentage", "relative", "--comm", comm, "-i"])
+        .arg(perf_data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "perf report failed: {}", String::from_utf8_lossy(&out.stderr));
+    let mut shares = BTreeMap::new();
+    // Lines look like "    28.99%  [.] p3_C".
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(pct), Some(_kind), Some(sym)) = (parts.next(), parts.next(), parts.next()) else { continue };
+        let Some(pct) = pct.strip_suffix('%').and_then(|p| p.parse::<f64>().ok()) else { continue };
+        *shares.entry(sym.to_string()).or_insert(0.0) += pct;
+    }
+    shares
+}
+
+fn kairos_shares(result: &std::path::Path) -> BTreeMap<String, f64> {
+    let out = kairos(&["report", "hotspots", "-r", path_str(result), "--format", "csv", "--limit", "0"]).ok();
+    let mut lines = out.stdout.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let fcol = header.iter().position(|h| *h == "Function").expect("Function column");
+    let pcol = header.iter().position(|h| h.starts_with("Self %")).expect("Self % column");
+    let mut shares = BTreeMap::new();
+    for line in lines {
+        // Function names of C programs have no commas; kernel and libc ones neither.
+        let cells: Vec<&str> = line.split(',').collect();
+        if let (Some(f), Some(p)) = (cells.get(fcol), cells.get(pcol).and_then(|p| p.parse::<f64>().ok())) {
+            *shares.entry(f.trim_matches('"').to_string()).or_insert(0.0) += p;
+        }
+    }
+    shares
+}
+
+fn compare(program: &str, args: &[&str]) {
+    let dir = tempdir();
+    let result = dir.path().join("r");
+    let perf_data = dir.path().join("perf.data");
+    let period = (INTERVAL_US * 1000).to_string();
+    let interval = format!("sampling-interval-us={INTERVAL_US}");
+    let target = sample(program);
+    let mut cmd = Command::new("perf");
+    cmd.args(["record", "-q", "-e", "cpu-clock", "-c", &period, "-o", path_str(&perf_data), "--"])
+        .arg(kairos_bin())
+        .args(["collect", "hotspots", "-q", "-r", path_str(&result), "-k", &interval, "-k", "event=cpu-clock", "--"])
+        .arg(&target)
+        .args(args);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "perf record + kairos collect failed: {}", String::from_utf8_lossy(&out.stderr));
+
+    let perf = perf_shares(&perf_data, program);
+    let ours = kairos_shares(&result);
+    let mut report = String::new();
+    let mut worst: f64 = 0.0;
+    for (f, p) in &perf {
+        if *p < 1.0 {
+            continue;
+        }
+        let k = ours.get(f).copied().unwrap_or(0.0);
+        worst = worst.max((k - p).abs());
+        report.push_str(&format!("{f:30} perf {p:6.2}%  kairos {k:6.2}%\n"));
+    }
+    assert!(perf.values().filter(|p| **p >= 1.0).count() >= 2, "too few functions in perf's report:\n{perf:?}");
+    assert!(worst <= 2.0, "{program}: shares differ by {worst:.2} points\n{report}");
+    eprintln!("{program}: largest difference {worst:.2} points\n{report}");
+}
+
+#[test]
+fn transitions_shares_agree_with_perf() {
+    compare("transitions", &["3000"]);
+}
+
+#[test]
+fn matrix_shares_agree_with_perf() {
+    compare("matrix", &["400", "both"]);
+}
