@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Import + report of a >= 1M-sample perf.data: kairos versus perf report, side by side.
 # See bench/README.md. Environment: BENCH_REPS (default 5), BENCH_MIN_SAMPLES (default
-# 1000000), BENCH_RECORD_SECONDS (default 7), BENCH_PERF_DATA (use this file instead of
+# 1000000), BENCH_RECORD_SECONDS (default 10), BENCH_PERF_DATA (use this file instead of
 # recording one), KAIROS (binary).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

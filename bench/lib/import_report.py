@@ -17,7 +17,7 @@ import time
 KAIROS, SAMPLES = sys.argv[1], sys.argv[2]
 REPS = int(os.environ.get("BENCH_REPS", "5"))
 MIN_SAMPLES = int(os.environ.get("BENCH_MIN_SAMPLES", "1000000"))
-RECORD_SECONDS = float(os.environ.get("BENCH_RECORD_SECONDS", "7"))
+RECORD_SECONDS = float(os.environ.get("BENCH_RECORD_SECONDS", "10"))
 PERF_DATA = os.environ.get("BENCH_PERF_DATA")
 SEED = int(os.environ.get("BENCH_SEED", "1"))
 TIMEOUT = 3600

@@ -116,6 +116,89 @@ pub struct LossCounts {
     pub undecodable_records: u64,
 }
 
+/// What a branch record was, as far as the recording or the decoded instruction says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BranchKind {
+    Call,
+    Return,
+    /// Any other taken branch (jumps, conditional branches, syscalls...).
+    Other,
+    /// The recording did not save the type and the instruction at FROM could not be read.
+    Unknown,
+}
+
+impl BranchKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BranchKind::Call => "call",
+            BranchKind::Return => "return",
+            BranchKind::Other => "other",
+            BranchKind::Unknown => "unknown",
+        }
+    }
+    pub fn parse(s: &str) -> BranchKind {
+        match s {
+            "call" => BranchKind::Call,
+            "return" => BranchKind::Return,
+            "other" => BranchKind::Other,
+            _ => BranchKind::Unknown,
+        }
+    }
+}
+
+/// One last-branch record (LBR entry) taken with a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchRecord {
+    /// Index into [`Profile::samples`] of the sample the record came with.
+    pub sample: u32,
+    /// 0 is the newest record (FROM0 in the paper), as the kernel orders them.
+    pub position: u16,
+    pub from_address: u64,
+    pub to_address: u64,
+    /// Innermost symbolised frame at FROM: the function that was executing when it
+    /// branched. None when the address is in no known module.
+    pub from_frame: Option<FrameIdx>,
+    pub to_frame: Option<FrameIdx>,
+    pub kind: BranchKind,
+    /// Core cycles since the previous record, where the CPU measures them (LBR_INFO).
+    pub cycles: Option<u32>,
+    pub mispredicted: bool,
+    /// False when the same record was already part of the previous snapshot of this
+    /// thread: the ring is read whole at every sample, so consecutive snapshots overlap.
+    pub is_new: bool,
+}
+
+/// How branch records were obtained, for every report to state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchInfo {
+    /// Entries per snapshot the CPU (or emulation) provides: 16, 32...
+    pub depth: u32,
+    /// Whether records carry measured cycles.
+    pub has_cycles: bool,
+    /// The hardware filter, e.g. "any" or "user call+return".
+    pub filter: String,
+    /// True when records were emulated from an exact trace (`kairos lab emulate-lbr`).
+    pub emulated: bool,
+    /// Snapshots with no overlap with the previous one of the same thread although the
+    /// ring was full: more branches happened between the two samples than the LBR holds,
+    /// so some records were lost (a lower bound on the intervals affected).
+    pub overflowed_snapshots: u64,
+    /// Records whose kind could not be determined.
+    pub unclassified: u64,
+}
+
+/// One exactly traced function call (from `kairos collect trace`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Call {
+    pub thread: ThreadIdx,
+    /// The called function.
+    pub frame: FrameIdx,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Nesting depth in the thread's call stack, 0 for the outermost traced call.
+    pub depth: u16,
+}
+
 /// A whole profile: what every analysis works on.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
@@ -126,6 +209,11 @@ pub struct Profile {
     /// Sorted by time.
     pub samples: Vec<Sample>,
     pub losses: LossCounts,
+    /// Branch records of the samples, sorted by (sample, position); empty without LBR.
+    pub branches: Vec<BranchRecord>,
+    pub branch_info: Option<BranchInfo>,
+    /// Exactly traced calls, sorted by start time; empty for sampled results.
+    pub calls: Vec<Call>,
 }
 
 impl Profile {
