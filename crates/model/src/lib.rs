@@ -214,6 +214,9 @@ pub struct Profile {
     pub branch_info: Option<BranchInfo>,
     /// Exactly traced calls, sorted by start time; empty for sampled results.
     pub calls: Vec<Call>,
+    /// What sample weights count: None for nanoseconds of CPU time (timer events such as
+    /// cpu-clock), else the event whose periods they are, e.g. "cycles".
+    pub weight_event: Option<String>,
 }
 
 impl Profile {
@@ -226,6 +229,11 @@ impl Profile {
     pub fn leaf_frame(&self, sample: &Sample) -> Option<&Frame> {
         let s = self.stacks.get(sample.stack? as usize)?;
         self.frames.get(s.frame as usize)
+    }
+
+    /// True when sample weights are nanoseconds of CPU time.
+    pub fn weight_is_time(&self) -> bool {
+        self.weight_event.is_none()
     }
 
     /// First and last sample time, or None when there are no samples.

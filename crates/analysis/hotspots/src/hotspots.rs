@@ -4,6 +4,7 @@ use kairos_model::Profile;
 use kairos_report::{Cell, Column, Table};
 
 use crate::filter::{share, Acc, Selection};
+use crate::weight::Weight;
 use crate::group::Grouper;
 use crate::{Error, Filter, GroupBy};
 
@@ -21,13 +22,16 @@ pub fn hotspots(profile: &Profile, filter: &Filter, group_by: GroupBy, limit: Op
         sb.weight.cmp(&sa.weight).then(sb.samples.cmp(&sa.samples)).then_with(|| g.key(a).cmp(g.key(b)))
     });
 
+    let w = Weight::of(profile);
     let mut columns = group_by.label_columns();
     if group_by.has_total() {
-        for n in ["Self samples", "Self time", "Self %", "Total samples", "Total time", "Total %"] {
+        let noun = w.noun();
+        for n in ["Self samples".into(), format!("Self {noun}"), "Self %".into(), "Total samples".into(), format!("Total {noun}"), "Total %".into()] {
             columns.push(Column::right(n));
         }
     } else {
-        for n in ["Samples", "CPU time", "CPU %"] {
+        let label = w.total_label();
+        for n in ["Samples".into(), label.clone(), format!("{} %", label.split(' ').next().unwrap_or("CPU"))] {
             columns.push(Column::right(n));
         }
     }
@@ -36,9 +40,9 @@ pub fn hotspots(profile: &Profile, filter: &Filter, group_by: GroupBy, limit: Op
     for &id in &ids[..shown] {
         let (s, t) = (selfs[id as usize], totals[id as usize]);
         let mut row = g.key(id).cells();
-        row.extend([Cell::UInt(s.samples), Cell::ns(s.weight), Cell::Percent(share(s, sel.total))]);
+        row.extend([Cell::UInt(s.samples), w.cell(s.weight), Cell::Percent(share(s, sel.total))]);
         if group_by.has_total() {
-            row.extend([Cell::UInt(t.samples), Cell::ns(t.weight), Cell::Percent(share(t, sel.total))]);
+            row.extend([Cell::UInt(t.samples), w.cell(t.weight), Cell::Percent(share(t, sel.total))]);
         }
         table.push_row(row);
     }

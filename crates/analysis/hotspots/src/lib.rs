@@ -20,6 +20,7 @@ mod hotspots;
 mod summary;
 mod timeline;
 mod top_down;
+mod weight;
 
 #[cfg(test)]
 mod testutil;

@@ -7,6 +7,7 @@ use kairos_model::Profile;
 use kairos_report::{Cell, Document, Section};
 
 use crate::{hotspots, Filter, GroupBy};
+use crate::weight::Weight;
 
 /// Rows of the "top functions" table.
 const TOP_FUNCTIONS: usize = 10;
@@ -28,7 +29,8 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, meta: &[(K, V)])
     run.push("Elapsed", span.map_or(Cell::Empty, |(a, b)| Cell::ns(b - a)));
     run.push("Samples", Cell::UInt(profile.samples.len() as u64));
     let weight = profile.samples.iter().fold(0u64, |w, s| w.saturating_add(s.weight));
-    run.push("CPU time", Cell::ns(weight));
+    let w = Weight::of(profile);
+    run.push(&w.total_label(), w.cell(weight));
     let pids: BTreeSet<i32> = profile.threads.iter().map(|t| t.pid).collect();
     run.push("Processes", Cell::UInt(pids.len() as u64));
     run.push("Threads", Cell::UInt(profile.threads.len() as u64));
@@ -47,9 +49,9 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, meta: &[(K, V)])
     // than panic if that ever changes.
     let all = Filter::default();
     let tables = [
-        (GroupBy::Function, Some(TOP_FUNCTIONS), format!("Top {TOP_FUNCTIONS} functions by self time")),
-        (GroupBy::Process, None, "CPU time by process".to_string()),
-        (GroupBy::Thread, None, "CPU time by thread".to_string()),
+        (GroupBy::Function, Some(TOP_FUNCTIONS), format!("Top {TOP_FUNCTIONS} functions by self {}", w.noun())),
+        (GroupBy::Process, None, format!("{} by process", w.total_label())),
+        (GroupBy::Thread, None, format!("{} by thread", w.total_label())),
     ];
     for (g, limit, title) in tables {
         if let Ok(mut t) = hotspots(profile, &all, g, limit) {

@@ -11,6 +11,7 @@ use kairos_model::Profile;
 use kairos_report::{Cell, Column, Document, Table};
 
 use crate::filter::{share, Acc, Selection};
+use crate::weight::Weight;
 use crate::group::Grouper;
 use crate::{Error, Filter, GroupBy};
 
@@ -68,13 +69,14 @@ pub fn timeline(profile: &Profile, filter: &Filter, bucket_ns: u64, group_by: Gr
     let ms = |b: usize| (start + b as u64 * bucket_ns - sel.t0) as f64 / 1e6;
 
     // Table 1: shares per bucket.
-    let mut cols = vec![Column::right("Start").with_unit("ms"), Column::right("Samples"), Column::right("CPU time")];
+    let w = Weight::of(profile);
+    let mut cols = vec![Column::right("Start").with_unit("ms"), Column::right("Samples"), Column::right(w.total_label())];
     cols.extend(unique_names(top.iter().map(|&id| g.key(id).name())).into_iter().map(Column::right));
     cols.push(Column::right(OTHER));
-    let mut shares = Table::new(cols).with_title(format!("Shares per bucket of {:.3} ms (top {} by CPU time)", bucket_ns as f64 / 1e6, top.len()));
+    let mut shares = Table::new(cols).with_title(format!("Shares per bucket of {:.3} ms (top {} by {})", bucket_ns as f64 / 1e6, top.len(), w.total_label()));
     for (b, map) in per_bucket.iter().enumerate() {
         let tot = bucket_total[b];
-        let mut row = vec![Cell::float(ms(b), 3), Cell::UInt(tot.samples), Cell::ns(tot.weight)];
+        let mut row = vec![Cell::float(ms(b), 3), Cell::UInt(tot.samples), w.cell(tot.weight)];
         if tot.samples == 0 {
             row.extend(std::iter::repeat_n(Cell::Empty, top.len() + 1));
         } else {

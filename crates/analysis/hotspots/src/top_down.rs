@@ -6,6 +6,7 @@ use kairos_model::Profile;
 use kairos_report::{Cell, Column, Table};
 
 use crate::filter::{share, Acc, Selection};
+use crate::weight::Weight;
 use crate::group::{walk, Grouper};
 use crate::{Error, Filter, GroupBy};
 
@@ -55,13 +56,14 @@ pub fn top_down(profile: &Profile, filter: &Filter, max_depth: Option<usize>, li
         nodes[cur].self_.add(s);
     }
 
+    let w = Weight::of(profile);
     let mut table = Table::new(vec![
         Column::left("Function"),
         Column::left("Module"),
         Column::right("Total %"),
         Column::right("Self %"),
-        Column::right("Total time"),
-        Column::right("Self time"),
+        Column::right(format!("Total {}", w.noun())),
+        Column::right(format!("Self {}", w.noun())),
         Column::right("Depth"),
     ])
     .with_title("Top-down call tree");
@@ -87,8 +89,8 @@ pub fn top_down(profile: &Profile, filter: &Filter, max_depth: Option<usize>, li
                 Cell::text(module),
                 Cell::Percent(share(node.total, sel.total)),
                 Cell::Percent(share(node.self_, sel.total)),
-                Cell::ns(node.total.weight),
-                Cell::ns(node.self_.weight),
+                w.cell(node.total.weight),
+                w.cell(node.self_.weight),
                 Cell::UInt(node.depth as u64),
             ]);
         }
