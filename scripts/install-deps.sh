@@ -6,6 +6,10 @@ need_apt=()
 command -v cc >/dev/null || need_apt+=(gcc)
 command -v perf >/dev/null || need_apt+=(linux-perf)
 command -v objcopy >/dev/null || need_apt+=(binutils)
+# The trace tests compare `kairos collect trace` with uftrace call for call.
+command -v uftrace >/dev/null || need_apt+=(uftrace)
+# The memory-consumption tests compare the allocation tracker with valgrind DHAT.
+command -v valgrind >/dev/null || need_apt+=(valgrind)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install-deps: missing ${need_apt[*]}; run this script as root or install them" >&2

@@ -39,6 +39,19 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+def wait_for_binary(path, limit_s=600):
+    """The binary may be rebuilt while we run (cargo replaces it): wait for it to come back."""
+    waited = 0
+    while not os.access(path, os.X_OK):
+        if waited >= limit_s:
+            raise RuntimeError(f"{path} disappeared and did not come back within {limit_s} s "
+                               f"(a rebuild that failed?)")
+        if waited == 0:
+            log(f"{path} is missing (being rebuilt?); waiting for it")
+        time.sleep(5)
+        waited += 5
+
+
 def parse_program_output(prog, out):
     """Return (self-reported seconds, work units) from the target's stdout.
 
@@ -83,6 +96,8 @@ def run_once(tmp, mode, interval_us, prog, tag):
     else:
         cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-c", str(interval_us * 1000),
                "-g", "-o", pfile, "--"] + target
+    if mode == "kairos":
+        wait_for_binary(KAIROS)
     t0 = time.monotonic()
     r = subprocess.run(cmd, cwd=tmp, stdin=subprocess.DEVNULL, capture_output=True,
                        text=True, timeout=TIMEOUT)
@@ -254,4 +269,7 @@ def report(results):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+        sys.exit(f"collect_overhead: {e}")

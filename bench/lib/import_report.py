@@ -31,6 +31,19 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+def wait_for_binary(path, limit_s=600):
+    """The binary may be rebuilt while we run (cargo replaces it): wait for it to come back."""
+    waited = 0
+    while not os.access(path, os.X_OK):
+        if waited >= limit_s:
+            raise RuntimeError(f"{path} disappeared and did not come back within {limit_s} s "
+                               f"(a rebuild that failed?)")
+        if waited == 0:
+            log(f"{path} is missing (being rebuilt?); waiting for it")
+        time.sleep(5)
+        waited += 5
+
+
 def sample_count(path):
     r = subprocess.run(["perf", "report", "--stats", "-i", path], capture_output=True,
                        text=True, timeout=TIMEOUT)
@@ -87,6 +100,7 @@ def timed(cmd, tmp, tag):
 
 def arm_kairos(tmp, data, tag):
     rdir = os.path.join(tmp, f"res-{tag}")
+    wait_for_binary(KAIROS)
     w1, c1, m1 = timed([KAIROS, "import", data, "-q", "-r", rdir], tmp, tag + "-import")
     w2, c2, m2 = timed([KAIROS, "report", "hotspots", "-r", rdir], tmp, tag + "-report")
     shutil.rmtree(rdir, ignore_errors=True)
@@ -191,4 +205,7 @@ def report(results, nsamples, size_mb):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+        sys.exit(f"import_report: {e}")

@@ -164,6 +164,95 @@ fn run() -> Result<(), String> {
     if !errors.is_empty() {
         return Err(errors.join("\n"));
     }
+    trace_runtime(&cc, &flags, root, profile_dir, &dest)?;
+    memtrack_runtime(&cc, root, profile_dir)
+}
+
+/// The allocation tracker of `kairos collect memory-consumption` (runtime/memtrack/*.c) as
+/// `<profile>/lib/libkairos_memtrack.so`, preloaded into the target. Frame pointers are
+/// kept because its stack walk starts from its own frames.
+fn memtrack_runtime(cc: &OsString, root: &Path, profile_dir: &Path) -> Result<(), String> {
+    let dir = root.join("runtime/memtrack");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut srcs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "c"))
+        .collect();
+    srcs.sort();
+    for s in &srcs {
+        println!("cargo:rerun-if-changed={}", s.display());
+    }
+    let lib = profile_dir.join("lib");
+    std::fs::create_dir_all(&lib).map_err(|e| format!("cannot create {}: {e}", lib.display()))?;
+    let out = lib.join("libkairos_memtrack.so");
+    let tmp = lib.join(format!("libkairos_memtrack.so.tmp{}", std::process::id()));
+    let mut cmd = Command::new(cc);
+    cmd.args(["-O2", "-g", "-fPIC", "-shared", "-fno-omit-frame-pointer", "-fvisibility=hidden", "-pthread", "-Wall", "-Wextra"]);
+    if env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|a| a == "x86_64" || a == "aarch64") {
+        cmd.arg("-mno-omit-leaf-frame-pointer");
+    }
+    let o = cmd.args(&srcs).arg("-ldl").arg("-o").arg(&tmp).output().map_err(|e| format!("cannot run the compiler: {e}"))?;
+    if !o.status.success() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!("building {} failed:\n{}", out.display(), String::from_utf8_lossy(&o.stderr)));
+    }
+    std::fs::rename(&tmp, &out).map_err(|e| format!("cannot move {} to {}: {e}", tmp.display(), out.display()))
+}
+
+/// The tracing runtime of `kairos collect trace` (runtime/trace/kairos_trace.c) as
+/// `<profile>/lib/libkairos_trace.so` (preloaded into instrumented programs),
+/// `kairos_trace.o` and `libkairos_trace.a` (to link it in), and the samples `transitions`
+/// and `spikes` built with -finstrument-functions and linked with it, as
+/// `samples/NAME-instrumented`.
+fn trace_runtime(cc: &OsString, flags: &[String], root: &Path, profile_dir: &Path, samples: &Path) -> Result<(), String> {
+    let src = root.join("runtime/trace/kairos_trace.c");
+    println!("cargo:rerun-if-changed={}", src.display());
+    let lib = profile_dir.join("lib");
+    std::fs::create_dir_all(&lib).map_err(|e| format!("cannot create {}: {e}", lib.display()))?;
+    let run = |args: Vec<OsString>, out: &Path| -> Result<(), String> {
+        let mut tmp = out.as_os_str().to_owned();
+        tmp.push(format!(".tmp{}", std::process::id()));
+        let tmp = PathBuf::from(tmp);
+        let mut full = args.clone();
+        full.push("-o".into());
+        full.push(tmp.clone().into_os_string());
+        let o = Command::new(if args.first().is_some_and(|a| a == "rcs") { OsString::from("ar") } else { cc.clone() })
+            .args(if args.first().is_some_and(|a| a == "rcs") { args.clone() } else { full })
+            .output()
+            .map_err(|e| format!("cannot run the compiler: {e}"))?;
+        if !o.status.success() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(format!("building {} failed:\n{}", out.display(), String::from_utf8_lossy(&o.stderr)));
+        }
+        if tmp.exists() {
+            std::fs::rename(&tmp, out).map_err(|e| format!("cannot move {} to {}: {e}", tmp.display(), out.display()))?;
+        }
+        Ok(())
+    };
+    // The runtime itself is never instrumented (and marks every function so as well).
+    let common: Vec<OsString> = ["-O2", "-g", "-fPIC", "-pthread", "-Wall", "-Wextra"].iter().map(OsString::from).collect();
+    let so = lib.join("libkairos_trace.so");
+    run([common.clone(), vec!["-shared".into(), src.clone().into_os_string()]].concat(), &so)?;
+    let obj = lib.join("kairos_trace.o");
+    run([common, vec!["-c".into(), src.into_os_string()]].concat(), &obj)?;
+    let a = lib.join("libkairos_trace.a");
+    let _ = std::fs::remove_file(&a);
+    run(vec!["rcs".into(), a.clone().into_os_string(), obj.clone().into_os_string()], &a)?;
+    for name in ["transitions", "spikes"] {
+        let mut args: Vec<OsString> = flags.iter().map(OsString::from).collect();
+        // `ticks` and `busy` are always_inline helpers: GCC instruments inlined functions
+        // too, which would show calls the plain build never makes (and that uftrace's -pg
+        // build, uprobes and LBR never see). Excluding them keeps the traced calls the
+        // program's real calls.
+        args.push("-finstrument-functions".into());
+        args.push("-finstrument-functions-exclude-function-list=ticks,busy".into());
+        args.push(root.join("samples").join(format!("{name}.c")).into_os_string());
+        args.push(obj.clone().into_os_string());
+        args.push("-lm".into());
+        run(args, &samples.join(format!("{name}-instrumented")))?;
+    }
     Ok(())
 }
 

@@ -13,7 +13,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Collect a result: `kairos collect hotspots [-r DIR] [-k NAME=VALUE]... -- PROGRAM ARGS`
+    /// Collect a result: `kairos collect hotspots|trace [-r DIR] [-k NAME=VALUE]... -- PROGRAM ARGS`
     Collect(CollectArgs),
     /// Turn a perf.data file recorded by perf into a result.
     Import(ImportArgs),
@@ -21,11 +21,13 @@ pub enum Command {
     Report(ReportArgs),
     /// List what this machine can measure and, for what it cannot, why.
     Info(InfoArgs),
+    /// Validation lab: emulate LBR from an exact trace, score the time-assignment methods.
+    Lab(crate::cmd_lab::LabArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct CollectArgs {
-    /// Analysis to run (hotspots).
+    /// Analysis to run: hotspots (sampling) or trace (every function call, exactly).
     pub analysis: String,
     /// Result directory (default: the next free rNNNhs in the current directory).
     #[arg(short = 'r', long = "result-dir")]
@@ -94,6 +96,12 @@ pub struct ReportArgs {
     /// Timeline bucket width in milliseconds.
     #[arg(long = "bucket-ms")]
     pub bucket_ms: Option<f64>,
+    /// `report branches`: the sample to show, by index in time order (from 0).
+    #[arg(long = "sample", conflicts_with = "time")]
+    pub sample: Option<usize>,
+    /// `report branches`: the sample with branch records nearest this many seconds after the first sample.
+    #[arg(long = "time")]
+    pub time: Option<f64>,
 }
 
 #[derive(Debug, Args)]

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use kairos_collector::{CollectError, CollectOptions, EventChoice, StopReason, Target, TargetExit, Unwinding};
+use kairos_collector::{BranchRecords, CollectError, CollectOptions, EventChoice, StopReason, Target, TargetExit, Unwinding};
 use kairos_convert::ConvertOptions;
 use kairos_result::{Capability, Event, ResultDir, Source};
 
@@ -16,6 +16,12 @@ use crate::pipeline::{self, PERF_DATA};
 use crate::progress::spinner;
 
 pub fn run(args: CollectArgs) -> CliResult {
+    if args.analysis == crate::cmd_memory::KIND {
+        return crate::cmd_memory::collect(args);
+    }
+    if args.analysis == "trace" {
+        return crate::cmd_trace::run(args);
+    }
     let knobs = Knobs::parse(&args.analysis, &args.knobs)?;
     let target = target(&args)?;
     if let Some(d) = args.duration {
@@ -39,6 +45,12 @@ pub fn run(args: CollectArgs) -> CliResult {
         "cycles" => EventChoice::Cycles,
         _ => EventChoice::Auto,
     };
+    opts.branch_records = match knobs.get("branch-records") {
+        "on" => BranchRecords::On,
+        "off" => BranchRecords::Off,
+        _ => BranchRecords::Auto,
+    };
+    opts.lbr_missing = lbr_missing(dir.manifest());
     let bar = spinner(args.quiet, "collecting");
     let summary = kairos_collector::collect(&opts, &mut |p| {
         bar.set_message(format!("collecting: {} samples, {} KiB", p.samples, p.bytes / 1024));
@@ -76,6 +88,17 @@ pub fn run(args: CollectArgs) -> CliResult {
             detail: None,
             reason: (!summary.include_kernel).then(|| "kernel.perf_event_paranoid forbids kernel profiling for this user".into()),
         });
+        let b = &summary.branch_records;
+        m.capabilities.push(Capability {
+            name: crate::cmd_branches::BRANCH_CAPABILITY.into(),
+            available: b.recorded,
+            detail: b.recorded.then(|| b.detail.clone()),
+            reason: (!b.recorded).then(|| b.detail.clone()),
+        });
+        if !b.recorded {
+            // Notes are printed under every text report, so nobody looks for them in vain.
+            m.notes.push(format!("branch records: not recorded: {}", b.detail));
+        }
     }
     pipeline::save(&dir)?;
     if let StopReason::WriteError(e) = &summary.stopped_by {
@@ -121,7 +144,7 @@ fn target(args: &CollectArgs) -> CliResult<Target> {
 }
 
 /// Finds the program like execvp would, so a typo fails before a result is created.
-fn resolve_program(program: &Path) -> Option<PathBuf> {
+pub(crate) fn resolve_program(program: &Path) -> Option<PathBuf> {
     if program.components().count() > 1 {
         return program.is_file().then(|| program.to_path_buf());
     }
@@ -152,6 +175,19 @@ fn fill_manifest(dir: &mut ResultDir, args: &CollectArgs, knobs: &Knobs, target:
         .collect();
 }
 
+/// Why this machine cannot record branch records, from the platform probe already stored
+/// in the manifest (the `lbr` capability), or None when it can.
+fn lbr_missing(m: &kairos_result::Manifest) -> Option<String> {
+    match m.capabilities.iter().find(|c| c.name == kairos_platform::names::LBR) {
+        Some(c) if c.available => None,
+        Some(c) => Some(format!(
+            "this machine has no usable LBR ({}); virtual machines usually expose no PMU",
+            c.reason.clone().unwrap_or_else(|| "no branch record facility found".into())
+        )),
+        None => Some("the platform probe found no LBR".into()),
+    }
+}
+
 fn stop_reason(r: &StopReason) -> String {
     match r {
         StopReason::TargetExited => "target exited".into(),
@@ -161,7 +197,7 @@ fn stop_reason(r: &StopReason) -> String {
     }
 }
 
-fn collect_error(e: CollectError) -> UserError {
+pub(crate) fn collect_error(e: CollectError) -> UserError {
     match e {
         CollectError::ProgramNotFound(p) => UserError::failed(format!(
             "program '{}' was not found; give a path to an executable or a command on PATH",
@@ -178,6 +214,9 @@ fn collect_error(e: CollectError) -> UserError {
         )),
         CollectError::EventUnsupported { event, detail } => UserError::failed(format!(
             "this machine cannot sample with {event} ({detail}); use -k event=cpu-clock, which works everywhere"
+        )),
+        CollectError::NoBranchRecords(why) => UserError::failed(format!(
+            "branch records (LBR) cannot be recorded: {why}; collect without them with -k branch-records=off (or auto), or emulate them from an exact trace with `kairos lab emulate-lbr`"
         )),
         other => UserError::failed(format!("collection failed: {other}")),
     }

@@ -13,6 +13,8 @@ use crate::error::{CliResult, UserError};
 const REPORTS: &[&str] = &["summary", "hotspots", "top-down", "timeline"];
 
 pub fn run(args: ReportArgs) -> CliResult {
+    if args.report == "branches" { return crate::cmd_branches::run(&args); }
+    if crate::cmd_memory::is_memory_result(&args.result_dir) { return crate::cmd_memory::report(&args); }
     if !REPORTS.contains(&args.report.as_str()) {
         return Err(UserError::usage(format!("unknown report '{}'; the reports are: {}", args.report, REPORTS.join(", "))));
     }
@@ -103,9 +105,10 @@ pub fn open(path: &std::path::Path) -> CliResult<(ResultDir, Profile)> {
     let dir = ResultDir::open(path).map_err(|e| {
         UserError::failed(format!("cannot open result {}: {e}; give a directory made by `kairos collect` or `kairos import`", path.display()))
     })?;
-    let profile = kairos_result::read_profile(&dir).map_err(|e| {
+    let mut profile = kairos_result::read_profile(&dir).map_err(|e| {
         UserError::failed(format!("result {} is damaged: {e}; collect or import it again", path.display()))
     })?;
+    profile.weight_event = dir.manifest().weight_event.clone();
     Ok((dir, profile))
 }
 
@@ -159,7 +162,7 @@ fn meta(dir: &ResultDir) -> Vec<(String, String)> {
 
 /// Notes of the manifest (decode errors, missing symbols) go under every text report,
 /// so nobody reads a number without knowing what it lacks.
-fn print_notes(dir: &ResultDir) {
+pub(crate) fn print_notes(dir: &ResultDir) {
     let notes = &dir.manifest().notes;
     if !notes.is_empty() {
         println!("\nNotes:");

@@ -47,16 +47,53 @@ const HOTSPOTS: &[KnobSpec] = &[
         help: "auto (cycles where the CPU offers them, else cpu-clock), cpu-clock or cycles",
         check: |v| one_of(v, &["auto", "cpu-clock", "cycles"]),
     },
+    KnobSpec {
+        name: "branch-records",
+        default: "auto",
+        help: "auto (LBR where the CPU has it), on (required) or off: every sample with the last user calls and returns",
+        check: |v| one_of(v, &["auto", "on", "off"]),
+    },
 ];
+
+const TRACE: &[KnobSpec] = &[
+    KnobSpec {
+        name: "mode",
+        default: "auto",
+        help: "instrument (program built with -finstrument-functions), uprobes (unmodified binary) or auto",
+        check: |v| one_of(v, &["auto", "instrument", "uprobes"]),
+    },
+    KnobSpec {
+        name: "measure-overhead",
+        default: "on",
+        help: "on (run the program once untraced first, to measure the tracer's cost) or off",
+        check: |v| one_of(v, &["on", "off"]),
+    },
+];
+
+fn bytes(v: &str) -> Result<(), String> {
+    match v.parse::<u64>() {
+        Ok(n) if n <= 1 << 40 => Ok(()),
+        _ => Err("a whole number of bytes from 0 to 1099511627776 (1 tracks every block with its stack)".into()),
+    }
+}
+
+const MEMORY_CONSUMPTION: &[KnobSpec] = &[KnobSpec {
+    name: "min-object-size",
+    default: "1",
+    help: "blocks smaller than this many bytes are counted in the totals but recorded without a stack",
+    check: bytes,
+}];
 
 /// Analyses `kairos collect` knows, with their knobs.
 pub fn analyses() -> &'static [&'static str] {
-    &["hotspots"]
+    &["hotspots", "trace", "memory-consumption"]
 }
 
 fn specs(analysis: &str) -> CliResult<&'static [KnobSpec]> {
     match analysis {
         "hotspots" => Ok(HOTSPOTS),
+        "memory-consumption" => Ok(MEMORY_CONSUMPTION),
+        "trace" => Ok(TRACE),
         other => Err(UserError::usage(format!(
             "unknown analysis '{other}'; the analyses are: {}",
             analyses().join(", ")

@@ -2,10 +2,14 @@
 //! library error into one sentence with the fix and a non-zero exit status.
 
 mod args;
+mod cmd_branches;
 mod cmd_collect;
 mod cmd_import;
 mod cmd_info;
+mod cmd_lab;
+mod cmd_memory;
 mod cmd_report;
+mod cmd_trace;
 mod error;
 mod knobs;
 mod pipeline;
@@ -33,6 +37,7 @@ fn main() {
         Command::Import(a) => cmd_import::run(a),
         Command::Report(a) => cmd_report::run(a),
         Command::Info(a) => cmd_info::run(a),
+        Command::Lab(a) => cmd_lab::run(a),
     };
     if let Err(e) = result {
         eprintln!("kairos: {e}");

@@ -46,6 +46,7 @@ pub fn convert_result(dir: &mut ResultDir, opts: &ConvertOptions, quiet: bool) -
         counts.undecodable += 1;
     }
     m.counts = Some(counts);
+    m.weight_event = profile.weight_event.clone();
     let tables = kairos_result::write_profile(dir, &profile).map_err(|e| {
         UserError::failed(format!("cannot write the result tables in {}: {e}; check free disk space and permissions", dir.path().display()))
     })?;

@@ -59,7 +59,26 @@ pub struct AttrSpec {
     pub enable_on_exec: bool,
     /// Ring-buffer fill level (bytes) at which poll() wakes us.
     pub wakeup_bytes: u32,
+    /// `branch_sample_type` of the branch stack (LBR) each sample carries; 0 for none.
+    pub branch_sample_type: u64,
 }
+
+/// User-mode calls and returns, the filter the LBR method needs (what
+/// `perf record -j any_call,any_ret,u` sets). Cycles are not disabled (no NO_CYCLES), so
+/// CPUs that measure them (Skylake and later, Arch LBR) report them.
+pub const BRANCH_USER_CALL_RETURN: u64 = (b::PERF_SAMPLE_BRANCH_USER | b::PERF_SAMPLE_BRANCH_ANY_CALL | b::PERF_SAMPLE_BRANCH_ANY_RETURN) as u64;
+
+/// Filters to try, best first; the kernel answers EINVAL/EOPNOTSUPP to what it or the CPU
+/// lacks. HW_INDEX (kernel 5.7+) lets readers tell where the ring restarted; TYPE_SAVE
+/// (4.14+) saves call/return types so no binary is needed to classify entries. The last
+/// one, every user branch without a type filter, is what AMD Zen 3 BRS can do (the kernel
+/// also wants its retired-taken-branches event there, which we do not choose yet).
+pub const BRANCH_CANDIDATES: [u64; 4] = [
+    BRANCH_USER_CALL_RETURN | b::PERF_SAMPLE_BRANCH_HW_INDEX as u64 | b::PERF_SAMPLE_BRANCH_TYPE_SAVE as u64,
+    BRANCH_USER_CALL_RETURN | b::PERF_SAMPLE_BRANCH_TYPE_SAVE as u64,
+    BRANCH_USER_CALL_RETURN,
+    (b::PERF_SAMPLE_BRANCH_USER | b::PERF_SAMPLE_BRANCH_ANY) as u64,
+];
 
 /// The fields of every sample, in the order the kernel writes them. IDENTIFIER first so a
 /// reader can find the event of any record without knowing the layout.
@@ -93,6 +112,10 @@ pub fn build(spec: &AttrSpec) -> b::perf_event_attr {
     }
     a.__bindgen_anon_1.sample_period = spec.period.max(1);
     a.sample_type = sample_type(spec.unwinding);
+    if spec.branch_sample_type != 0 {
+        a.sample_type |= b::PERF_SAMPLE_BRANCH_STACK as u64;
+        a.branch_sample_type = spec.branch_sample_type;
+    }
     // Disabled at open: launch arms it at exec, attach/system-wide enable it once every
     // fd is open and mapped, so no sample is lost before its buffer exists.
     a.set_disabled(1);
@@ -219,11 +242,30 @@ mod tests {
             inherit: true,
             enable_on_exec: true,
             wakeup_bytes: 4096,
+            branch_sample_type: 0,
         });
         assert_eq!(attr_bytes(&a).len(), 128);
         assert_eq!(a.sample_stack_user, 8192);
         assert_eq!(a.exclude_kernel(), 1);
         assert_eq!(a.sample_id_all(), 1);
         assert_eq!(a.sample_type & b::PERF_SAMPLE_STACK_USER as u64, b::PERF_SAMPLE_STACK_USER as u64);
+        assert_eq!(a.sample_type & b::PERF_SAMPLE_BRANCH_STACK as u64, 0);
+    }
+
+    #[test]
+    fn branch_stack_asks_for_user_calls_and_returns() {
+        let a = build(&AttrSpec {
+            kind: EventKind::Cycles,
+            period: 1000,
+            unwinding: Unwinding::FramePointers,
+            include_kernel: false,
+            inherit: true,
+            enable_on_exec: true,
+            wakeup_bytes: 0,
+            branch_sample_type: BRANCH_CANDIDATES[0],
+        });
+        assert_ne!(a.sample_type & b::PERF_SAMPLE_BRANCH_STACK as u64, 0);
+        assert_eq!(a.branch_sample_type & BRANCH_USER_CALL_RETURN, BRANCH_USER_CALL_RETURN);
+        assert_eq!(a.branch_sample_type & b::PERF_SAMPLE_BRANCH_NO_CYCLES as u64, 0);
     }
 }

@@ -11,6 +11,7 @@ pub mod attr;
 pub mod launch;
 pub mod ring;
 pub mod synth;
+pub mod uprobe;
 
 use std::ffi::OsString;
 use std::fs::OpenOptions;
@@ -79,6 +80,28 @@ pub struct CollectOptions {
     pub include_kernel: Option<bool>,
     /// Data pages of each CPU's ring buffer (rounded up to a power of two).
     pub ring_buffer_pages: usize,
+    /// Whether samples carry the CPU's branch stack (LBR).
+    pub branch_records: BranchRecords,
+    /// Why this machine has no usable LBR (from kairos-platform), None when it has one.
+    pub lbr_missing: Option<String>,
+}
+
+/// `-k branch-records=`: every sample with the last user calls and returns (LBR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BranchRecords {
+    Off,
+    /// Where the CPU and kernel allow; the summary says why not otherwise.
+    Auto,
+    /// Required: collection fails where they cannot be recorded.
+    On,
+}
+
+/// Whether branch records were recorded and, if not, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchOutcome {
+    pub recorded: bool,
+    /// The branch_sample_type used, or why there are none.
+    pub detail: String,
 }
 
 impl CollectOptions {
@@ -93,6 +116,8 @@ impl CollectOptions {
             event: EventChoice::Auto,
             include_kernel: None,
             ring_buffer_pages: 256,
+            branch_records: BranchRecords::Off,
+            lbr_missing: None,
         }
     }
 }
@@ -154,6 +179,8 @@ pub struct CollectSummary {
     pub wall_seconds: f64,
     /// Online CPUs sampled.
     pub cpus: usize,
+    /// Branch records (LBR): recorded or why not.
+    pub branch_records: BranchOutcome,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -170,6 +197,9 @@ pub enum CollectError {
     EventUnsupported { event: String, detail: String },
     #[error("invalid options: {0}")]
     InvalidOptions(String),
+    /// Branch records were required (`On`) and cannot be recorded here; says why.
+    #[error("branch records (LBR) cannot be recorded here: {0}")]
+    NoBranchRecords(String),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -372,11 +402,60 @@ fn open_events(spec: &AttrSpec, target: &Target, child: Option<i32>, cpus: &[i32
 
 /// Tries the candidate events and kernel settings in order; returns the first that opens,
 /// with the reason for the choice.
+/// Opens the sampling events with branch records as `opts.branch_records` asks: each
+/// filter of [`attr::BRANCH_CANDIDATES`] in turn on a hardware event, then (Auto) without.
+fn open_with_branches(
+    opts: &CollectOptions,
+    child: Option<i32>,
+    cpus: &[i32],
+    wakeup_bytes: u32,
+) -> Result<(Events, String, u64, BranchOutcome), CollectError> {
+    let without = |why: String| -> Result<_, CollectError> {
+        let (ev, reason, period) = choose_and_open(opts, child, cpus, wakeup_bytes, 0)?;
+        Ok((ev, reason, period, BranchOutcome { recorded: false, detail: why }))
+    };
+    match (opts.branch_records, &opts.lbr_missing) {
+        (BranchRecords::Off, _) => return without("not requested (branch-records=off)".into()),
+        (BranchRecords::On, Some(why)) => return Err(CollectError::NoBranchRecords(why.clone())),
+        (BranchRecords::Auto, Some(why)) => return without(why.clone()),
+        _ => {}
+    }
+    if opts.event == EventChoice::CpuClock {
+        let why = "branch stacks need a hardware event, and cpu-clock was chosen".to_string();
+        return match opts.branch_records {
+            BranchRecords::On => Err(CollectError::NoBranchRecords(why)),
+            _ => without(why),
+        };
+    }
+    let mut last = String::new();
+    for bst in attr::BRANCH_CANDIDATES {
+        match choose_and_open(opts, child, cpus, wakeup_bytes, bst) {
+            Ok((ev, reason, period)) => {
+                let filter = if bst & attr::BRANCH_USER_CALL_RETURN == attr::BRANCH_USER_CALL_RETURN {
+                    "user calls and returns (hardware filter)"
+                } else {
+                    "every user branch: the hardware filter was refused (as on AMD Zen 3 BRS); calls and returns are picked in software"
+                };
+                let detail = format!("recorded: {filter}, branch_sample_type {bst:#x}");
+                return Ok((ev, reason, period, BranchOutcome { recorded: true, detail }));
+            }
+            Err(e @ (CollectError::NoSuchProcess(_) | CollectError::ProgramNotFound(_) | CollectError::NotExecutable { .. })) => return Err(e),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    let why = format!("the kernel refused branch-stack sampling with every filter ({last})");
+    match opts.branch_records {
+        BranchRecords::On => Err(CollectError::NoBranchRecords(why)),
+        _ => without(why),
+    }
+}
+
 fn choose_and_open(
     opts: &CollectOptions,
     child: Option<i32>,
     cpus: &[i32],
     wakeup_bytes: u32,
+    branch_sample_type: u64,
 ) -> Result<(Events, String, u64), CollectError> {
     let paranoid = attr::paranoid();
     let kernel_options: Vec<bool> = match opts.include_kernel {
@@ -385,6 +464,8 @@ fn choose_and_open(
         None => vec![false],
     };
     let mut kinds: Vec<EventKind> = match opts.event {
+        // Branch stacks come with hardware events only.
+        EventChoice::Auto if branch_sample_type != 0 => vec![EventKind::Cycles],
         EventChoice::Auto => vec![EventKind::Cycles, EventKind::CpuClock],
         EventChoice::Cycles => vec![EventKind::Cycles],
         EventChoice::CpuClock => vec![EventKind::CpuClock],
@@ -420,6 +501,7 @@ fn choose_and_open(
                 inherit: !matches!(opts.target, Target::SystemWide),
                 enable_on_exec: matches!(opts.target, Target::Launch { .. }),
                 wakeup_bytes,
+                branch_sample_type,
             };
             match open_events(&spec, &opts.target, child, cpus) {
                 Ok(ev) => {
@@ -585,7 +667,7 @@ fn run(
     let pages = opts.ring_buffer_pages.max(1).next_power_of_two();
     let ring_bytes = pages * ring::page_size();
     let wakeup = (ring_bytes / 4).min(u32::MAX as usize) as u32;
-    let (events, event_reason, period) = choose_and_open(opts, child.as_ref().map(|c| c.pid), cpus, wakeup)?;
+    let (events, event_reason, period, branch_records) = open_with_branches(opts, child.as_ref().map(|c| c.pid), cpus, wakeup)?;
 
     let mut rings = Vec::with_capacity(events.leaders.len());
     for &l in &events.leaders {
@@ -757,6 +839,7 @@ fn run(
         end_monotonic_ns: end_ns,
         wall_seconds: wall_start.elapsed().as_secs_f64(),
         cpus: cpus.len(),
+        branch_records,
     };
     on_progress(&Progress {
         samples: summary.samples,

@@ -1,7 +1,7 @@
 //! Address-level stacks, interned while records stream by, and their expansion into
 //! symbolised model frames (one per inlined function) once every module is symbolised.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use kairos_model::{Frame, FrameIdx, Mode, Module, ModuleIdx, Profile, StackIdx, StackInterner};
 use kairos_symbolize::{ModuleKey, SymFrame, Symbolizer};
@@ -73,11 +73,18 @@ impl RawStacks {
         self.interner.intern_path(&mut self.nodes, root_first)
     }
 
+    /// Whether a raw frame lies in a known module.
+    pub fn has_module(&self, id: u32) -> bool {
+        self.frames.get(id as usize).is_some_and(|f| f.module.is_some())
+    }
+
     /// Symbolises every frame and builds the profile's frames and stacks. Returns the
-    /// mapping from raw stack node to profile stack node.
-    pub fn finish(self, symbolizer: &mut Symbolizer, profile: &mut Profile) -> Vec<StackIdx> {
+    /// mapping from raw stack node to profile stack node, and for each raw frame of
+    /// `leaves` (branch addresses, which belong to no stack) its innermost profile frame:
+    /// the function whose code is at the address, inlined or not.
+    pub fn finish(self, symbolizer: &mut Symbolizer, profile: &mut Profile, leaves: &[u32]) -> (Vec<StackIdx>, HashMap<u32, FrameIdx>) {
         let symbols = symbolize_all(&self.frames, &self.module_keys, symbolizer);
-        let mut frame_index: HashMap<(u32, u16), FrameIdx> = HashMap::new();
+        let mut frame_index: HashMap<(u32, u16), FrameIdx> = HashMap::default();
         let mut interner = StackInterner::default();
         let mut mapped: Vec<StackIdx> = Vec::with_capacity(self.nodes.len());
         profile.modules = self.modules;
@@ -96,13 +103,23 @@ impl RawStacks {
             // `count >= 1`, so parent is always set here.
             mapped.push(parent.unwrap_or_default());
         }
-        mapped
+        let mut leaf_frames = HashMap::with_capacity_and_hasher(leaves.len(), Default::default());
+        for &id in leaves {
+            let (Some(raw), Some(syms)) = (self.frames.get(id as usize), symbols.get(id as usize)) else { continue };
+            let depth = syms.len().max(1) - 1;
+            let fi = *frame_index.entry((id, depth as u16)).or_insert_with(|| {
+                profile.frames.push(model_frame(raw, syms.get(depth), depth as u16));
+                (profile.frames.len() - 1) as FrameIdx
+            });
+            leaf_frames.insert(id, fi);
+        }
+        (mapped, leaf_frames)
     }
 }
 
 fn symbolize_all(frames: &[RawFrame], keys: &[ModuleKey], symbolizer: &mut Symbolizer) -> Vec<Vec<SymFrame>> {
     let mut out: Vec<Vec<SymFrame>> = vec![Vec::new(); frames.len()];
-    let mut by_module: HashMap<ModuleIdx, Vec<usize>> = HashMap::new();
+    let mut by_module: HashMap<ModuleIdx, Vec<usize>> = HashMap::default();
     for (i, f) in frames.iter().enumerate() {
         if let Some(m) = f.module {
             by_module.entry(m).or_default().push(i);

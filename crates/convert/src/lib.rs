@@ -8,20 +8,27 @@
 //! table at the moment it was taken. Symbolisation runs once per module at the end, over
 //! the unique addresses only.
 
+mod branches;
 mod callchain;
+mod classify;
 mod frames;
+mod overlap;
 mod processes;
+mod stack_cache;
 mod elf_cache;
 mod unwind;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
-use kairos_model::{LossCounts, Mode, Profile, Sample, Thread, ThreadIdx};
-use kairos_perf_data::{PerfFile, Record};
+use kairos_model::{BranchKind, LossCounts, Mode, Profile, Sample, Thread, ThreadIdx};
+use kairos_perf_data::{PerfFile, Record, PERF_SAMPLE_BRANCH_STACK, PERF_SAMPLE_BRANCH_TYPE_SAVE};
 use kairos_symbolize::{ModuleKey, Symbolizer, SymbolizerOptions};
 
 pub use callchain::ChainEntry;
+pub use overlap::{overlap, Overlap};
+use branches::{PendingBranch, SampleBranches};
+use classify::Classifier;
 use elf_cache::ElfCache;
 use frames::{RawFrame, RawStacks};
 use processes::{Mapping, ProcessTable};
@@ -108,6 +115,8 @@ struct PendingSample {
     /// Raw stack node, resolved to a profile stack at the end.
     stack: Option<u32>,
     weight: u64,
+    /// The branch stack, when the sample has one (possibly empty: nr = 0).
+    branches: Option<Vec<PendingBranch>>,
 }
 
 struct State {
@@ -123,7 +132,11 @@ struct State {
     notes: Vec<String>,
     kernel_module: Option<u32>,
     kernel_symbols: bool,
+    stack_cache: stack_cache::StackCache,
     perf_maps: PerfMaps,
+    classifier: Classifier,
+    /// branch_sample_type of each attr, by attr index.
+    branch_sample_types: Vec<u64>,
 }
 
 impl State {
@@ -134,18 +147,25 @@ impl State {
             elves: ElfCache::new(opts.symbolizer.symfs.clone()),
             symbolizer: Symbolizer::new(opts.symbolizer.clone()),
             threads: Vec::new(),
-            thread_index: HashMap::new(),
+            thread_index: HashMap::default(),
             samples: Vec::new(),
             losses: LossCounts::default(),
             unwinder: unwind::DwarfUnwinder::new(file.features().arch.as_deref()),
             notes: Vec::new(),
             kernel_module: None,
             kernel_symbols: opts.kernel_symbols,
+            stack_cache: stack_cache::StackCache::default(),
             perf_maps: PerfMaps::new(opts.symbolizer.perf_map_dirs.clone()),
+            classifier: Classifier::default(),
+            branch_sample_types: file.attrs().iter().map(|a| a.attr.branch_sample_type).collect(),
         }
     }
 
     fn record(&mut self, record: Record<'_>) {
+        // Mappings may change: cached chain -> stack conversions are no longer safe.
+        if matches!(record, Record::Mmap(_) | Record::Fork(_) | Record::Comm(_)) {
+            self.stack_cache.clear();
+        }
         match record {
             Record::Sample(s) => self.sample(&s),
             Record::Comm(c) => {
@@ -200,16 +220,75 @@ impl State {
             let valid = s.stack_user_dyn_size.map_or(stack.len(), |n| usize::try_from(n).unwrap_or(usize::MAX).min(stack.len()));
             self.unwinder.unwind(pid, regs, &stack[..valid], &mut chain);
         }
-        let ids: Vec<u32> = chain.iter().rev().map(|e| self.raw_frame(pid, e)).collect();
-        let stack = self.raw.stack(ids);
+        let stack = match self.stack_cache.get(pid, &chain) {
+            Some(node) => node,
+            None => {
+                let ids: Vec<u32> = chain.iter().rev().map(|e| self.raw_frame(pid, e)).collect();
+                let node = self.raw.stack(ids);
+                self.stack_cache.insert_last(node);
+                node
+            }
+        };
         let thread = self.thread(pid, tid);
+        let branches = s.branch_stack.as_ref().map(|bs| {
+            let bst = self.branch_sample_types.get(s.attr_index).copied().unwrap_or(0);
+            bs.entries.iter().map(|e| self.branch(pid, bst, e)).collect()
+        });
         self.samples.push(PendingSample {
             time_ns: s.time.unwrap_or(0),
             thread,
             cpu: s.cpu.unwrap_or(0),
             stack,
             weight: s.period.unwrap_or(1),
+            branches,
         });
+    }
+
+    /// One branch entry: its FROM and TO resolved like stack addresses (they are
+    /// instruction addresses, not return addresses), and its kind from the saved type or
+    /// from the instruction at FROM.
+    fn branch(&mut self, pid: i32, bst: u64, e: &kairos_perf_data::BranchEntry) -> PendingBranch {
+        let saved = if bst & PERF_SAMPLE_BRANCH_TYPE_SAVE != 0 { classify::from_type(e.flags.branch_type()) } else { None };
+        let kind = saved.unwrap_or_else(|| self.decode_kind_at(pid, e.from));
+        PendingBranch {
+            from: e.from,
+            to: e.to,
+            from_raw: self.branch_frame(pid, e.from),
+            to_raw: self.branch_frame(pid, e.to),
+            kind,
+            cycles: e.flags.cycles(),
+            mispredicted: e.flags.mispred(),
+        }
+    }
+
+    fn branch_frame(&mut self, pid: i32, address: u64) -> Option<u32> {
+        if address == 0 {
+            return None; // an LBR slot not yet filled
+        }
+        // x86_64 and aarch64 kernels live in the upper half of the address space.
+        let mode = if (address as i64) < 0 { Mode::Kernel } else { Mode::User };
+        let id = self.raw_frame(pid, &ChainEntry { address, mode, is_return_address: false });
+        self.raw.has_module(id).then_some(id)
+    }
+
+    fn decode_kind_at(&mut self, pid: i32, address: u64) -> BranchKind {
+        if (address as i64) < 0 {
+            return BranchKind::Unknown; // kernel code: no binary to read
+        }
+        let Some(map) = self.table.find(pid, false, address) else { return BranchKind::Unknown };
+        if is_anonymous(&map.path) || map.path.starts_with('[') {
+            return BranchKind::Unknown;
+        }
+        let offset = address.wrapping_sub(map.start).wrapping_add(map.pgoff);
+        let path = map.path.clone();
+        // A file on disk that is not the recorded binary (another version of the same
+        // library) would give the wrong instruction.
+        let recorded_id = map.build_id.clone();
+        let on_disk_id = self.elves.get(&path).and_then(|i| i.build_id.clone());
+        if matches!((&recorded_id, &on_disk_id), (Some(a), Some(b)) if a != b) {
+            return BranchKind::Unknown;
+        }
+        self.classifier.classify(&mut self.elves, &path, offset)
     }
 
     fn raw_frame(&mut self, pid: i32, e: &ChainEntry) -> u32 {
@@ -235,7 +314,14 @@ impl State {
 
     fn finish(mut self, decode_error: Option<String>, file: &PerfFile) -> Converted {
         let mut profile = Profile::default();
-        let mapped = std::mem::take(&mut self.raw).finish(&mut self.symbolizer, &mut profile);
+        let leaves: Vec<u32> = self
+            .samples
+            .iter()
+            .flat_map(|p| p.branches.iter().flatten())
+            .flat_map(|b| [b.from_raw, b.to_raw])
+            .flatten()
+            .collect();
+        let (mapped, leaf_frames) = std::mem::take(&mut self.raw).finish(&mut self.symbolizer, &mut profile, &leaves);
         for t in &mut self.threads {
             t.name = self.table.thread_name(t.tid).unwrap_or("").to_string();
             t.process_name = self.table.thread_name(t.pid).unwrap_or(&t.name).to_string();
@@ -251,24 +337,53 @@ impl State {
             }
         }
         profile.threads = self.threads;
-        profile.samples = self
-            .samples
+        // Records of different CPUs interleave; analyses want time order (stable, so
+        // samples of equal time keep file order).
+        let mut pending = self.samples;
+        pending.sort_by_key(|p| p.time_ns);
+        let mut sample_branches = Vec::new();
+        profile.samples = pending
             .into_iter()
-            .map(|p| Sample {
-                time_ns: p.time_ns,
-                thread: p.thread,
-                cpu: p.cpu,
-                stack: p.stack.and_then(|s| mapped.get(s as usize).copied()),
-                weight: p.weight,
+            .enumerate()
+            .map(|(i, p)| {
+                if let Some(entries) = p.branches {
+                    sample_branches.push((i as u32, SampleBranches { thread: p.thread, entries }));
+                }
+                Sample {
+                    time_ns: p.time_ns,
+                    thread: p.thread,
+                    cpu: p.cpu,
+                    stack: p.stack.and_then(|s| mapped.get(s as usize).copied()),
+                    weight: p.weight,
+                }
             })
             .collect();
-        // Records of different CPUs interleave; analyses want time order.
-        profile.samples.sort_by_key(|s| s.time_ns);
         profile.losses = self.losses;
         let mut notes = self.notes;
+        let branch_attr = file.attrs().iter().find(|a| a.attr.sample_type & PERF_SAMPLE_BRANCH_STACK != 0);
+        if let Some(a) = branch_attr {
+            let (records, info) =
+                branches::assemble(sample_branches.into_iter(), &leaf_frames, branches::describe_filter(a.attr.branch_sample_type));
+            if info.unclassified > 0 {
+                notes.push(format!(
+                    "{} of {} branch records could not be classified as call, return or other: the recording did not save branch types and the instruction at FROM could not be read (binary not at hand)",
+                    info.unclassified,
+                    records.len()
+                ));
+            }
+            if info.overflowed_snapshots > 0 {
+                notes.push(format!(
+                    "{} branch snapshots share nothing with the previous one of their thread although the LBR was full: more branches happened between those samples than the LBR holds, so records were lost there",
+                    info.overflowed_snapshots
+                ));
+            }
+            profile.branches = records;
+            profile.branch_info = Some(info);
+        }
         notes.extend(self.symbolizer.notes());
         notes.extend(self.unwinder.notes());
         let events = file.attrs().iter().map(|a| a.name.clone().unwrap_or_else(|| a.attr.event_name())).collect();
+        profile.weight_event = weight_event(file);
         Converted { profile, decode_error, notes, events }
     }
 }
@@ -307,13 +422,23 @@ struct PerfMaps {
 
 impl PerfMaps {
     fn new(dirs: Vec<std::path::PathBuf>) -> Self {
-        PerfMaps { dirs, known: HashMap::new() }
+        PerfMaps { dirs, known: HashMap::default() }
     }
 
     fn exists(&mut self, pid: i32) -> bool {
         let dirs = &self.dirs;
         *self.known.entry(pid).or_insert_with(|| dirs.iter().any(|d| d.join(format!("perf-{pid}.map")).is_file()))
     }
+}
+
+/// Timer events (cpu-clock, task-clock) have periods in nanoseconds; any other event's
+/// weights are counts of that event.
+fn weight_event(file: &PerfFile) -> Option<String> {
+    const CPU_CLOCK: u64 = 0;
+    const TASK_CLOCK: u64 = 1;
+    let first = file.attrs().first()?;
+    let timer = first.attr.type_ == kairos_perf_data::PERF_TYPE_SOFTWARE && matches!(first.attr.config, CPU_CLOCK | TASK_CLOCK);
+    (!timer).then(|| first.name.clone().unwrap_or_else(|| first.attr.event_name()))
 }
 
 fn is_anonymous(path: &str) -> bool {

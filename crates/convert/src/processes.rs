@@ -2,7 +2,7 @@
 //! (COMM), parentage (FORK), and executable mappings (MMAP/MMAP2), so that every sampled
 //! address can be mapped to a file and an offset in it.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// One executable mapping of a process.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -261,7 +261,7 @@ impl<'a> Iterator for StackWalk<'a> {
 /// Builds the stack prefix tree and frame table without duplicates.
 #[derive(Debug, Default)]
 pub struct StackInterner {
-    stacks: std::collections::HashMap<(Option<StackIdx>, FrameIdx), StackIdx>,
+    stacks: rustc_hash::FxHashMap<(Option<StackIdx>, FrameIdx), StackIdx>,
 }
 
 impl StackInterner {

@@ -23,6 +23,8 @@
 mod dir;
 mod error;
 mod manifest;
+mod branch_table;
+mod call_table;
 mod tables;
 
 pub use dir::{next_result_dir, ResultDir, MANIFEST_FILE, TABLES_DIR};

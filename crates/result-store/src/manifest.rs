@@ -54,6 +54,13 @@ pub struct Manifest {
     /// Sample and loss counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts: Option<Counts>,
+    /// What sample weights count when not nanoseconds of CPU time, e.g. "cycles".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight_event: Option<String>,
+    /// How branch records (LBR) were obtained, when the result has them (see the
+    /// `branches` table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch_info: Option<kairos_model::BranchInfo>,
     /// How the profiled program ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_exit: Option<TargetExit>,
@@ -89,6 +96,8 @@ impl Default for Manifest {
             event: None,
             capabilities: Vec::new(),
             counts: None,
+            weight_event: None,
+            branch_info: None,
             target_exit: None,
             stopped_by: None,
             source: None,

@@ -42,18 +42,18 @@ const READ_BATCH_ROWS: usize = 1 << 16;
 pub const TABLES: [&str; 5] = ["threads", "modules", "frames", "stacks", "samples"];
 
 /// How one table is stored.
-struct TableDef {
-    name: &'static str,
-    schema: fn() -> Schema,
+pub(crate) struct TableDef {
+    pub(crate) name: &'static str,
+    pub(crate) schema: fn() -> Schema,
     /// Columns with Parquet dictionary encoding: the strings (few distinct values repeated
     /// often, e.g. file names) and small-domain integers. Others are plain, since a
     /// dictionary of mostly distinct values only costs time before it falls back.
-    dictionary: &'static [&'static str],
+    pub(crate) dictionary: &'static [&'static str],
     /// Columns with delta encoding: sorted or nearly sorted integers (time, ids).
-    delta: &'static [&'static str],
+    pub(crate) delta: &'static [&'static str],
 }
 
-fn f(name: &str, t: DataType, nullable: bool) -> Field {
+pub(crate) fn f(name: &str, t: DataType, nullable: bool) -> Field {
     Field::new(name, t, nullable)
 }
 
@@ -239,9 +239,13 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
         ])
     })?);
 
+    infos.extend(crate::branch_table::write(&root, p)?);
+    infos.extend(crate::call_table::write(&root, p)?);
+
     let m = dir.manifest_mut();
-    m.tables.retain(|t| !TABLES.contains(&t.name.as_str()));
+    m.tables.retain(|t| !TABLES.contains(&t.name.as_str()) && t.name != crate::branch_table::NAME && t.name != crate::call_table::NAME);
     m.tables.extend(infos.iter().cloned());
+    m.branch_info = p.branch_info.clone();
     m.counts = Some(Counts::new(p.samples.len() as u64, p.losses));
     dir.save_manifest()?;
     Ok(infos)
@@ -359,6 +363,9 @@ pub fn read_profile(dir: &ResultDir) -> Result<Profile> {
         Ok(())
     })?;
 
+    crate::branch_table::read(dir, &mut p)?;
+    crate::call_table::read(dir, &mut p)?;
+
     if let Err(e) = check_profile(&p) {
         let table = e.split(':').next().unwrap_or("samples").to_owned();
         let path = root.join(TABLES_DIR).join(format!("{table}.parquet"));
@@ -371,7 +378,7 @@ pub fn read_profile(dir: &ResultDir) -> Result<Profile> {
     Ok(p)
 }
 
-fn slice<'a, T>(v: &'a [T], r: &Range<usize>) -> &'a [T] {
+pub(crate) fn slice<'a, T>(v: &'a [T], r: &Range<usize>) -> &'a [T] {
     v.get(r.clone()).unwrap_or(&[])
 }
 
@@ -380,13 +387,13 @@ fn ids(r: &Range<usize>) -> ArrayRef {
     Arc::new(UInt32Array::from_iter_values(r.clone().map(|i| i as u32)))
 }
 
-fn opt<T: arrow_array::ArrowPrimitiveType>(a: &PrimitiveArray<T>, i: usize) -> Option<T::Native> {
+pub(crate) fn opt<T: arrow_array::ArrowPrimitiveType>(a: &PrimitiveArray<T>, i: usize) -> Option<T::Native> {
     (!a.is_null(i)).then(|| a.value(i))
 }
 
 /// Writes one table through a temporary file, in batches of [`WRITE_BATCH_ROWS`] built
 /// by `columns`.
-fn write_table(
+pub(crate) fn write_table(
     root: &Path,
     def: &TableDef,
     rows: usize,
@@ -426,15 +433,15 @@ fn write_table(
 }
 
 /// Columns of one batch being read, with the table name and path for errors.
-struct Cols<'a> {
+pub(crate) struct Cols<'a> {
     table: &'static str,
     path: &'a Path,
     batch: &'a RecordBatch,
-    rows: usize,
+    pub(crate) rows: usize,
 }
 
 impl<'a> Cols<'a> {
-    fn damaged(&self, detail: impl Into<String>) -> Error {
+    pub(crate) fn damaged(&self, detail: impl Into<String>) -> Error {
         Error::DamagedTable {
             table: self.table.to_owned(),
             path: self.path.to_owned(),
@@ -442,7 +449,7 @@ impl<'a> Cols<'a> {
         }
     }
 
-    fn col<T: Array + 'static>(&self, name: &str, nullable: bool, want: &str) -> Result<&'a T> {
+    pub(crate) fn col<T: Array + 'static>(&self, name: &str, nullable: bool, want: &str) -> Result<&'a T> {
         let c = self
             .batch
             .column_by_name(name)
@@ -459,28 +466,28 @@ impl<'a> Cols<'a> {
         Ok(a)
     }
 
-    fn u64(&self, n: &str) -> Result<&'a UInt64Array> {
+    pub(crate) fn u64(&self, n: &str) -> Result<&'a UInt64Array> {
         self.col(n, false, "UInt64")
     }
-    fn u32(&self, n: &str) -> Result<&'a UInt32Array> {
+    pub(crate) fn u32(&self, n: &str) -> Result<&'a UInt32Array> {
         self.col(n, false, "UInt32")
     }
-    fn opt_u32(&self, n: &str) -> Result<&'a UInt32Array> {
+    pub(crate) fn opt_u32(&self, n: &str) -> Result<&'a UInt32Array> {
         self.col(n, true, "UInt32")
     }
-    fn u16(&self, n: &str) -> Result<&'a UInt16Array> {
+    pub(crate) fn u16(&self, n: &str) -> Result<&'a UInt16Array> {
         self.col(n, false, "UInt16")
     }
-    fn i32(&self, n: &str) -> Result<&'a Int32Array> {
+    pub(crate) fn i32(&self, n: &str) -> Result<&'a Int32Array> {
         self.col(n, false, "Int32")
     }
-    fn opt_i64(&self, n: &str) -> Result<&'a Int64Array> {
+    pub(crate) fn opt_i64(&self, n: &str) -> Result<&'a Int64Array> {
         self.col(n, true, "Int64")
     }
-    fn str(&self, n: &str) -> Result<&'a StringArray> {
+    pub(crate) fn str(&self, n: &str) -> Result<&'a StringArray> {
         self.col(n, false, "Utf8")
     }
-    fn opt_str(&self, n: &str) -> Result<&'a StringArray> {
+    pub(crate) fn opt_str(&self, n: &str) -> Result<&'a StringArray> {
         self.col(n, true, "Utf8")
     }
 
@@ -500,7 +507,7 @@ impl<'a> Cols<'a> {
 
 /// Reads one table batch by batch into `each`, and checks its row count against the
 /// manifest. Panics of the Parquet decoder on crafted input become [`Error::DamagedTable`].
-fn read_table(
+pub(crate) fn read_table(
     dir: &ResultDir,
     root: &Path,
     def: &TableDef,
@@ -603,6 +610,8 @@ pub(crate) fn check_profile(p: &Profile) -> Result<(), String> {
             ));
         }
     }
+    crate::branch_table::check(p)?;
+    crate::call_table::check(p)?;
     for (i, s) in p.samples.iter().enumerate() {
         if s.thread as usize >= p.threads.len() {
             return Err(format!(

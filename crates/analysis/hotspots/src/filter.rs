@@ -47,6 +47,11 @@ impl Acc {
         self.samples += 1;
         self.weight = self.weight.saturating_add(s.weight);
     }
+
+    pub fn merge(&mut self, other: Acc) {
+        self.samples += other.samples;
+        self.weight = self.weight.saturating_add(other.weight);
+    }
 }
 
 /// Share of `part` in `total` in percent: by weight, or by count when no sample has a

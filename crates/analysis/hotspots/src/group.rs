@@ -4,7 +4,7 @@
 //! and thread so that a large profile costs one hash look-up per sample, not a string
 //! build per sample.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -126,13 +126,17 @@ impl<'p> Grouper<'p> {
             p,
             by,
             keys: Vec::new(),
-            index: HashMap::new(),
-            by_frame: HashMap::new(),
-            by_stack: HashMap::new(),
-            by_thread: HashMap::new(),
+            index: HashMap::default(),
+            by_frame: HashMap::default(),
+            by_stack: HashMap::default(),
+            by_thread: HashMap::default(),
             seen: Vec::new(),
             stamp: 0,
         }
+    }
+
+    pub fn by(&self) -> GroupBy {
+        self.by
     }
 
     pub fn key(&self, id: u32) -> &Key {

@@ -1,11 +1,13 @@
 //! The hotspot table: time per process, module, function, call stack, thread or CPU.
 
-use kairos_model::Profile;
+use kairos_model::{Profile, Sample};
 use kairos_report::{Cell, Column, Table};
 
+use rustc_hash::FxHashMap as HashMap;
+
 use crate::filter::{share, Acc, Selection};
-use crate::weight::Weight;
 use crate::group::Grouper;
+use crate::weight::Weight;
 use crate::{Error, Filter, GroupBy};
 
 /// Self samples, time and share per group, plus inclusive totals for Function and Module
@@ -59,17 +61,32 @@ pub fn hotspots(profile: &Profile, filter: &Filter, group_by: GroupBy, limit: Op
 /// Self and inclusive accumulators per group id. For groupings without a total, the
 /// inclusive vector equals the self one.
 pub(crate) fn aggregate(sel: &Selection<'_>, g: &mut Grouper<'_>) -> (Vec<Acc>, Vec<Acc>) {
+    // Groups depend only on a sample's stack, thread and CPU: add up each distinct class
+    // first, then walk each class's stack once. Hot loops repeat the same stack thousands
+    // of times, so this is what keeps large profiles fast.
+    let mut classes: HashMap<(Option<u32>, u32, u32), (Acc, &Sample)> = HashMap::default();
+    for s in &sel.samples {
+        let key = match g.by() {
+            GroupBy::Function | GroupBy::Module | GroupBy::Callstack => (s.stack, 0, 0),
+            GroupBy::Process | GroupBy::Thread => (None, s.thread, 0),
+            GroupBy::Cpu => (None, 0, s.cpu),
+        };
+        classes.entry(key).or_insert((Acc::default(), s)).0.add(s);
+    }
+    let mut classes: Vec<_> = classes.into_values().collect();
+    // Group ids are assigned in first-seen order; keep that order deterministic.
+    classes.sort_by_key(|(_, s)| (s.time_ns, s.thread, s.cpu, s.stack));
     let mut selfs: Vec<Acc> = Vec::new();
     let mut totals: Vec<Acc> = Vec::new();
     let mut buf = Vec::new();
-    for s in &sel.samples {
+    for (acc, s) in classes {
         let id = g.self_group(s) as usize;
         g.inclusive_groups(s, &mut buf);
         selfs.resize(g.len(), Acc::default());
         totals.resize(g.len(), Acc::default());
-        selfs[id].add(s);
+        selfs[id].merge(acc);
         for &i in &buf {
-            totals[i as usize].add(s);
+            totals[i as usize].merge(acc);
         }
     }
     (selfs, totals)

@@ -5,7 +5,7 @@
 //! every group by peak share / overall share, which is about the number of buckets for a
 //! group that ran in one burst and about 1 for a steady one, so bursts float to the top.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use kairos_model::Profile;
 use kairos_report::{Cell, Column, Document, Table};
@@ -49,7 +49,7 @@ pub fn timeline(profile: &Profile, filter: &Filter, bucket_ns: u64, group_by: Gr
         return Err(Error::TooManyBuckets { buckets, bucket_ns, max: MAX_BUCKETS });
     }
 
-    let mut per_bucket: Vec<HashMap<u32, Acc>> = vec![HashMap::new(); buckets as usize];
+    let mut per_bucket: Vec<HashMap<u32, Acc>> = vec![HashMap::default(); buckets as usize];
     let mut bucket_total = vec![Acc::default(); buckets as usize];
     let mut overall: Vec<Acc> = Vec::new();
     for s in &sel.samples {
@@ -148,7 +148,7 @@ pub fn timeline(profile: &Profile, filter: &Filter, bucket_ns: u64, group_by: Gr
 
 /// Column names must be unique (they are JSON keys): repeated names get ` #2`, ` #3`.
 fn unique_names(names: impl Iterator<Item = String>) -> Vec<String> {
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut seen: HashMap<String, usize> = HashMap::default();
     names
         .map(|n| {
             let c = seen.entry(n.clone()).or_insert(0);

@@ -1,0 +1,237 @@
+//! `tables/allocations.parquet` and `tables/sites.parquet` (schema in docs/SCHEMA.md):
+//! written at collection time, read back by the reports.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow_schema::{DataType, Field, Schema};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+
+use crate::{AllocRow, Error, Kind, MemoryData, Site};
+
+pub const ALLOCATIONS: &str = "allocations";
+pub const SITES: &str = "sites";
+
+fn allocations_schema() -> Schema {
+    let f = |n: &str, t: DataType, null: bool| Field::new(n, t, null);
+    Schema::new(vec![
+        f("time_ns", DataType::UInt64, false),
+        f("release_time_ns", DataType::UInt64, true),
+        f("process", DataType::UInt32, false),
+        f("pid", DataType::UInt32, false),
+        f("tid", DataType::UInt32, false),
+        f("kind", DataType::Utf8, false),
+        f("address", DataType::UInt64, false),
+        f("size", DataType::UInt64, false),
+        f("old_address", DataType::UInt64, true),
+        f("old_size", DataType::UInt64, true),
+        f("anonymous", DataType::Boolean, true),
+        f("site", DataType::UInt32, true),
+    ])
+}
+
+fn sites_schema() -> Schema {
+    let f = |n: &str, t: DataType| Field::new(n, t, false);
+    Schema::new(vec![
+        f("id", DataType::UInt32),
+        f("function", DataType::Utf8),
+        f("file", DataType::Utf8),
+        f("line", DataType::UInt32),
+        f("module", DataType::Utf8),
+        f("stack", DataType::Utf8),
+    ])
+}
+
+/// Rows per batch handed to the writer: bounds the extra memory while writing.
+const BATCH: usize = 1 << 17;
+
+/// Writes both tables into `tables_dir`; returns (name, file name relative to the result, rows, bytes).
+pub fn write(tables_dir: &Path, data: &MemoryData) -> Result<Vec<(String, String, u64, u64)>, Error> {
+    let mut out = Vec::new();
+    let a = write_one(tables_dir, ALLOCATIONS, allocations_schema(), data.rows.len(), |r| {
+        let s = &data.rows[r];
+        Ok(vec![
+            Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.time_ns))) as ArrayRef,
+            Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.release_time_ns))),
+            Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.process))),
+            Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.pid))),
+            Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.tid))),
+            Arc::new(StringArray::from_iter_values(s.iter().map(|x| x.kind.as_str()))),
+            Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.address))),
+            Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.size))),
+            Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.old_address))),
+            Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.old_size))),
+            Arc::new(BooleanArray::from_iter(s.iter().map(|x| x.anonymous))),
+            Arc::new(UInt32Array::from_iter(s.iter().map(|x| x.site))),
+        ])
+    })?;
+    out.push(a);
+    let s = write_one(tables_dir, SITES, sites_schema(), data.sites.len(), |r| {
+        let s = &data.sites[r];
+        Ok(vec![
+            Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.id))) as ArrayRef,
+            Arc::new(StringArray::from_iter_values(s.iter().map(|x| x.function.as_str()))),
+            Arc::new(StringArray::from_iter_values(s.iter().map(|x| x.file.as_str()))),
+            Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.line))),
+            Arc::new(StringArray::from_iter_values(s.iter().map(|x| x.module.as_str()))),
+            Arc::new(StringArray::from_iter_values(s.iter().map(|x| x.stack.as_str()))),
+        ])
+    })?;
+    out.push(s);
+    Ok(out)
+}
+
+fn write_one(
+    dir: &Path,
+    name: &str,
+    schema: Schema,
+    rows: usize,
+    cols: impl Fn(std::ops::Range<usize>) -> Result<Vec<ArrayRef>, Error>,
+) -> Result<(String, String, u64, u64), Error> {
+    let path = dir.join(format!("{name}.parquet"));
+    let werr = |d: String| Error::Write { path: path.display().to_string(), detail: d };
+    let file = File::create(&path).map_err(|e| werr(e.to_string()))?;
+    let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
+    let schema = Arc::new(schema);
+    let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| werr(e.to_string()))?;
+    let mut start = 0;
+    while start < rows || (rows == 0 && start == 0) {
+        let end = (start + BATCH).min(rows);
+        let batch = RecordBatch::try_new(schema.clone(), cols(start..end)?).map_err(|e| werr(e.to_string()))?;
+        w.write(&batch).map_err(|e| werr(e.to_string()))?;
+        if rows == 0 {
+            break;
+        }
+        start = end;
+    }
+    w.close().map_err(|e| werr(e.to_string()))?;
+    let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    Ok((name.to_string(), format!("tables/{name}.parquet"), rows as u64, bytes))
+}
+
+fn read_batches(path: &Path) -> Result<Vec<RecordBatch>, Error> {
+    let damaged = |d: String| Error::Damaged { path: path.display().to_string(), detail: d };
+    let file = File::open(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|b| b.build())
+        .map_err(|e| damaged(e.to_string()))?;
+    reader.map(|b| b.map_err(|e| damaged(e.to_string()))).collect()
+}
+
+fn col<'a, T: 'static>(b: &'a RecordBatch, name: &str, path: &Path) -> Result<&'a T, Error> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<T>())
+        .ok_or_else(|| Error::Damaged { path: path.display().to_string(), detail: format!("column {name} is missing or of the wrong type") })
+}
+
+fn opt<T: arrow_array::ArrowPrimitiveType>(a: &arrow_array::PrimitiveArray<T>, i: usize) -> Option<T::Native> {
+    (!a.is_null(i)).then(|| a.value(i))
+}
+
+/// Reads both tables from `tables_dir`.
+pub fn read(tables_dir: &Path) -> Result<MemoryData, Error> {
+    let mut data = MemoryData::default();
+    let apath = tables_dir.join(format!("{ALLOCATIONS}.parquet"));
+    for b in read_batches(&apath)? {
+        let p = &apath;
+        let time = col::<UInt64Array>(&b, "time_ns", p)?;
+        let rel = col::<UInt64Array>(&b, "release_time_ns", p)?;
+        let process = col::<UInt32Array>(&b, "process", p)?;
+        let pid = col::<UInt32Array>(&b, "pid", p)?;
+        let tid = col::<UInt32Array>(&b, "tid", p)?;
+        let kind = col::<StringArray>(&b, "kind", p)?;
+        let addr = col::<UInt64Array>(&b, "address", p)?;
+        let size = col::<UInt64Array>(&b, "size", p)?;
+        let old = col::<UInt64Array>(&b, "old_address", p)?;
+        let old_size = col::<UInt64Array>(&b, "old_size", p)?;
+        let anon = col::<BooleanArray>(&b, "anonymous", p)?;
+        let site = col::<UInt32Array>(&b, "site", p)?;
+        for i in 0..b.num_rows() {
+            let k = Kind::parse(kind.value(i)).ok_or_else(|| Error::Damaged {
+                path: p.display().to_string(),
+                detail: format!("unknown kind '{}' in row {i}", kind.value(i)),
+            })?;
+            data.rows.push(AllocRow {
+                time_ns: time.value(i),
+                release_time_ns: opt(rel, i),
+                process: process.value(i),
+                pid: pid.value(i),
+                tid: tid.value(i),
+                kind: k,
+                address: addr.value(i),
+                size: size.value(i),
+                old_address: opt(old, i),
+                old_size: opt(old_size, i),
+                anonymous: (!anon.is_null(i)).then(|| anon.value(i)),
+                site: opt(site, i),
+            });
+        }
+    }
+    let spath = tables_dir.join(format!("{SITES}.parquet"));
+    for b in read_batches(&spath)? {
+        let p = &spath;
+        let id = col::<UInt32Array>(&b, "id", p)?;
+        let function = col::<StringArray>(&b, "function", p)?;
+        let file = col::<StringArray>(&b, "file", p)?;
+        let line = col::<UInt32Array>(&b, "line", p)?;
+        let module = col::<StringArray>(&b, "module", p)?;
+        let stack = col::<StringArray>(&b, "stack", p)?;
+        for i in 0..b.num_rows() {
+            data.sites.push(Site {
+                id: id.value(i),
+                function: function.value(i).to_string(),
+                file: file.value(i).to_string(),
+                line: line.value(i),
+                module: module.value(i).to_string(),
+                stack: stack.value(i).to_string(),
+            });
+        }
+    }
+    // Site ids are row numbers; anything else is a damaged table.
+    if data.sites.iter().enumerate().any(|(i, s)| s.id as usize != i) {
+        return Err(Error::Damaged { path: spath.display().to_string(), detail: "site ids are not row numbers".into() });
+    }
+    if let Some(r) = data.rows.iter().find(|r| r.site.is_some_and(|s| s as usize >= data.sites.len())) {
+        return Err(Error::Damaged { path: apath.display().to_string(), detail: format!("site {:?} does not exist", r.site) });
+    }
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = MemoryData {
+            rows: vec![AllocRow {
+                time_ns: 5,
+                release_time_ns: Some(4),
+                process: 0,
+                pid: 7,
+                tid: 8,
+                kind: Kind::Realloc,
+                address: 0x10,
+                size: 9,
+                old_address: Some(0x20),
+                old_size: None,
+                anonymous: None,
+                site: Some(0),
+            }],
+            sites: vec![Site { id: 0, function: "f".into(), file: "a.c".into(), line: 3, module: "/bin/x".into(), stack: "f (a.c:3)".into() }],
+            notes: vec![],
+        };
+        write(dir.path(), &data).expect("write");
+        let back = read(dir.path()).expect("read");
+        assert_eq!(back.rows, data.rows);
+        assert_eq!(back.sites, data.sites);
+        std::fs::write(dir.path().join("sites.parquet"), b"junk").expect("write junk");
+        assert!(read(dir.path()).is_err());
+    }
+}

@@ -1,0 +1,19 @@
+//! `proportional` (paper method 3): the interval is divided among the records and the
+//! sample in proportion to the run shares r_f of their functions, normalised within the
+//! interval. Functions sampling never saw get a small epsilon so they still appear.
+
+use crate::layout::{epsilon, share_or, split};
+use crate::prepare::{Interval, Prepared};
+use crate::Point;
+
+/// The weights of one interval (records oldest first, the sample last).
+pub(crate) fn weights(p: &Prepared, iv: &Interval) -> Vec<f64> {
+    let eps = epsilon(&p.shares);
+    iv.recs.iter().map(|r| r.func).chain([iv.leaf_func]).map(|f| share_or(&p.shares, f, eps)).collect()
+}
+
+pub(crate) fn run(p: &Prepared, out: &mut Vec<Point>) {
+    for iv in &p.intervals {
+        split(iv, &weights(p, iv), out);
+    }
+}

@@ -1,0 +1,279 @@
+//! Exact function tracing of unmodified binaries with uprobes (`kairos collect trace -k
+//! mode=uprobes`).
+//!
+//! Each function gets two perf events of the uprobe PMU (type from
+//! /sys/bus/event_source/devices/uprobe/type): an entry probe (config1 = path, config2 =
+//! file offset) and a return probe (the bit named in .../format/retprobe). sample_period 1,
+//! so every hit is a PERF_RECORD_SAMPLE {id, ip, pid, tid, time} in CLOCK_MONOTONIC. The
+//! events are opened on the launched child, per CPU (an inherited per-task event cannot be
+//! mmapped with cpu = -1), disabled and armed by enable_on_exec, so nothing before the
+//! exec is seen; all events of one CPU write into that CPU's one ring (SET_OUTPUT).
+//! Pairing the hits into calls is kairos-trace's job.
+//!
+//! Limits the kernel imposes: a uretprobe replaces the return address, so at most 64
+//! nested return probes per task are tracked (deeper returns are missed), and probes on
+//! some instructions are refused; refused functions are listed, not fatal.
+
+use std::ffi::{CString, OsString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use perf_event_open_sys as sys;
+
+use crate::launch;
+use crate::ring::Ring;
+use crate::{online_cpus, CollectError, TargetExit};
+
+const PMU_DIR: &str = "/sys/bus/event_source/devices/uprobe";
+const PERF_RECORD_LOST: u32 = 2;
+const PERF_RECORD_SAMPLE: u32 = 9;
+
+/// One function to probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeTarget {
+    pub name: String,
+    pub path: PathBuf,
+    /// Offset of the function's first instruction in the file.
+    pub file_offset: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct UprobeOptions {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub functions: Vec<ProbeTarget>,
+    /// Data pages per CPU ring (rounded up to a power of two).
+    pub ring_pages: usize,
+}
+
+/// One probe hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UprobeHit {
+    /// Index into [`UprobeOptions::functions`].
+    pub function: u32,
+    pub is_return: bool,
+    pub pid: u32,
+    pub tid: u32,
+    pub time_ns: u64,
+    /// Entry: the function's address; return: the address returned to.
+    pub ip: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct UprobeRecording {
+    /// In the order read: per ring in time order, rings one after another (sort by time).
+    pub hits: Vec<UprobeHit>,
+    /// Functions the kernel would not probe, with its reason.
+    pub refused: Vec<(String, String)>,
+    /// Functions probed (entry and return).
+    pub probed: usize,
+    /// Hits the kernel dropped because a ring was full.
+    pub lost: u64,
+    pub target_exit: Option<TargetExit>,
+    /// From exec to exit of the target.
+    pub wall_seconds: f64,
+    /// Whether kairos was interrupted (SIGINT/SIGTERM) and stopped the target.
+    pub interrupted: bool,
+}
+
+/// The uprobe PMU's type number and the config bit of return probes.
+pub fn pmu() -> Result<(u32, u32), String> {
+    let read = |f: &str| std::fs::read_to_string(Path::new(PMU_DIR).join(f)).map(|s| s.trim().to_string());
+    let ty = read("type")
+        .map_err(|e| format!("{PMU_DIR}/type is not readable ({e}): this kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS)"))?
+        .parse::<u32>()
+        .map_err(|_| format!("{PMU_DIR}/type is not a number"))?;
+    // "config:0" -> bit 0.
+    let ret = read("format/retprobe").map_err(|e| format!("{PMU_DIR}/format/retprobe is not readable ({e})"))?;
+    let bit = ret
+        .strip_prefix("config:")
+        .and_then(|b| b.parse::<u32>().ok())
+        .filter(|&b| b < 64)
+        .ok_or_else(|| format!("unexpected retprobe format '{ret}'"))?;
+    Ok((ty, bit))
+}
+
+fn attr(ty: u32, retprobe: Option<u32>, path: &CString, offset: u64) -> sys::bindings::perf_event_attr {
+    // SAFETY: plain old data; all-zero is the documented default.
+    let mut a: sys::bindings::perf_event_attr = unsafe { std::mem::zeroed() };
+    a.size = std::mem::size_of::<sys::bindings::perf_event_attr>() as u32;
+    a.type_ = ty;
+    a.config = retprobe.map_or(0, |bit| 1u64 << bit);
+    // The kernel copies the path during perf_event_open; `path` outlives the call.
+    a.__bindgen_anon_3.config1 = path.as_ptr() as u64;
+    a.__bindgen_anon_4.config2 = offset;
+    a.__bindgen_anon_1.sample_period = 1;
+    a.sample_type = (sys::bindings::PERF_SAMPLE_IDENTIFIER
+        | sys::bindings::PERF_SAMPLE_IP
+        | sys::bindings::PERF_SAMPLE_TID
+        | sys::bindings::PERF_SAMPLE_TIME) as u64;
+    a.set_disabled(1);
+    a.set_enable_on_exec(1);
+    a.set_inherit(1);
+    a.set_use_clockid(1);
+    a.clockid = libc::CLOCK_MONOTONIC;
+    a
+}
+
+fn open(a: &mut sys::bindings::perf_event_attr, pid: i32, cpu: i32) -> Result<OwnedFd, i32> {
+    // SAFETY: `a` is a valid attr; CLOEXEC keeps the fds out of the traced program.
+    let fd = unsafe { sys::perf_event_open(a, pid, cpu, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as _) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
+    }
+    // SAFETY: a new fd owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Many functions x 2 x CPUs descriptors: use the hard limit.
+fn raise_fd_limit() {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: plain getrlimit/setrlimit on our own process.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
+/// Launches the program with every function probed and records until it exits.
+pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
+    let (ty, retbit) = pmu().map_err(|detail| CollectError::EventUnsupported { event: "uprobe".into(), detail })?;
+    raise_fd_limit();
+    let cpus = online_cpus();
+    let mut child = launch::spawn_waiting(&opts.program, &opts.args)?;
+    let mut out = UprobeRecording::default();
+    // Per CPU: the first fd owns the ring, the others are redirected into it. The ring is
+    // mapped at once: recent kernels (6.x) refuse SET_OUTPUT into an unmapped event.
+    let mut leaders: Vec<Option<(OwnedFd, Ring)>> = cpus.iter().map(|_| None).collect();
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    let mut ids: std::collections::HashMap<u64, (u32, bool)> = std::collections::HashMap::new();
+    for (fi, f) in opts.functions.iter().enumerate() {
+        let Ok(path) = CString::new(f.path.as_os_str().as_bytes()) else {
+            out.refused.push((f.name.clone(), "path contains a NUL byte".into()));
+            continue;
+        };
+        let mut refused = None;
+        'probe: for ret in [false, true] {
+            let mut a = attr(ty, ret.then_some(retbit), &path, f.file_offset);
+            for (ci, &cpu) in cpus.iter().enumerate() {
+                let fd = match open(&mut a, child.pid, cpu) {
+                    Ok(fd) => fd,
+                    Err(e) if e == libc::EACCES || e == libc::EPERM => {
+                        return Err(CollectError::Permission {
+                            paranoid: crate::attr::paranoid(),
+                            detail: format!("uprobe on {}: {}", f.name, std::io::Error::from_raw_os_error(e)),
+                        })
+                    }
+                    Err(e) if e == libc::EMFILE || e == libc::ENFILE => {
+                        return Err(CollectError::Io {
+                            context: format!("opening uprobe events ({} functions x 2 x {} CPUs)", opts.functions.len(), cpus.len()),
+                            source: std::io::Error::from_raw_os_error(e),
+                        })
+                    }
+                    Err(e) => {
+                        refused = Some(std::io::Error::from_raw_os_error(e).to_string());
+                        break 'probe;
+                    }
+                };
+                let mut id = 0u64;
+                // SAFETY: ID ioctl writes one u64.
+                if unsafe { sys::ioctls::ID(fd.as_raw_fd(), &mut id) } != 0 {
+                    refused = Some(format!("no event id ({})", std::io::Error::last_os_error()));
+                    break 'probe;
+                }
+                ids.insert(id, (fi as u32, ret));
+                match &leaders[ci] {
+                    None => {
+                        let ring = Ring::map(fd.as_raw_fd(), opts.ring_pages).map_err(|e| CollectError::Io {
+                            context: "mapping the uprobe ring buffer".into(),
+                            source: e,
+                        })?;
+                        leaders[ci] = Some((fd, ring));
+                    }
+                    Some((lead, _)) => {
+                        // SAFETY: both fds are perf events of the same CPU.
+                        if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), lead.as_raw_fd()) } != 0 {
+                            return Err(CollectError::Io {
+                                context: "redirecting uprobe events into the CPU's ring".into(),
+                                source: std::io::Error::last_os_error(),
+                            });
+                        }
+                        fds.push(fd);
+                    }
+                }
+            }
+        }
+        match refused {
+            // An entry probe without its return probe would leave every call open: the
+            // function is left out whole. Its already opened fds stay (harmless: their
+            // ids are dropped below).
+            Some(why) => {
+                ids.retain(|_, (f, _)| *f != fi as u32);
+                out.refused.push((f.name.clone(), why));
+            }
+            None => out.probed += 1,
+        }
+    }
+    let (lead_fds, mut rings): (Vec<OwnedFd>, Vec<Ring>) = leaders.into_iter().flatten().unzip();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut hooks = Vec::new();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Ok(h) = signal_hook::flag::register(sig, stop.clone()) {
+            hooks.push(h);
+        }
+    }
+    let start = Instant::now();
+    child.release()?;
+    let drain = |rings: &mut Vec<Ring>, out: &mut UprobeRecording| {
+        for r in rings.iter_mut() {
+            r.drain(&mut |rec| decode(rec, &ids, out));
+        }
+    };
+    loop {
+        if let Some(e) = child.try_wait() {
+            out.target_exit = Some(e);
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            out.interrupted = true;
+            out.target_exit = child.terminate(Duration::from_secs(2), &mut || {});
+            break;
+        }
+        drain(&mut rings, &mut out);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    out.wall_seconds = start.elapsed().as_secs_f64();
+    drain(&mut rings, &mut out);
+    for h in hooks {
+        signal_hook::low_level::unregister(h);
+    }
+    // Rings before their fds.
+    drop(rings);
+    drop((lead_fds, fds));
+    Ok(out)
+}
+
+/// One record: a sample {id, ip, pid, tid, time} (the order perf_event.h lays out these
+/// fields) or a LOST record; anything else is ignored.
+fn decode(rec: &[u8], ids: &std::collections::HashMap<u64, (u32, bool)>, out: &mut UprobeRecording) {
+    let u64_at = |o: usize| rec.get(o..o + 8).map(|b| u64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]));
+    let Some(hdr) = rec.get(0..4) else { return };
+    match u32::from_ne_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) {
+        PERF_RECORD_SAMPLE => {
+            let (Some(id), Some(ip), Some(pt), Some(time)) = (u64_at(8), u64_at(16), u64_at(24), u64_at(32)) else {
+                return;
+            };
+            if let Some(&(function, is_return)) = ids.get(&id) {
+                out.hits.push(UprobeHit { function, is_return, pid: pt as u32, tid: (pt >> 32) as u32, time_ns: time, ip });
+            }
+        }
+        PERF_RECORD_LOST => out.lost += u64_at(16).unwrap_or(0),
+        _ => {}
+    }
+}

@@ -1,0 +1,24 @@
+//! Exact function traces: decoding the tracing runtime's files, pairing entry and exit
+//! events into calls, and building the profile of a trace result. See README.md.
+
+pub mod elf_functions;
+pub mod maps;
+pub mod pair;
+pub mod profile;
+pub mod runtime_file;
+
+pub use pair::{pair_thread, Event, EventKind, Paired, RawCall};
+pub use profile::{build_profile, FunctionLoc, ThreadInfo, TracedThread};
+
+/// Errors reading a trace.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a kairos trace file: {reason}")]
+    BadFile { path: String, reason: String },
+}
