@@ -1,12 +1,18 @@
 /*
  * spikes: a service loop with rare, short, known delays.
  *
- * service_work() does one unit of work of 10-50 us (calibrated busy loop).  At random
+ * service_work() does one unit of work of 100-300 us (calibrated busy loop).  At random
  * moments, a few times per 100 ms on average (exponential gaps, mean 25 ms), the loop
  * calls rare_delay(), which busy-spins for a random 50-195 us.  The true start and end
  * of every delay (CLOCK_MONOTONIC, ns) are written to OUTFILE, one "start_ns end_ns"
  * line each after a '#' header line, so that a profile's time series can be checked
  * against the truth: an ordinary sampler at 1 ms sees few of these delays at all.
+ *
+ * The loop makes as few calls as a real service's hot path would: service_work and
+ * rare_delay are the only calls, and time is read with the TSC (an instruction, not a
+ * call) converted to CLOCK_MONOTONIC with a calibration taken at start and at exit.  So
+ * a 16-entry branch record (user calls and returns) spans more than a millisecond of
+ * history, as the LBR time-series method expects of a latency-critical loop.
  *
  * usage: spikes OUTFILE [SECONDS] [SEED]     (defaults: 2 s, seed 1)
  */
@@ -21,9 +27,11 @@
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
+/* Helpers that must never become calls, also in -finstrument-functions builds. */
+#define INLINE static inline __attribute__((always_inline, no_instrument_function))
 
-#define WORK_MIN_US 10
-#define WORK_MAX_US 50
+#define WORK_MIN_US 100
+#define WORK_MAX_US 300
 #define DELAY_MIN_US 50
 #define DELAY_MAX_US 195 /* 200 minus room for the last clock check */
 #define MEAN_GAP_US 25000.0
@@ -32,25 +40,55 @@ volatile uint64_t sink;
 static uint64_t iters_per_us = 1;
 static uint64_t rng_state;
 
-static inline __attribute__((always_inline)) void busy(uint64_t n)
-{
-    uint64_t x = n | 1;
-    for (uint64_t i = 0; i < n; i++) {
-        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-        __asm__ volatile("" : "+r"(x));
-    }
-    sink = x;
-}
+/* A macro, not a function: debug info would otherwise name the inlined loop as a
+ * frame of its own. */
+#define busy(n)                                                                \
+    do {                                                                       \
+        uint64_t n_ = (n), x_ = n_ | 1;                                        \
+        for (uint64_t i_ = 0; i_ < n_; i_++) {                                 \
+            x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL;         \
+            __asm__ volatile("" : "+r"(x_));                                   \
+        }                                                                      \
+        sink = x_;                                                             \
+    } while (0)
 
-static uint64_t now_ns(void)
+static uint64_t mono_ns(void) /* a real clock read; only outside the hot loop */
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+#if defined(__x86_64__)
+INLINE uint64_t ticks(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+#else
+INLINE uint64_t ticks(void)
+{
+    return mono_ns();
+}
+#endif
+
+/* Linear map from ticks to CLOCK_MONOTONIC ns, from two (ticks, ns) pairs. */
+static uint64_t cal_ticks0, cal_ns0;
+static double ns_per_tick = 1.0;
+
+INLINE uint64_t ticks_to_ns(uint64_t t)
+{
+    return cal_ns0 + (uint64_t)((double)(t - cal_ticks0) * ns_per_tick);
+}
+
+INLINE uint64_t now_ns(void)
+{
+    return ticks_to_ns(ticks());
+}
+
 /* xorshift64* */
-static uint64_t rnd(void)
+INLINE uint64_t rnd(void)
 {
     rng_state ^= rng_state >> 12;
     rng_state ^= rng_state << 25;
@@ -58,51 +96,65 @@ static uint64_t rnd(void)
     return rng_state * 2685821657736338717ULL;
 }
 
-static uint64_t rnd_range(uint64_t lo, uint64_t hi) /* inclusive */
+INLINE uint64_t rnd_range(uint64_t lo, uint64_t hi) /* inclusive */
 {
     return lo + rnd() % (hi - lo + 1);
 }
 
-static double rnd_unit(void) /* (0, 1] */
+INLINE double rnd_unit(void) /* (0, 1] */
 {
     return ((double)(rnd() >> 11) + 1.0) / 9007199254740992.0;
 }
 
+/* Measures the busy loop's speed and the tick rate over the same ~50 ms. */
 NOINLINE void calibrate(void)
 {
+    cal_ticks0 = ticks();
+    cal_ns0 = mono_ns();
     uint64_t n = 1000;
     for (;;) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = mono_ns();
         busy(n);
-        uint64_t dt = now_ns() - t0;
+        uint64_t t1 = mono_ns();
+        uint64_t dt = t1 - t0;
         if (dt >= 50000000ULL || n >= (1ULL << 40)) {
             iters_per_us = dt ? n * 1000ULL / dt : n;
             if (iters_per_us == 0)
                 iters_per_us = 1;
+            uint64_t dticks = ticks() - cal_ticks0;
+            ns_per_tick = dticks ? (double)(mono_ns() - cal_ns0) / (double)dticks : 1.0;
             return;
         }
         n *= 2;
     }
 }
 
-/* One request's worth of work, 10-50 us. */
+/* Refits the tick rate over the whole run so that converted times stay within a few
+ * hundred ns of CLOCK_MONOTONIC however long the run; returns the new ns per tick. */
+static void recalibrate(void)
+{
+    uint64_t t = ticks(), ns = mono_ns();
+    if (t > cal_ticks0)
+        ns_per_tick = (double)(ns - cal_ns0) / (double)(t - cal_ticks0);
+}
+
+/* One request's worth of work, 100-300 us. */
 NOINLINE void service_work(uint64_t us)
 {
     busy(us * iters_per_us);
 }
 
-/* The rare delay: spin until `us` microseconds have passed, checking the clock about
- * once a microsecond so that almost all of the time is spent in this function's own
- * loop, not in the clock's code.  Returns the true start and end. */
+/* The rare delay: spin until `us` microseconds have passed.  Returns the true start
+ * and end in ticks (converted once the run's calibration is final). */
 NOINLINE void rare_delay(uint64_t us, uint64_t *start, uint64_t *end)
 {
-    uint64_t t0 = now_ns();
-    uint64_t deadline = t0 + us * 1000ULL;
+    uint64_t t0 = ticks();
+    uint64_t deadline = t0 + (uint64_t)((double)us * 1000.0 / ns_per_tick);
     uint64_t t = t0;
-    uint64_t chunk = iters_per_us;
+    uint64_t chunk = iters_per_us / 4 + 1;
     while (t < deadline) {
         busy(chunk);
-        t = now_ns();
+        t = ticks();
     }
     *start = t0;
     *end = t;
@@ -175,7 +227,7 @@ int main(int argc, char **argv)
         if (t >= next_delay && t < stop) {
             if (ndelays < cap) {
                 rare_delay(rnd_range(DELAY_MIN_US, DELAY_MAX_US), &starts[ndelays], &ends[ndelays]);
-                uint64_t d = ends[ndelays] - starts[ndelays];
+                uint64_t d = (uint64_t)((double)(ends[ndelays] - starts[ndelays]) * ns_per_tick);
                 delay_total_ns += d;
                 if (d < dmin) dmin = d;
                 if (d > dmax) dmax = d;
@@ -186,6 +238,11 @@ int main(int argc, char **argv)
         }
     }
     uint64_t elapsed = now_ns() - begin;
+    recalibrate();
+    for (size_t i = 0; i < ndelays; i++) {
+        starts[i] = ticks_to_ns(starts[i]);
+        ends[i] = ticks_to_ns(ends[i]);
+    }
 
     fprintf(out, "# kairos spikes: true rare_delay intervals, CLOCK_MONOTONIC ns, pid %d seed %llu; columns: start_ns end_ns\n",
             (int)getpid(), seed);

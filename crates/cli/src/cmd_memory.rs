@@ -87,7 +87,6 @@ pub fn collect(args: CollectArgs) -> CliResult {
     };
     let elapsed = started.elapsed().as_secs_f64();
 
-    let tm = Instant::now();
     let trace = decode::read_dir(&raw).map_err(|e| UserError::failed(format!("cannot read the tracker's files: {e}")))?;
     if trace.processes.is_empty() {
         let _ = std::fs::remove_dir_all(dir.path());
@@ -96,9 +95,7 @@ pub fn collect(args: CollectArgs) -> CliResult {
              clear LD_PRELOAD, or be statically linked; run it as a dynamically linked program of your own user"
         )));
     }
-    eprintln!("TIMING run {:.3} decode {:.3}", elapsed, tm.elapsed().as_secs_f64());
     let data = build::build(&trace);
-    eprintln!("TIMING build {:.3}", tm.elapsed().as_secs_f64());
     let infos = tables::write(&dir.tables_path(), &data)
         .map_err(|e| UserError::failed(format!("cannot write the result tables: {e}; check free disk space and permissions")))?;
     {
@@ -115,9 +112,7 @@ pub fn collect(args: CollectArgs) -> CliResult {
         m.tables = infos.into_iter().map(|(name, file, rows, bytes)| TableInfo { name, file, rows, bytes }).collect();
     }
     pipeline::save(&dir)?;
-    eprintln!("TIMING tables {:.3}", tm.elapsed().as_secs_f64());
     let st = replay::replay(&data.rows, 0);
-    eprintln!("TIMING replay {:.3}", tm.elapsed().as_secs_f64());
     let mut doc = reports::summary(&data, &st, &meta(&dir), 10);
     doc.title = Some("Memory consumption".into());
     print!("{}", doc.to_text());

@@ -17,7 +17,6 @@ fn value(report: &str, key: &str) -> u64 {
         .find(|l| l.trim_start().starts_with(key))
         .unwrap_or_else(|| panic!("no '{key}' in the report:\n{report}"));
     line[line.find(key).unwrap() + key.len()..]
-        .trim()
         .split_whitespace()
         .next()
         .and_then(|v| v.parse().ok())

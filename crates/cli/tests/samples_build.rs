@@ -86,26 +86,33 @@ fn matrix_single_variant_and_bad_arguments() {
 
 #[test]
 fn transitions_shares_follow_10_30_10() {
-    let (out, stdout) = run("transitions", &["300"]);
-    assert_ok("transitions", &out, &stdout);
-    assert!(stdout.contains("ITER 300"), "{stdout}");
-    assert!(stdout.contains("p3_A->p3_f1->p3_f2->(p3_B"), "{stdout}");
-    assert!(stdout.contains("elapsed "), "{stdout}");
-    let share = |f: &str| -> f64 {
-        stdout
-            .lines()
-            .find(|l| l.contains(&format!("{f} share of run")))
-            .and_then(|l| value_after(l, "of F1+F2+F3 "))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no share for {f}:\n{stdout}"))
-    };
-    let (s1, s2, s3) = (share("F1"), share("F2"), share("F3"));
-    assert!((s1 + s2 + s3 - 1.0).abs() < 0.01, "{stdout}");
-    // Expected 0.2 / 0.6 / 0.2; loose bounds because a busy 2-CPU test machine preempts.
-    assert!((0.08..0.35).contains(&s1), "F1 {s1}\n{stdout}");
-    assert!((0.40..0.80).contains(&s2), "F2 {s2}\n{stdout}");
-    assert!((0.08..0.35).contains(&s3), "F3 {s3}\n{stdout}");
-    assert!(s2 > s1 && s2 > s3, "{stdout}");
+    // The program times itself by the wall clock, so a run preempted by other tests (2
+    // CPUs, many test binaries) can skew the shares: the property must hold in one of
+    // a few runs, and every run must still print well-formed output.
+    let mut last = String::new();
+    for _ in 0..4 {
+        let (out, stdout) = run("transitions", &["300"]);
+        assert_ok("transitions", &out, &stdout);
+        assert!(stdout.contains("ITER 300"), "{stdout}");
+        assert!(stdout.contains("p3_A->p3_f1->p3_f2->(p3_B"), "{stdout}");
+        assert!(stdout.contains("elapsed "), "{stdout}");
+        let share = |f: &str| -> f64 {
+            stdout
+                .lines()
+                .find(|l| l.contains(&format!("{f} share of run")))
+                .and_then(|l| value_after(l, "of F1+F2+F3 "))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no share for {f}:\n{stdout}"))
+        };
+        let (s1, s2, s3) = (share("F1"), share("F2"), share("F3"));
+        assert!((s1 + s2 + s3 - 1.0).abs() < 0.01, "{stdout}");
+        // Expected 0.2 / 0.6 / 0.2.
+        if (0.15..0.25).contains(&s1) && (0.52..0.68).contains(&s2) && (0.15..0.25).contains(&s3) {
+            return;
+        }
+        last = stdout;
+    }
+    panic!("F1:F2:F3 never came out near 0.2:0.6:0.2 in 4 runs; last run:\n{last}");
 }
 
 #[test]

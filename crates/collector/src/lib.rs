@@ -737,7 +737,9 @@ fn run(
     let leader_fds: Vec<RawFd> = events.leaders.iter().map(|&l| events.fds[l].as_raw_fd()).collect();
     let mut pollfds: Vec<libc::pollfd> =
         leader_fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
-    let deadline = opts.duration.map(|d| wall_start + d);
+    // The duration is of collection proper: opening events and reading /proc for the
+    // side-band records can take long on a loaded machine and must not eat into it.
+    let deadline = opts.duration.map(|d| Instant::now() + d);
     let mut last_progress = Instant::now();
     let stop = loop {
         // A launched child's exit does not wake poll(), so this bounds how late we notice it.

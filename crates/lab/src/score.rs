@@ -6,8 +6,10 @@
 //!   buckets of `bucket_ns`. In each bucket the exact share of each function is its *self*
 //!   time there (the time it was the innermost open call; time outside any traced call is
 //!   one more "function", `[untraced]`), over all threads. A method's share is the weight
-//!   of its points whose time falls in the bucket (a point's whole weight goes to the
-//!   bucket holding its time). The bucket's error is the total variation distance
+//!   its points put in the bucket: a point stands for the stretch `[time - weight, time]`
+//!   of its function, so its weight is spread evenly over that stretch and split at
+//!   bucket edges (crediting the whole weight to the bucket of its end time would blame a
+//!   method for a stretch that straddles an edge). The bucket's error is the total variation distance
 //!   `1/2 * sum_f |p_f - q_f|`, from 0 (same mix) to 1 (disjoint); a bucket where the
 //!   method put no weight at all counts 1, as nothing was learned about it. The score is
 //!   the mean over the buckets with traced time, each bucket counting once.
@@ -15,7 +17,9 @@
 //!   `event_min_ns` is an event. It is found when the method put weight on that function,
 //!   on the same thread, in a fine bucket (`event_bucket_ns`, 100 us by default, on the
 //!   same grid origin) that the call overlaps: the method saw the event *and* placed it
-//!   in time to within one fine bucket.
+//!   in time to within one fine bucket. As for the share error, a point's weight lies on
+//!   the whole stretch `[time - weight, time]`, so a point counts when its stretch
+//!   overlaps one of those fine buckets (by more than an instant).
 //!
 //! Functions are compared by name, so two frames of one function count as one. The
 //! methods only see the emulated samples and branch records: the calls are removed from
@@ -213,13 +217,21 @@ impl Truth {
     }
 
     fn share_error(&self, points: &[Point], names: &FunctionNames) -> f64 {
-        let mut est: HashMap<u64, HashMap<u32, u64>> = HashMap::new();
+        let mut est: HashMap<u64, HashMap<u32, f64>> = HashMap::new();
         for pt in points {
-            if pt.time_ns < self.origin || pt.time_ns > self.end || pt.weight_ns == 0 {
+            // The stretch the point stands for, clipped to the traced span.
+            let (a, b) = (pt.time_ns.saturating_sub(pt.weight_ns).max(self.origin), pt.time_ns.min(self.end));
+            if b <= a {
                 continue;
             }
-            let k = (pt.time_ns - self.origin) / self.bucket_ns;
-            *est.entry(k).or_default().entry(names.id(pt.frame)).or_default() += pt.weight_ns;
+            let id = names.id(pt.frame);
+            let mut x = a;
+            while x < b {
+                let k = (x - self.origin) / self.bucket_ns;
+                let edge = (self.origin + (k + 1) * self.bucket_ns).min(b);
+                *est.entry(k).or_default().entry(id).or_default() += (edge - x) as f64;
+                x = edge;
+            }
         }
         let mut sum = 0.0;
         for (k, exact) in &self.buckets {
@@ -233,13 +245,13 @@ impl Truth {
     }
 
     fn events_found(&self, points: &[Point], names: &FunctionNames, f: u32) -> usize {
-        // Times of the points on `f`, per thread, sorted.
-        let mut at: HashMap<ThreadIdx, Vec<u64>> = HashMap::new();
+        // The stretches `[time - weight, time]` of the points on `f`, per thread, by end.
+        let mut at: HashMap<ThreadIdx, Vec<(u64, u64)>> = HashMap::new();
         for pt in points.iter().filter(|p| p.weight_ns > 0 && names.id(p.frame) == f) {
-            at.entry(pt.thread).or_default().push(pt.time_ns);
+            at.entry(pt.thread).or_default().push((pt.time_ns.saturating_sub(pt.weight_ns), pt.time_ns));
         }
         for v in at.values_mut() {
-            v.sort_unstable();
+            v.sort_unstable_by_key(|s| s.1);
         }
         let g = self.event_bucket_ns;
         self.events
@@ -249,9 +261,11 @@ impl Truth {
                 let lo = self.origin + (start.saturating_sub(self.origin)) / g * g;
                 let last = end.saturating_sub(1).max(start);
                 let hi = self.origin + (last.saturating_sub(self.origin) / g + 1) * g;
+                // A thread's stretches do not overlap (its intervals are disjoint), so the
+                // first one ending after `lo` is the only candidate that can start before `hi`.
                 at.get(&thread).is_some_and(|v| {
-                    let i = v.partition_point(|&t| t < lo);
-                    v.get(i).is_some_and(|&t| t < hi)
+                    let i = v.partition_point(|s| s.1 <= lo);
+                    v.get(i).is_some_and(|s| s.0 < hi)
                 })
             })
             .count()
@@ -259,18 +273,18 @@ impl Truth {
 }
 
 /// Total variation distance between two weight maps, each normalised to 1.
-fn tvd(p: &HashMap<u32, u64>, q: &HashMap<u32, u64>) -> f64 {
-    let (sp, sq) = (p.values().sum::<u64>() as f64, q.values().sum::<u64>() as f64);
+fn tvd(p: &HashMap<u32, u64>, q: &HashMap<u32, f64>) -> f64 {
+    let (sp, sq) = (p.values().sum::<u64>() as f64, q.values().sum::<f64>());
     if sp == 0.0 || sq == 0.0 {
         return 1.0;
     }
     let mut d = 0.0;
     for (k, &v) in p {
-        d += (v as f64 / sp - q.get(k).map_or(0.0, |&w| w as f64 / sq)).abs();
+        d += (v as f64 / sp - q.get(k).map_or(0.0, |&w| w / sq)).abs();
     }
     for (k, &w) in q {
         if !p.contains_key(k) {
-            d += w as f64 / sq;
+            d += w / sq;
         }
     }
     d / 2.0

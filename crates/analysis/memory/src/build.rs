@@ -22,20 +22,18 @@ pub fn build(trace: &Trace) -> MemoryData {
     let origin = trace.processes.iter().map(|p| p.inst).min().unwrap_or(0);
     let mut sym = Symbolizer::new(SymbolizerOptions::default());
     let mut elfs: HashMap<String, Option<ElfInfo>> = HashMap::new();
-    let mut stack_ids: HashMap<(u32, Vec<u64>), u32> = HashMap::new();
     let mut sites: Vec<Site> = Vec::new();
     let mut rows = Vec::new();
     for (pi, p) in trace.processes.iter().enumerate() {
         let pi = pi as u32;
         let mut frame_cache: HashMap<u64, Frame> = HashMap::new();
-        for e in &p.events {
-            let site = if e.frames.is_empty() {
-                None
-            } else if let Some(&id) = stack_ids.get(&(pi, e.frames.clone())) {
-                Some(id)
-            } else {
-                let frames: Vec<Frame> = e
-                    .frames
+        // Stacks of this process to sites: each distinct stack symbolised once.
+        let site_of: Vec<u32> = p
+            .stacks
+            .list
+            .iter()
+            .map(|stack| {
+                let frames: Vec<Frame> = stack
                     .iter()
                     .map(|&a| {
                         frame_cache
@@ -46,9 +44,12 @@ pub fn build(trace: &Trace) -> MemoryData {
                     .collect();
                 let id = sites.len() as u32;
                 sites.push(make_site(id, &frames));
-                stack_ids.insert((pi, e.frames.clone()), id);
-                Some(id)
-            };
+                id
+            })
+            .collect();
+        rows.reserve(p.events.len());
+        for e in &p.events {
+            let site = e.stack.and_then(|i| site_of.get(i as usize).copied());
             let rel = |t: u64| t.saturating_sub(origin);
             let old = matches!(e.kind, Kind::Realloc | Kind::Mremap).then_some(e.aux);
             rows.push(AllocRow {
@@ -74,7 +75,7 @@ pub fn build(trace: &Trace) -> MemoryData {
     MemoryData { rows, sites, notes }
 }
 
-fn find<'a>(maps: &'a [Mapping], addr: u64) -> Option<&'a Mapping> {
+fn find(maps: &[Mapping], addr: u64) -> Option<&Mapping> {
     maps.iter().find(|m| addr >= m.start && addr < m.end)
 }
 

@@ -26,8 +26,30 @@ pub struct RawEvent {
     pub size: u64,
     pub aux: u64,
     pub aux2: u64,
+    /// The allocation stack: index into [`Process::stacks`]; none for free and for blocks
+    /// below min-object-size.
+    pub stack: Option<u32>,
+}
+
+/// Distinct stacks of one process, each stored once (millions of events share a few
+/// hundred stacks; one Vec per event cost more than the rest of the decoding).
+#[derive(Debug, Clone, Default)]
+pub struct Stacks {
+    index: std::collections::HashMap<Vec<u64>, u32, crate::replay::FastHash>,
     /// Return addresses, innermost (the caller of the allocation function) first.
-    pub frames: Vec<u64>,
+    pub list: Vec<Vec<u64>>,
+}
+
+impl Stacks {
+    pub fn intern(&mut self, frames: &[u64]) -> u32 {
+        if let Some(&i) = self.index.get(frames) {
+            return i;
+        }
+        let i = self.list.len() as u32;
+        self.list.push(frames.to_vec());
+        self.index.insert(frames.to_vec(), i);
+        i
+    }
 }
 
 /// One line of `/proc/PID/maps`.
@@ -53,6 +75,7 @@ pub struct Process {
     pub min_size: Option<u64>,
     pub threads: Vec<u32>,
     pub events: Vec<RawEvent>,
+    pub stacks: Stacks,
 }
 
 /// Everything in a tracker directory.
@@ -96,7 +119,7 @@ pub fn read_dir(dir: &Path) -> Result<Trace, Error> {
             }
             Rest::Events => {
                 let bytes = std::fs::read(&path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
-                match decode_file(&bytes, key.1) {
+                match decode_file(&bytes, key.1, &mut p.stacks) {
                     Ok((tid, mut ev, damage)) => {
                         if let Some(d) = damage {
                             notes.push(format!("tracker file {name} is damaged ({d}); the events before that point were kept"));
@@ -183,7 +206,7 @@ fn word32(b: &[u8], at: usize) -> Option<u32> {
 
 /// Decodes one `.kmt` file: its thread id, events, and the damage found, if any.
 /// `inst` is the process start (ns) that relative times are counted from.
-pub fn decode_file(b: &[u8], inst: u64) -> Result<(u32, Vec<RawEvent>, Option<String>), String> {
+pub fn decode_file(b: &[u8], inst: u64, stacks: &mut Stacks) -> Result<(u32, Vec<RawEvent>, Option<String>), String> {
     if b.len() < HEADER || &b[..8] != MAGIC {
         return Err("not a Kairos allocation-tracker file (bad header)".into());
     }
@@ -193,7 +216,8 @@ pub fn decode_file(b: &[u8], inst: u64) -> Result<(u32, Vec<RawEvent>, Option<St
     }
     let tid = word32(b, 16).unwrap_or(0);
     let tsc = word32(b, 20).unwrap_or(0) == 1;
-    let mut events = Vec::new();
+    // A free is 16 bytes, a malloc about 40: reserve for the common mix.
+    let mut events = Vec::with_capacity(b.len() / 32);
     let mut anchors: Vec<(u64, u64)> = Vec::new();
     let mut damage = None;
     let mut at = HEADER;
@@ -217,38 +241,48 @@ pub fn decode_file(b: &[u8], inst: u64) -> Result<(u32, Vec<RawEvent>, Option<St
             damage = Some(format!("unknown record kind {kind_code} at byte {at}"));
             break;
         };
-        let words = |n: usize| -> Option<Vec<u64>> { (0..n).map(|i| word(b, at + 8 * i)).collect() };
         let head = match kind {
             Kind::Free => 2,
             Kind::Malloc | Kind::Calloc => 3,
             _ => 6,
         };
-        let Some(h) = words(head) else {
+        // Fixed words first (no allocation per event: this loop sees millions of them).
+        let mut h = [0u64; 6];
+        if b.len() < at + 8 * head {
             damage = Some(format!("cut record at byte {at}"));
             break;
-        };
-        let (size, depth) = if head > 2 { (h[2] & mask, h[2] >> 56) } else { (0, 0) };
-        if depth > MAX_DEPTH {
+        }
+        for (i, w) in h.iter_mut().enumerate().take(head) {
+            *w = word(b, at + 8 * i).unwrap_or(0);
+        }
+        let (size, depth) = if head > 2 { (h[2] & mask, (h[2] >> 56) as usize) } else { (0, 0) };
+        if depth as u64 > MAX_DEPTH {
             damage = Some(format!("impossible stack depth {depth} at byte {at}"));
             break;
         }
-        let Some(all) = words(head + depth as usize) else {
+        let frames_at = at + 8 * head;
+        let Some(fb) = b.get(frames_at..frames_at + 8 * depth) else {
             damage = Some(format!("cut record at byte {at}"));
             break;
         };
-        let t0 = matches!(kind, Kind::Munmap | Kind::Mremap) || (kind == Kind::Realloc && h.get(3).is_some_and(|&old| old != 0));
+        let mut frames = [0u64; MAX_DEPTH as usize];
+        for (f, c) in frames.iter_mut().zip(fb.chunks_exact(8)) {
+            *f = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        }
+        let stack = (depth > 0).then(|| stacks.intern(&frames[..depth]));
+        let t0 = matches!(kind, Kind::Munmap | Kind::Mremap) || (kind == Kind::Realloc && h[3] != 0);
         events.push(RawEvent {
             time_ns: time,
-            t0_ns: if t0 { h.get(5).map(|&t| t & mask) } else { None },
+            t0_ns: if t0 { Some(h[5] & mask) } else { None },
             tid,
             kind,
             addr: h[1],
             size,
-            aux: h.get(3).copied().unwrap_or(0),
-            aux2: h.get(4).copied().unwrap_or(0),
-            frames: all[head..].to_vec(),
+            aux: h[3],
+            aux2: h[4],
+            stack,
         });
-        at += 8 * (head + depth as usize);
+        at = frames_at + 8 * depth;
     }
     // Relative stamps to absolute ns: plain ns since `inst`, or TSC ticks mapped through
     // this file's clock anchors.
@@ -307,17 +341,18 @@ mod tests {
         let mut b = header(0);
         push(&mut b, &[5 | 1 << 56, 0x1000, 24 | 2 << 56, 0xaaa, 0xbbb]);
         push(&mut b, &[9 | 4 << 56, 0x1000]);
-        let (tid, ev, dmg) = decode_file(&b, 100).expect("valid");
+        let mut st = Stacks::default();
+        let (tid, ev, dmg) = decode_file(&b, 100, &mut st).expect("valid");
         assert_eq!((tid, ev.len(), dmg), (11, 2, None));
-        assert_eq!(ev[0].frames, vec![0xaaa, 0xbbb]);
+        assert_eq!(st.list[ev[0].stack.expect("stack") as usize], vec![0xaaa, 0xbbb]);
         assert_eq!(ev[0].time_ns, 105);
         assert_eq!(ev[1].kind, Kind::Free);
         // Every prefix decodes without panicking.
         for n in 0..b.len() {
-            let _ = decode_file(&b[..n], 0);
+            let _ = decode_file(&b[..n], 0, &mut st);
         }
         b.push(0xff);
-        let (_, ev, dmg) = decode_file(&b, 0).expect("header ok");
+        let (_, ev, dmg) = decode_file(&b, 0, &mut st).expect("header ok");
         assert_eq!(ev.len(), 2);
         assert!(dmg.is_some());
     }
@@ -325,10 +360,10 @@ mod tests {
     #[test]
     fn tsc_anchors_interpolate() {
         let mut b = header(1);
-        push(&mut b, &[0 | 15 << 56, 1000]);
+        push(&mut b, &[15 << 56, 1000]);
         push(&mut b, &[100 | 1 << 56, 0x10, 8]);
         push(&mut b, &[200 | 15 << 56, 1100]);
-        let (_, ev, _) = decode_file(&b, 0).expect("valid");
+        let (_, ev, _) = decode_file(&b, 0, &mut Stacks::default()).expect("valid");
         assert_eq!(ev[0].time_ns, 1050);
     }
 

@@ -96,7 +96,14 @@ fn write_one(
     let path = dir.join(format!("{name}.parquet"));
     let werr = |d: String| Error::Write { path: path.display().to_string(), detail: d };
     let file = File::create(&path).map_err(|e| werr(e.to_string()))?;
-    let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
+    // Dictionaries only where values repeat (kind, ids, sizes, sites): on millions of
+    // distinct times and addresses the dictionary builder cost more than the rest of the
+    // write and then fell back to plain encoding anyway.
+    let mut props = WriterProperties::builder().set_compression(Compression::SNAPPY).set_dictionary_enabled(false);
+    for c in ["kind", "process", "pid", "tid", "size", "site", "function", "file", "module"] {
+        props = props.set_column_dictionary_enabled(parquet::schema::types::ColumnPath::from(c), true);
+    }
+    let props = props.build();
     let schema = Arc::new(schema);
     let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| werr(e.to_string()))?;
     let mut start = 0;

@@ -28,18 +28,26 @@ fn share_error_is_the_mean_total_variation_distance() {
     let p = halves();
     let (t, n) = truth(&p, &ScoreOptions::new(100));
     assert_eq!(t.buckets.len(), 10);
-    // Exact points in every bucket: no error.
-    let exact: Vec<_> = (0..10).flat_map(|k| [pt(100 * k + 10, Some(0), 50), pt(100 * k + 60, Some(1), 50)]).collect();
+    // Exact points in every bucket (each stands for the 50 ns before it): no error.
+    let exact: Vec<_> = (0..10).flat_map(|k| [pt(100 * k + 50, Some(0), 50), pt(100 * k + 100, Some(1), 50)]).collect();
     assert!(t.share_error(&exact, &n).abs() < 1e-12);
     // One point of a per bucket: |0.5-1| + |0.5-0| over 2 = 0.5.
-    let one: Vec<_> = (0..10).map(|k| pt(100 * k + 25, Some(0), 100)).collect();
+    let one: Vec<_> = (0..10).map(|k| pt(100 * k + 100, Some(0), 100)).collect();
     assert!((t.share_error(&one, &n) - 0.5).abs() < 1e-12);
     // Nothing in half the buckets: those count 1, the others 0.5.
-    let half: Vec<_> = (0..5).map(|k| pt(100 * k + 25, Some(0), 100)).collect();
+    let half: Vec<_> = (0..5).map(|k| pt(100 * k + 100, Some(0), 100)).collect();
     assert!((t.share_error(&half, &n) - 0.75).abs() < 1e-12);
     // Weight on a function that never ran there, or outside traced code: disjoint.
-    let wrong: Vec<_> = (0..10).map(|k| pt(100 * k + 25, None, 100)).collect();
+    let wrong: Vec<_> = (0..10).map(|k| pt(100 * k + 100, None, 100)).collect();
     assert!((t.share_error(&wrong, &n) - 1.0).abs() < 1e-12);
+    // A point's weight is spread over the stretch it stands for: one point of a ending at
+    // 1000 and covering everything puts 50% a in every bucket against 50% a: error 0.5,
+    // not 1 for nine empty buckets.
+    assert!((t.share_error(&[pt(1000, Some(0), 1000)], &n) - 0.5).abs() < 1e-12);
+    // Half a bucket of a then half of b, straddling an edge, matches buckets 1-9 exactly
+    // where they lie; bucket 0 has no weight and counts 1.
+    let straddle: Vec<_> = (1..10).flat_map(|k| [pt(100 * k + 50, Some(0), 50), pt(100 * k + 100, Some(1), 50)]).collect();
+    assert!((t.share_error(&straddle, &n) - 0.1).abs() < 1e-12);
 }
 
 #[test]
@@ -63,10 +71,16 @@ fn events_are_found_only_in_an_overlapping_fine_bucket_of_their_thread() {
     assert_eq!(t.events, [(0, 3050, 3250)]);
     let found = |pts: &[Point]| t.events_found(pts, &n, n.id_of("rare_delay").expect("known"));
     // The call overlaps the buckets [3000, 3100), [3100, 3200), [3200, 3300).
-    assert_eq!(found(&[pt(3000, Some(1), 10)]), 1);
+    // A point stands for the stretch [time - weight, time].
+    assert_eq!(found(&[pt(3010, Some(1), 10)]), 1);
+    assert_eq!(found(&[pt(3000, Some(1), 10)]), 0);
     assert_eq!(found(&[pt(3299, Some(1), 10)]), 1);
-    assert_eq!(found(&[pt(3300, Some(1), 10)]), 0);
+    assert_eq!(found(&[pt(3305, Some(1), 10)]), 1);
+    assert_eq!(found(&[pt(3310, Some(1), 10)]), 0);
+    assert_eq!(found(&[pt(3320, Some(1), 10)]), 0);
     assert_eq!(found(&[pt(2999, Some(1), 10)]), 0);
+    // A long stretch ending after the window still overlaps it.
+    assert_eq!(found(&[pt(2000, Some(1), 10), pt(3900, Some(1), 800)]), 1);
     assert_eq!(found(&[pt(3100, Some(0), 10)]), 0);
     assert_eq!(found(&[pt(3100, Some(1), 0)]), 0);
     assert_eq!(found(&[Point { thread: 1, ..pt(3100, Some(1), 10) }]), 0);
