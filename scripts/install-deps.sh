@@ -19,6 +19,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
+# The export tests validate speedscope files against speedscope's JSON schema.
+if ! python3 -c 'import jsonschema' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check jsonschema
+fi
 # DuckDB reads the Parquet tables in a test, proving they are usable without Kairos.
 if ! python3 -c 'import duckdb' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check duckdb

@@ -189,7 +189,8 @@ fn memtrack_runtime(cc: &OsString, root: &Path, profile_dir: &Path) -> Result<()
     let out = lib.join("libkairos_memtrack.so");
     let tmp = lib.join(format!("libkairos_memtrack.so.tmp{}", std::process::id()));
     let mut cmd = Command::new(cc);
-    cmd.args(["-O2", "-g", "-fPIC", "-shared", "-fno-omit-frame-pointer", "-fvisibility=hidden", "-pthread", "-Wall", "-Wextra"]);
+    // -fexceptions: a C++ bad_alloc may unwind through the operator new hooks.
+    cmd.args(["-O2", "-g", "-fPIC", "-shared", "-fexceptions", "-fno-omit-frame-pointer", "-fvisibility=hidden", "-pthread", "-Wall", "-Wextra"]);
     if env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|a| a == "x86_64" || a == "aarch64") {
         cmd.arg("-mno-omit-leaf-frame-pointer");
     }

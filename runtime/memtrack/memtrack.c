@@ -104,6 +104,12 @@ static void *(*r_mmap)(void *, size_t, int, int, int, off_t);
 static void *(*r_mmap64)(void *, size_t, int, int, int, off64_t);
 static int (*r_munmap)(void *, size_t);
 static void *(*r_mremap)(void *, size_t, size_t, int, ...);
+static void (*r__exit)(int);
+static void (*r__Exit)(int);
+static int (*r_execve)(const char *, char *const[], char *const[]);
+static int (*r_execv)(const char *, char *const[]);
+static int (*r_execvp)(const char *, char *const[]);
+static int (*r_execvpe)(const char *, char *const[], char *const[]);
 
 static int resolving;          /* dlsym in progress: serve allocations from the arena */
 static int active;             /* KAIROS_MEMTRACK_DIR set and usable */
@@ -371,6 +377,7 @@ static void resolve(void)
     RESOLVE(malloc); RESOLVE(calloc); RESOLVE(realloc);
     RESOLVE(posix_memalign); RESOLVE(aligned_alloc); RESOLVE(memalign); RESOLVE(valloc);
     RESOLVE(pvalloc); RESOLVE(mmap); RESOLVE(mmap64); RESOLVE(munmap); RESOLVE(mremap);
+    RESOLVE(_exit); RESOLVE(_Exit); RESOLVE(execve); RESOLVE(execv); RESOLVE(execvp); RESOLVE(execvpe);
     RESOLVE(free);
     resolving = 0;
 }
@@ -618,3 +625,87 @@ EXPORT void *mremap(void *old, size_t old_n, size_t n, int flags, ...)
     in_hook--;
     return p;
 }
+
+/* ---- process end without exit(): _exit, _Exit, exec ----
+ * Shells end with _exit and replace themselves with exec; without these hooks the events
+ * still in their buffers would be lost. Only in the process that owns the buffers: a
+ * vfork child (same memory, other PID, no fork handlers) must not write them. */
+
+static int owner_process(void)
+{
+    return active && (uint32_t)getpid() == pid;
+}
+
+EXPORT void _exit(int status)
+{
+    if (!r__exit) resolve();
+    if (owner_process()) finish();
+    if (r__exit) r__exit(status);
+    for (;;) syscall(SYS_exit_group, status);
+}
+
+EXPORT void _Exit(int status)
+{
+    if (!r__Exit) resolve();
+    if (owner_process()) finish();
+    if (r__Exit) r__Exit(status);
+    for (;;) syscall(SYS_exit_group, status);
+}
+
+/* Before exec: everything so far is written (as at exit). If exec fails the process goes
+ * on: `finished` makes later events go out at once, which is slower but loses nothing. */
+#define EXEC_HOOK(name, params, call)                                       \
+    EXPORT int name params                                                  \
+    {                                                                       \
+        if (!r_##name) resolve();                                           \
+        if (owner_process()) finish();                                      \
+        if (!r_##name) { errno = ENOSYS; return -1; }                       \
+        return r_##name call;                                               \
+    }
+
+EXEC_HOOK(execve, (const char *f, char *const a[], char *const e[]), (f, a, e))
+EXEC_HOOK(execv, (const char *f, char *const a[]), (f, a))
+EXEC_HOOK(execvp, (const char *f, char *const a[]), (f, a))
+EXEC_HOOK(execvpe, (const char *f, char *const a[], char *const e[]), (f, a, e))
+
+/* ---- C++ operator new ----
+ * Interposed itself, not only the malloc under it: libstdc++ is built without frame
+ * pointers, so a walk starting in malloc sees operator new and then skips its caller --
+ * the very line that allocated. From here our return address is that line. The malloc
+ * that operator new makes is not recorded again (in_hook is set). The cleanup attribute
+ * (with -fexceptions) resets in_hook when a bad_alloc unwinds through this frame. */
+
+static void hook_done(int *unused)
+{
+    (void)unused;
+    in_hook--;
+}
+
+#define NEW_HOOK(sym, params, call, size)                                                 \
+    static void *(*r_##sym) params;                                                       \
+    EXPORT void *sym params                                                               \
+    {                                                                                     \
+        if (!r_##sym) r_##sym = (__typeof__(r_##sym))dlsym(RTLD_NEXT, #sym);              \
+        if (!r_##sym) {                                                                   \
+            void *q = malloc(size ? size : 1); /* no libstdc++ below us: never expected */ \
+            if (!q) abort();                                                              \
+            return q;                                                                     \
+        }                                                                                 \
+        if (!TRACKING) return r_##sym call;                                               \
+        in_hook++;                                                                        \
+        __attribute__((cleanup(hook_done))) int guard = 0;                                \
+        (void)guard;                                                                      \
+        void *p = r_##sym call;                                                           \
+        if (p) emit(K_MALLOC, (uintptr_t)p, size, 0, 0, 0, (size) >= min_size);           \
+        return p;                                                                         \
+    }
+
+typedef struct nothrow_tag nothrow_tag; /* std::nothrow_t, only passed by reference */
+NEW_HOOK(_Znwm, (size_t n), (n), n)
+NEW_HOOK(_Znam, (size_t n), (n), n)
+NEW_HOOK(_ZnwmRKSt9nothrow_t, (size_t n, const nothrow_tag *t), (n, t), n)
+NEW_HOOK(_ZnamRKSt9nothrow_t, (size_t n, const nothrow_tag *t), (n, t), n)
+NEW_HOOK(_ZnwmSt11align_val_t, (size_t n, size_t a), (n, a), n)
+NEW_HOOK(_ZnamSt11align_val_t, (size_t n, size_t a), (n, a), n)
+NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, (size_t n, size_t a, const nothrow_tag *t), (n, a, t), n)
+NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, (size_t n, size_t a, const nothrow_tag *t), (n, a, t), n)

@@ -23,6 +23,8 @@ pub enum Command {
     Info(InfoArgs),
     /// Validation lab: emulate LBR from an exact trace, score the time-assignment methods.
     Lab(crate::cmd_lab::LabArgs),
+    /// Write a result for another viewer: firefox, chrome, pprof, collapsed or speedscope.
+    Export(crate::cmd_export::ExportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -96,6 +98,11 @@ pub struct ReportArgs {
     /// Timeline bucket width in milliseconds.
     #[arg(long = "bucket-ms")]
     pub bucket_ms: Option<f64>,
+    /// hotspots, timeline: give branch records a time and report on them as extra points:
+    /// none (plain sampling), equal, ratio, proportional (the paper's methods 1-3), cycles,
+    /// segments, nesting, visits (ours).
+    #[arg(long = "time-assignment")]
+    pub time_assignment: Option<String>,
     /// `report branches`: the sample to show, by index in time order (from 0).
     #[arg(long = "sample", conflicts_with = "time")]
     pub sample: Option<usize>,

@@ -96,7 +96,15 @@ pub fn collect(args: CollectArgs) -> CliResult {
         )));
     }
     let data = build::build(&trace);
-    let infos = tables::write(&dir.tables_path(), &data)
+    drop(trace);
+    // The summary's replay and the table writing are independent: run them side by side.
+    let (written, st) = std::thread::scope(|s| {
+        let summary = s.spawn(|| replay::replay(&data.rows, 0));
+        let written = tables::write(&dir.tables_path(), &data);
+        (written, summary.join())
+    });
+    let st = st.map_err(|_| UserError::failed("the analysis of the allocation events failed unexpectedly; please report this"))?;
+    let infos = written
         .map_err(|e| UserError::failed(format!("cannot write the result tables: {e}; check free disk space and permissions")))?;
     {
         use std::os::unix::process::ExitStatusExt;
@@ -112,7 +120,6 @@ pub fn collect(args: CollectArgs) -> CliResult {
         m.tables = infos.into_iter().map(|(name, file, rows, bytes)| TableInfo { name, file, rows, bytes }).collect();
     }
     pipeline::save(&dir)?;
-    let st = replay::replay(&data.rows, 0);
     let mut doc = reports::summary(&data, &st, &meta(&dir), 10);
     doc.title = Some("Memory consumption".into());
     print!("{}", doc.to_text());

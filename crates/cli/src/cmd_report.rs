@@ -25,7 +25,12 @@ pub fn run(args: ReportArgs) -> CliResult {
         .map(GroupBy::from_str)
         .transpose()
         .map_err(|e| UserError::usage(format!("{e}")))?;
-    let (dir, profile) = open(&args.result_dir)?;
+    let (dir, mut profile) = open(&args.result_dir)?;
+    let applied = match args.time_assignment.as_deref() {
+        Some(m) if matches!(args.report.as_str(), "hotspots" | "timeline") => Some(crate::time_assign::apply(m, &mut profile, &args.result_dir)?),
+        Some(_) => return Err(UserError::usage("--time-assignment applies to the hotspots and timeline reports")),
+        None => None,
+    };
     let filter = Filter { time_range: args.time_range.as_deref().map(|r| parse_time_range(r, &profile)).transpose()?, ..Default::default() };
     let analysis_error = |e: kairos_analysis_hotspots::Error| UserError::usage(e.to_string());
     // --limit 0 means every row.
@@ -52,6 +57,14 @@ pub fn run(args: ReportArgs) -> CliResult {
     match doc {
         Rendered::Table(t) => print!("{}", t.render(format)),
         Rendered::Document(d) => print!("{}", d.render(format)),
+    }
+    // Say how the points were made: under a text report, on stderr for CSV and JSON.
+    for line in applied.iter().flat_map(|a| a.lines()) {
+        if format == Format::Text {
+            println!("{line}");
+        } else {
+            eprintln!("{line}");
+        }
     }
     if format == Format::Text {
         print_notes(&dir);
@@ -173,7 +186,7 @@ pub(crate) fn print_notes(dir: &ResultDir) {
 }
 
 /// `START:END` in seconds relative to the first sample; either side may be empty.
-fn parse_time_range(s: &str, profile: &Profile) -> CliResult<(u64, u64)> {
+pub(crate) fn parse_time_range(s: &str, profile: &Profile) -> CliResult<(u64, u64)> {
     let bad = || UserError::usage(format!("--time-range '{s}' must be START:END in seconds, e.g. 0.5:1.25 or 2: or :3"));
     let (a, b) = s.split_once(':').ok_or_else(bad)?;
     let span = profile.time_span().map(|(f, l)| l - f).unwrap_or(0);

@@ -4,6 +4,7 @@
 mod args;
 mod cmd_branches;
 mod cmd_collect;
+mod cmd_export;
 mod cmd_import;
 mod cmd_info;
 mod cmd_lab;
@@ -14,6 +15,7 @@ mod error;
 mod knobs;
 mod pipeline;
 mod progress;
+mod time_assign;
 
 use clap::Parser;
 
@@ -38,6 +40,7 @@ fn main() {
         Command::Report(a) => cmd_report::run(a),
         Command::Info(a) => cmd_info::run(a),
         Command::Lab(a) => cmd_lab::run(a),
+        Command::Export(a) => cmd_export::run(a),
     };
     if let Err(e) = result {
         eprintln!("kairos: {e}");

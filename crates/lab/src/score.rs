@@ -12,7 +12,11 @@
 //!   method for a stretch that straddles an edge). The bucket's error is the total variation distance
 //!   `1/2 * sum_f |p_f - q_f|`, from 0 (same mix) to 1 (disjoint); a bucket where the
 //!   method put no weight at all counts 1, as nothing was learned about it. The score is
-//!   the mean over the buckets with traced time, each bucket counting once.
+//!   the mean over the buckets with traced time, each bucket counting once. Only the time
+//!   a thread's samples stand for is compared (from its first sample minus that sample's
+//!   weight to its last sample): what ran after the last sample (a program's exit, its
+//!   output) is seen by no sampler, and counting it would add the same error to every
+//!   method. Threads without samples are compared over their whole trace.
 //! - **Recall of short events.** Every call of `event_function` lasting at least
 //!   `event_min_ns` is an event. It is found when the method put weight on that function,
 //!   on the same thread, in a fine bucket (`event_bucket_ns`, 100 us by default, on the
@@ -192,9 +196,12 @@ impl Truth {
         let threads = thread_events(p)?;
         let origin = threads.iter().filter_map(|t| t.span()).map(|s| s.0).min().unwrap_or(0);
         let end = threads.iter().filter_map(|t| t.span()).map(|s| s.1).max().unwrap_or(0);
+        let sampled = sampled_spans(p);
         let mut buckets: BTreeMap<u64, HashMap<u32, u64>> = BTreeMap::new();
         for te in &threads {
-            for (mut a, b, f) in te.segments() {
+            let (lo, hi) = sampled.get(&te.thread).copied().unwrap_or((0, u64::MAX));
+            for (a, b, f) in te.segments() {
+                let (mut a, b) = (a.max(lo), b.min(hi));
                 let id = names.id(f);
                 // Split the segment at bucket boundaries.
                 while a < b {
@@ -270,6 +277,18 @@ impl Truth {
             })
             .count()
     }
+}
+
+/// Per thread, the span its samples stand for: first sample minus its weight (ns, as
+/// emulated samples carry the interval) to the last sample.
+fn sampled_spans(p: &Profile) -> HashMap<ThreadIdx, (u64, u64)> {
+    let mut m: HashMap<ThreadIdx, (u64, u64)> = HashMap::new();
+    for s in &p.samples {
+        let a = s.time_ns.saturating_sub(s.weight);
+        let e = m.entry(s.thread).or_insert((a, s.time_ns));
+        *e = (e.0.min(a), e.1.max(s.time_ns));
+    }
+    m
 }
 
 /// Total variation distance between two weight maps, each normalised to 1.

@@ -69,6 +69,7 @@ pub fn assign(profile: &Profile, method: Method) -> Result<Assignment, Error> {
         Method::Cycles => methods::cycles::run(&p, &mut points, &mut notes)?,
         Method::Segments => methods::segments::run(&p, &mut points),
         Method::Nesting => methods::nesting::run(&p, &mut points),
+        Method::Visits => methods::visits::run(&p, &mut points),
     }
     if method == Method::None && !profile.branches.is_empty() {
         notes.push("branch records ignored (plain sampling)".into());

@@ -24,12 +24,23 @@ pub enum Method {
     /// Ours: like `segments`, but durations are learned per call/return context
     /// (caller, function, callee/return target) by regression on complete intervals.
     Nesting,
+    /// Ours: full visits keep their function's expected duration; the interval's slack
+    /// goes mostly to the partial head and tail, whose length is least known.
+    Visits,
 }
 
 impl Method {
     /// Every method, in the order reports list them.
-    pub const ALL: [Method; 7] =
-        [Method::None, Method::Equal, Method::Ratio, Method::Proportional, Method::Cycles, Method::Segments, Method::Nesting];
+    pub const ALL: [Method; 8] = [
+        Method::None,
+        Method::Equal,
+        Method::Ratio,
+        Method::Proportional,
+        Method::Cycles,
+        Method::Segments,
+        Method::Nesting,
+        Method::Visits,
+    ];
 
     /// The name used on the command line and in reports.
     pub fn as_str(self) -> &'static str {
@@ -41,6 +52,7 @@ impl Method {
             Method::Cycles => "cycles",
             Method::Segments => "segments",
             Method::Nesting => "nesting",
+            Method::Visits => "visits",
         }
     }
 
@@ -54,6 +66,7 @@ impl Method {
             Method::Cycles => "measured LBR cycles between branches give each record's duration; paper method 3 where cycles are missing",
             Method::Segments => "ours: each segment between branches sized by its function's mean duration per visit (sampled time / visits, or measured cycles), not by its run share",
             Method::Nesting => "ours: segment durations learned per call/return context (opening branch, function, closing branch) by regression over complete intervals",
+            Method::Visits => "ours: each full visit between branches keeps its function's expected duration per visit; the interval's slack goes to the partial head and tail stretches, by how uncertain they are",
         }
     }
 }

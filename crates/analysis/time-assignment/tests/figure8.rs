@@ -119,3 +119,40 @@ fn cycles_handcrafted() {
         ]
     );
 }
+
+#[test]
+fn visits_shrinks_an_overfull_interval_like_segments() {
+    // The expected lengths (F1 head 0.5 ms, F2 a full 3 ms visit, F3 tail 0.5 ms)
+    // overfill the 1 ms interval, so all shrink together: 0.5 : 3 : 0.5.
+    let (_, f) = figure8();
+    assert_eq!(
+        last_interval(Method::Visits),
+        [(9 * MS + 125_000, Some(f[0]), 125_000), (9 * MS + 875_000, Some(f[1]), 750_000), (10 * MS, Some(f[2]), 125_000)]
+    );
+}
+
+#[test]
+fn visits_gives_the_slack_to_the_partial_head_and_tail() {
+    // Figure 8's F1, F2, F3, sampled for 1, 1 and 2 ms (the last sample is in F3 too),
+    // visited 4, 10 and 4 times: d = 0.25, 0.1, 0.5 ms. The last interval (F1 head, F2
+    // full, F3 tail) expects 0.125 + 0.1 + 0.25 ms; the 0.525 ms of slack goes by variance
+    // (d^2 for the partial head and tail, (0.3 d)^2 for the full visit): F2 keeps about
+    // its 0.1 ms, F1 and F3 share the rest 1 : 4.
+    let mut b = B::new(32, false);
+    let main = b.frame("main");
+    let f = [b.frame("F1"), b.frame("F2"), b.frame("F3")];
+    let ret = |x| (Some(x), Some(main), BranchKind::Return, None, true);
+    for (i, &l) in f.iter().enumerate() {
+        b.sample((i as u64 + 1) * MS, 0, Some(l), MS, &[]);
+    }
+    let earlier: Vec<_> = [(f[0], 3), (f[2], 4), (f[1], 9)].iter().flat_map(|&(x, n)| std::iter::repeat_n(ret(x), n)).collect();
+    b.sample(4 * MS, 0, Some(main), MS, &earlier);
+    b.sample(5 * MS, 0, Some(f[2]), MS, &[ret(f[0]), ret(f[1])]);
+    let a = assign(&b.p, Method::Visits).unwrap();
+    let got: Vec<_> = a.points.iter().filter(|p| p.time_ns > 4 * MS).map(|p| (p.frame, p.weight_ns)).collect();
+    assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [Some(f[0]), Some(f[1]), Some(f[2])]);
+    assert_eq!(got.iter().map(|g| g.1).sum::<u64>(), MS);
+    // v = 0.0625, 0.0009, 0.25 ms^2: F2 0.1 + 0.0009 / 0.3134 x 0.525 = 101.5 us, F1
+    // 0.125 + 0.0625 / 0.3134 x 0.525 = 229.7 us, F3 the rest.
+    assert_eq!(got.iter().map(|g| g.1 / 100).collect::<Vec<_>>(), [2296, 1015, 6687], "{got:?}");
+}

@@ -8,3 +8,4 @@ pub(crate) mod none;
 pub(crate) mod proportional;
 pub(crate) mod ratio;
 pub(crate) mod segments;
+pub(crate) mod visits;
