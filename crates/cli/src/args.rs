@@ -25,6 +25,10 @@ pub enum Command {
     Lab(crate::cmd_lab::LabArgs),
     /// Write a result for another viewer: firefox, chrome, pprof, collapsed or speedscope.
     Export(crate::cmd_export::ExportArgs),
+    /// Run a program with malloc on huge pages (--hugepages=hugetlb|thp [--reserve N]) and check it got them.
+    Run(crate::cmd_run::RunArgs),
+    /// Compare two results: run time, kernel-time share, page faults, allocated bytes, ...
+    Compare(crate::cmd_compare::CompareArgs),
 }
 
 #[derive(Debug, Args)]

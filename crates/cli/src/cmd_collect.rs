@@ -22,6 +22,9 @@ pub fn run(args: CollectArgs) -> CliResult {
     if args.analysis == "trace" {
         return crate::cmd_trace::run(args);
     }
+    if args.analysis == crate::cmd_system_overview::KIND {
+        return crate::cmd_system_overview::collect(args);
+    }
     let knobs = Knobs::parse(&args.analysis, &args.knobs)?;
     let target = target(&args)?;
     if let Some(d) = args.duration {
@@ -117,7 +120,7 @@ pub fn run(args: CollectArgs) -> CliResult {
     Ok(())
 }
 
-fn target(args: &CollectArgs) -> CliResult<Target> {
+pub(crate) fn target(args: &CollectArgs) -> CliResult<Target> {
     match (args.pid, args.system_wide, args.program.is_empty()) {
         (Some(pid), false, true) => {
             if !Path::new(&format!("/proc/{pid}")).exists() {
@@ -152,7 +155,7 @@ pub(crate) fn resolve_program(program: &Path) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())
 }
 
-fn fill_manifest(dir: &mut ResultDir, args: &CollectArgs, knobs: &Knobs, target: &Target) {
+pub(crate) fn fill_manifest(dir: &mut ResultDir, args: &CollectArgs, knobs: &Knobs, target: &Target) {
     let m = dir.manifest_mut();
     m.kind = Some(args.analysis.clone());
     m.command_line = Some(std::env::args().collect());
@@ -188,7 +191,7 @@ fn lbr_missing(m: &kairos_result::Manifest) -> Option<String> {
     }
 }
 
-fn stop_reason(r: &StopReason) -> String {
+pub(crate) fn stop_reason(r: &StopReason) -> String {
     match r {
         StopReason::TargetExited => "target exited".into(),
         StopReason::Duration => "duration elapsed".into(),

@@ -14,7 +14,10 @@ const REPORTS: &[&str] = &["summary", "hotspots", "top-down", "timeline"];
 
 pub fn run(args: ReportArgs) -> CliResult {
     if args.report == "branches" { return crate::cmd_branches::run(&args); }
+    if args.report == "hugepages" { return crate::cmd_hugepages::report(&args); }
+    if args.report == "tlb" { return crate::cmd_tlb::report(&args); }
     if crate::cmd_memory::is_memory_result(&args.result_dir) { return crate::cmd_memory::report(&args); }
+    if crate::cmd_system_overview::is_result(&args.result_dir) { return crate::cmd_system_overview::report(&args); }
     if !REPORTS.contains(&args.report.as_str()) {
         return Err(UserError::usage(format!("unknown report '{}'; the reports are: {}", args.report, REPORTS.join(", "))));
     }
@@ -59,6 +62,9 @@ pub fn run(args: ReportArgs) -> CliResult {
         Rendered::Document(d) => print!("{}", d.render(format)),
     }
     // Say how the points were made: under a text report, on stderr for CSV and JSON.
+    if applied.is_some() && format == Format::Text {
+        println!();
+    }
     for line in applied.iter().flat_map(|a| a.lines()) {
         if format == Format::Text {
             println!("{line}");
@@ -125,7 +131,7 @@ pub fn open(path: &std::path::Path) -> CliResult<(ResultDir, Profile)> {
     Ok((dir, profile))
 }
 
-fn meta(dir: &ResultDir) -> Vec<(String, String)> {
+pub(crate) fn meta(dir: &ResultDir) -> Vec<(String, String)> {
     let m = dir.manifest();
     let mut meta = Vec::new();
     let mut push = |k: &str, v: String| meta.push((k.to_string(), v));

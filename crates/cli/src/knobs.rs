@@ -84,9 +84,16 @@ const MEMORY_CONSUMPTION: &[KnobSpec] = &[KnobSpec {
     check: bytes,
 }];
 
+const SYSTEM_OVERVIEW: &[KnobSpec] = &[KnobSpec {
+    name: "sampling-interval-us",
+    default: "1000",
+    help: "cpu-clock sampling interval, for the kernel-time share and the hot function",
+    check: interval,
+}];
+
 /// Analyses `kairos collect` knows, with their knobs.
 pub fn analyses() -> &'static [&'static str] {
-    &["hotspots", "trace", "memory-consumption"]
+    &["hotspots", "trace", "memory-consumption", "system-overview"]
 }
 
 fn specs(analysis: &str) -> CliResult<&'static [KnobSpec]> {
@@ -94,6 +101,7 @@ fn specs(analysis: &str) -> CliResult<&'static [KnobSpec]> {
         "hotspots" => Ok(HOTSPOTS),
         "memory-consumption" => Ok(MEMORY_CONSUMPTION),
         "trace" => Ok(TRACE),
+        "system-overview" => Ok(SYSTEM_OVERVIEW),
         other => Err(UserError::usage(format!(
             "unknown analysis '{other}'; the analyses are: {}",
             analyses().join(", ")

@@ -10,7 +10,12 @@ mod cmd_info;
 mod cmd_lab;
 mod cmd_memory;
 mod cmd_report;
+mod cmd_system_overview;
 mod cmd_trace;
+mod cmd_compare;
+mod cmd_hugepages;
+mod cmd_run;
+mod cmd_tlb;
 mod error;
 mod knobs;
 mod pipeline;
@@ -41,6 +46,8 @@ fn main() {
         Command::Info(a) => cmd_info::run(a),
         Command::Lab(a) => cmd_lab::run(a),
         Command::Export(a) => cmd_export::run(a),
+        Command::Run(a) => cmd_run::run(a),
+        Command::Compare(a) => cmd_compare::run(a),
     };
     if let Err(e) = result {
         eprintln!("kairos: {e}");

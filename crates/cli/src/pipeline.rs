@@ -20,12 +20,22 @@ pub const KALLSYMS: &str = "kallsyms";
 /// Decodes, converts and symbolises `dir/perf.data`, writes the tables and fills the
 /// manifest's counts, event and notes.
 pub fn convert_result(dir: &mut ResultDir, opts: &ConvertOptions, quiet: bool) -> CliResult<Profile> {
+    convert_result_with_side(dir, opts, quiet).map(|(p, _, _)| p)
+}
+
+/// As [`convert_result`], also returning the side samples (page faults, tracepoints) and
+/// the event names by attr, which the system overview turns into kernel entries.
+pub fn convert_result_with_side(
+    dir: &mut ResultDir,
+    opts: &ConvertOptions,
+    quiet: bool,
+) -> CliResult<(Profile, Vec<kairos_convert::SideSample>, Vec<String>)> {
     let perf_data = dir.path().join(PERF_DATA);
     let file = PerfFile::open(&perf_data).map_err(|e| {
         UserError::failed(format!("cannot read {}: {e}; is it a perf.data file written by perf record or kairos?", perf_data.display()))
     })?;
     let bar = progress_bar(quiet, file.data_size());
-    let Converted { profile, decode_error, notes, events } = kairos_convert::convert(&file, opts, &mut |p: Progress| {
+    let Converted { profile, decode_error, notes, events, side_samples } = kairos_convert::convert(&file, opts, &mut |p: Progress| {
         bar.set_length(p.total.max(1));
         bar.set_position(p.done);
     });
@@ -55,7 +65,7 @@ pub fn convert_result(dir: &mut ResultDir, opts: &ConvertOptions, quiet: bool) -
     if let Some(e) = decode_error {
         eprintln!("kairos: warning: the recording is damaged ({e}); the result keeps what came before that point");
     }
-    Ok(profile)
+    Ok((profile, side_samples, events))
 }
 
 pub fn save(dir: &ResultDir) -> CliResult {

@@ -61,6 +61,8 @@ pub struct AttrSpec {
     pub wakeup_bytes: u32,
     /// `branch_sample_type` of the branch stack (LBR) each sample carries; 0 for none.
     pub branch_sample_type: u64,
+    /// MMAP records of data mappings too (to name the object of a data address).
+    pub mmap_data: bool,
 }
 
 /// User-mode calls and returns, the filter the LBR method needs (what
@@ -148,6 +150,9 @@ pub fn build(spec: &AttrSpec) -> b::perf_event_attr {
         a.set_exclude_callchain_user(1);
         // Non-executable mappings too: unwinders (perf's libunwind among them) find
         // .eh_frame_hdr through the read-only segment of each ELF file.
+        a.set_mmap_data(1);
+    }
+    if spec.mmap_data {
         a.set_mmap_data(1);
     }
     // Wake the poll loop at a fill level rather than at every sample (the loop also drains
@@ -243,6 +248,7 @@ mod tests {
             enable_on_exec: true,
             wakeup_bytes: 4096,
             branch_sample_type: 0,
+            mmap_data: false,
         });
         assert_eq!(attr_bytes(&a).len(), 128);
         assert_eq!(a.sample_stack_user, 8192);
@@ -263,6 +269,7 @@ mod tests {
             enable_on_exec: true,
             wakeup_bytes: 0,
             branch_sample_type: BRANCH_CANDIDATES[0],
+            mmap_data: false,
         });
         assert_ne!(a.sample_type & b::PERF_SAMPLE_BRANCH_STACK as u64, 0);
         assert_eq!(a.branch_sample_type & BRANCH_USER_CALL_RETURN, BRANCH_USER_CALL_RETURN);

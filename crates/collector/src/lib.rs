@@ -8,6 +8,7 @@
 //! finishes the file, so the result always opens in `perf script`.
 
 pub mod attr;
+pub mod extra;
 pub mod launch;
 pub mod ring;
 pub mod synth;
@@ -84,6 +85,11 @@ pub struct CollectOptions {
     pub branch_records: BranchRecords,
     /// Why this machine has no usable LBR (from kairos-platform), None when it has one.
     pub lbr_missing: Option<String>,
+    /// Events recorded next to the sampling event, each every occurrence (system-overview).
+    pub extra_events: Vec<extra::ExtraEvent>,
+    /// MMAP records of data mappings too (mmap_data), to name the memory object of a
+    /// faulting address.
+    pub data_mmaps: bool,
 }
 
 /// `-k branch-records=`: every sample with the last user calls and returns (LBR).
@@ -118,6 +124,8 @@ impl CollectOptions {
             ring_buffer_pages: 256,
             branch_records: BranchRecords::Off,
             lbr_missing: None,
+            extra_events: Vec::new(),
+            data_mmaps: false,
         }
     }
 }
@@ -181,6 +189,8 @@ pub struct CollectSummary {
     pub cpus: usize,
     /// Branch records (LBR): recorded or why not.
     pub branch_records: BranchOutcome,
+    /// Each extra event: recorded or why not.
+    pub extra_events: Vec<extra::ExtraOutcome>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -295,6 +305,8 @@ struct Events {
     fds: Vec<OwnedFd>,
     /// Index into `fds` of each CPU's first fd, whose buffer the others write into.
     leaders: Vec<usize>,
+    /// (task, index into the CPU list) of each fd, so extra events open on the same pairs.
+    targets: Vec<(i32, usize)>,
 }
 
 struct OpenFailure {
@@ -335,7 +347,8 @@ fn open_events(spec: &AttrSpec, target: &Target, child: Option<i32>, cpus: &[i32
     let mut attr = attr::build(spec);
     let mut fds: Vec<OwnedFd> = Vec::new();
     let mut cpu_of: Vec<usize> = Vec::new();
-    let open_task = |attr: &mut sys::bindings::perf_event_attr,
+    let mut pid_of: Vec<i32> = Vec::new();
+    let mut open_task = |attr: &mut sys::bindings::perf_event_attr,
                          fds: &mut Vec<OwnedFd>,
                          cpu_of: &mut Vec<usize>,
                          pid: i32|
@@ -345,6 +358,7 @@ fn open_events(spec: &AttrSpec, target: &Target, child: Option<i32>, cpus: &[i32
                 Ok(fd) => {
                     fds.push(fd);
                     cpu_of.push(ci);
+                    pid_of.push(pid);
                 }
                 Err(errno) => return Err(OpenFailure { errno, pid, cpu }),
             }
@@ -397,7 +411,8 @@ fn open_events(spec: &AttrSpec, target: &Target, child: Option<i32>, cpus: &[i32
             }
         }
     }
-    Ok(Events { attr, kind: spec.kind, include_kernel: spec.include_kernel, fds, leaders })
+    let targets = pid_of.into_iter().zip(cpu_of).collect();
+    Ok(Events { attr, kind: spec.kind, include_kernel: spec.include_kernel, fds, leaders, targets })
 }
 
 /// Tries the candidate events and kernel settings in order; returns the first that opens,
@@ -502,6 +517,7 @@ fn choose_and_open(
                 enable_on_exec: matches!(opts.target, Target::Launch { .. }),
                 wakeup_bytes,
                 branch_sample_type,
+                mmap_data: opts.data_mmaps,
             };
             match open_events(&spec, &opts.target, child, cpus) {
                 Ok(ev) => {
@@ -576,6 +592,44 @@ fn choose_and_open(
         }
     }
     Err(CollectError::EventUnsupported { event: "cpu-clock".into(), detail: "no sampling event could be opened".into() })
+}
+
+/// Opens one extra event on every (task, CPU) pair of the sampling event, each writing
+/// into its CPU's ring. Returns the fds and their ids, or why the event cannot be recorded.
+fn open_extra(
+    a: &mut sys::bindings::perf_event_attr,
+    events: &Events,
+    cpus: &[i32],
+) -> Result<(Vec<OwnedFd>, Vec<u64>), String> {
+    let mut fds = Vec::new();
+    let mut ids = Vec::new();
+    for &(pid, ci) in &events.targets {
+        let cpu = cpus.get(ci).copied().unwrap_or(-1);
+        let fd = match open_fd(a, pid, cpu) {
+            Ok(fd) => fd,
+            // An attached process's thread that ended meanwhile.
+            Err(libc::ESRCH) => continue,
+            Err(e) => return Err(format!("{} ({})", errno_name(e), io::Error::from_raw_os_error(e))),
+        };
+        let leader = events.leaders.iter().copied().find(|&l| events.targets.get(l).is_some_and(|t| t.1 == ci));
+        if let Some(l) = leader {
+            // SAFETY: both are perf fds we own.
+            if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), events.fds[l].as_raw_fd()) } != 0 {
+                return Err(format!("redirecting to the CPU's ring buffer failed ({})", io::Error::last_os_error()));
+            }
+        }
+        let mut id = 0u64;
+        // SAFETY: fd is a perf event fd; id is a valid out pointer.
+        if unsafe { sys::ioctls::ID(fd.as_raw_fd(), &mut id) } != 0 {
+            return Err(format!("reading the event id failed ({})", io::Error::last_os_error()));
+        }
+        ids.push(id);
+        fds.push(fd);
+    }
+    if fds.is_empty() {
+        return Err("no task left to open it on".into());
+    }
+    Ok((fds, ids))
 }
 
 /// Record counting and writing, shared by the loop and the final drain.
@@ -699,7 +753,34 @@ fn run(
     let event_name = events.kind.name(events.include_kernel);
     let include_kernel = events.include_kernel;
     writer.add_attr(attr::attr_bytes(&events.attr), ids.clone(), event_name.clone());
+    let mut extra_fds: Vec<OwnedFd> = Vec::new();
+    let mut extra_outcomes = Vec::with_capacity(opts.extra_events.len());
+    for x in &opts.extra_events {
+        let enable_on_exec = matches!(opts.target, Target::Launch { .. });
+        let inherit = !matches!(opts.target, Target::SystemWide);
+        let mut a = x.attr(include_kernel, enable_on_exec, inherit);
+        match open_extra(&mut a, &events, cpus) {
+            Ok((fds, xids)) => {
+                writer.add_attr(attr::attr_bytes(&a), xids, x.name.clone());
+                extra_fds.extend(fds);
+                extra_outcomes.push(extra::ExtraOutcome { name: x.name.clone(), missing: None });
+            }
+            Err(why) => extra_outcomes.push(extra::ExtraOutcome { name: x.name.clone(), missing: Some(why) }),
+        }
+    }
     set_features(&mut writer, cpus.len());
+    let recorded: Vec<extra::ExtraEvent> = opts
+        .extra_events
+        .iter()
+        .filter(|x| extra_outcomes.iter().any(|o| o.name == x.name && o.missing.is_none()))
+        .cloned()
+        .collect();
+    if recorded.iter().any(|x| x.type_ == sys::bindings::PERF_TYPE_TRACEPOINT) {
+        // perf refuses a file with tracepoints but no event formats.
+        if let Some(t) = extra::tracing_data(&recorded) {
+            writer.set_feature_raw(kairos_perf_data::HEADER_TRACING_DATA, t);
+        }
+    }
 
     let mut sink = Sink { writer, samples: 0, lost: 0, throttled: 0, first_time: 0, last_time: 0, write_error: None };
     let start_ns = monotonic_ns();
@@ -710,7 +791,7 @@ fn run(
         sink.record(&synth::kernel_mmap_record(addr, trailer));
     }
     let mut synthesised = Vec::new();
-    let data_maps = matches!(opts.unwinding, Unwinding::Dwarf { .. });
+    let data_maps = matches!(opts.unwinding, Unwinding::Dwarf { .. }) || opts.data_mmaps;
     match opts.target {
         Target::Pid(pid) => synth::process_records(pid, data_maps, trailer, &mut synthesised),
         Target::SystemWide => {
@@ -728,7 +809,7 @@ fn run(
     if let Some(c) = child.as_mut() {
         c.release()?;
     } else {
-        for fd in &events.fds {
+        for fd in events.fds.iter().chain(&extra_fds) {
             // SAFETY: enabling our own perf fd.
             unsafe { sys::ioctls::ENABLE(fd.as_raw_fd(), 0) };
         }
@@ -800,7 +881,7 @@ fn run(
             StopReason::Duration | StopReason::WriteError(_) => c.terminate(Duration::from_secs(2), &mut tick),
         };
     }
-    for fd in &events.fds {
+    for fd in events.fds.iter().chain(&extra_fds) {
         // SAFETY: disabling our own perf fd; no new records after this.
         unsafe { sys::ioctls::DISABLE(fd.as_raw_fd(), 0) };
     }
@@ -821,6 +902,7 @@ fn run(
         sink.writer.set_sample_time(sink.first_time, sink.last_time);
     }
     drop(rings);
+    drop(extra_fds);
     drop(events);
     let bytes = sink.writer.finish().map_err(io_err("finishing the perf.data file"))?;
     if let Some(c) = child.as_mut() {
@@ -842,6 +924,7 @@ fn run(
         wall_seconds: wall_start.elapsed().as_secs_f64(),
         cpus: cpus.len(),
         branch_records,
+        extra_events: extra_outcomes,
     };
     on_progress(&Progress {
         samples: summary.samples,

@@ -14,6 +14,7 @@ mod classify;
 mod frames;
 mod overlap;
 mod processes;
+pub mod side;
 mod stack_cache;
 mod elf_cache;
 mod unwind;
@@ -32,6 +33,7 @@ use classify::Classifier;
 use elf_cache::ElfCache;
 use frames::{RawFrame, RawStacks};
 use processes::{Mapping, ProcessTable};
+pub use side::SideSample;
 
 /// What the converter needs besides the file.
 #[derive(Debug, Clone)]
@@ -58,6 +60,9 @@ pub struct Converted {
     pub notes: Vec<String>,
     /// Event names of the recording, in attr order.
     pub events: Vec<String>,
+    /// Occurrences of the events that are not time samples (page faults, tracepoints)
+    /// when the first event is a timer: see [`side::is_side_attr`]. Sorted by time.
+    pub side_samples: Vec<SideSample>,
 }
 
 /// Progress of a conversion: bytes of the data section done and in all.
@@ -137,6 +142,9 @@ struct State {
     classifier: Classifier,
     /// branch_sample_type of each attr, by attr index.
     branch_sample_types: Vec<u64>,
+    /// Whether each attr's samples are side samples rather than profile samples.
+    side_attrs: Vec<bool>,
+    side: Vec<side::PendingSide>,
 }
 
 impl State {
@@ -158,6 +166,8 @@ impl State {
             perf_maps: PerfMaps::new(opts.symbolizer.perf_map_dirs.clone()),
             classifier: Classifier::default(),
             branch_sample_types: file.attrs().iter().map(|a| a.attr.branch_sample_type).collect(),
+            side_attrs: side::side_attrs(file),
+            side: Vec::new(),
         }
     }
 
@@ -230,6 +240,11 @@ impl State {
             }
         };
         let thread = self.thread(pid, tid);
+        if self.side_attrs.get(s.attr_index).copied().unwrap_or(false) {
+            let object = s.addr.map(|a| side::object_of(&self.table, pid, a));
+            self.side.push(side::PendingSide::new(s, thread, stack, object));
+            return;
+        }
         let branches = s.branch_stack.as_ref().map(|bs| {
             let bst = self.branch_sample_types.get(s.attr_index).copied().unwrap_or(0);
             bs.entries.iter().map(|e| self.branch(pid, bst, e)).collect()
@@ -359,6 +374,7 @@ impl State {
             })
             .collect();
         profile.losses = self.losses;
+        let side_samples = side::finish(std::mem::take(&mut self.side), &mapped);
         let mut notes = self.notes;
         let branch_attr = file.attrs().iter().find(|a| a.attr.sample_type & PERF_SAMPLE_BRANCH_STACK != 0);
         if let Some(a) = branch_attr {
@@ -384,7 +400,7 @@ impl State {
         notes.extend(self.unwinder.notes());
         let events = file.attrs().iter().map(|a| a.name.clone().unwrap_or_else(|| a.attr.event_name())).collect();
         profile.weight_event = weight_event(file);
-        Converted { profile, decode_error, notes, events }
+        Converted { profile, decode_error, notes, events, side_samples }
     }
 }
 

@@ -83,6 +83,13 @@ impl ProcessTable {
         (addr < m.end).then_some(m)
     }
 
+    /// The mappings just below and just above an address no mapping contains.
+    pub fn neighbours(&self, pid: i32, addr: u64) -> (Option<&Mapping>, Option<&Mapping>) {
+        let Some(p) = self.processes.get(&pid) else { return (None, None) };
+        let i = p.mappings.partition_point(|m| m.start <= addr);
+        (i.checked_sub(1).and_then(|j| p.mappings.get(j)), p.mappings.get(i))
+    }
+
     pub fn thread_name(&self, tid: i32) -> Option<&str> {
         self.threads.get(&tid).map(|(_, n)| n.as_str())
     }

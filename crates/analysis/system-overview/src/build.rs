@@ -1,0 +1,202 @@
+//! Pairing side samples into kernel entries with durations.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use kairos_convert::SideSample;
+
+use crate::{Cause, Entry};
+
+/// What each attr of the recording is, from its event name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    MinorFault,
+    MajorFault,
+    FaultUserEntry,
+    FaultKernelEntry,
+    SysEnter,
+    SysExit,
+    IrqEntry,
+    IrqExit,
+    TimerEntry,
+    TimerExit,
+    Switch,
+    Other,
+}
+
+/// The kind of each attr, by index.
+#[derive(Debug, Clone)]
+pub struct EventNames(Vec<Kind>);
+
+impl EventNames {
+    pub fn new(names: &[String]) -> EventNames {
+        EventNames(
+            names
+                .iter()
+                .map(|n| match n.split(':').collect::<Vec<_>>().as_slice() {
+                    // perf appends modifiers (":u", ":k") to software events' names.
+                    ["minor-faults", ..] => Kind::MinorFault,
+                    ["major-faults", ..] => Kind::MajorFault,
+                    ["exceptions", "page_fault_user", ..] => Kind::FaultUserEntry,
+                    ["exceptions", "page_fault_kernel", ..] => Kind::FaultKernelEntry,
+                    ["raw_syscalls", "sys_enter", ..] => Kind::SysEnter,
+                    ["raw_syscalls", "sys_exit", ..] => Kind::SysExit,
+                    ["irq", "irq_handler_entry", ..] => Kind::IrqEntry,
+                    ["irq", "irq_handler_exit", ..] => Kind::IrqExit,
+                    ["irq_vectors", "local_timer_entry", ..] => Kind::TimerEntry,
+                    ["irq_vectors", "local_timer_exit", ..] => Kind::TimerExit,
+                    ["sched", "sched_switch", ..] => Kind::Switch,
+                    _ => Kind::Other,
+                })
+                .collect(),
+        )
+    }
+
+    fn kind(&self, attr: u32) -> Kind {
+        self.0.get(attr as usize).copied().unwrap_or(Kind::Other)
+    }
+
+    /// Whether the recording has the fault-entry tracepoints (else the software fault
+    /// events alone make the entries, untimed).
+    fn has_fault_tracepoints(&self) -> bool {
+        self.0.iter().any(|k| matches!(k, Kind::FaultUserEntry | Kind::FaultKernelEntry))
+    }
+}
+
+fn kernel_address(a: u64) -> bool {
+    // x86_64 and aarch64 kernels live in the upper half of the address space.
+    (a as i64) < 0
+}
+
+/// Turns time-sorted side samples into kernel entries (sorted by time).
+pub fn build(side: &[SideSample], names: &EventNames) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
+    let mut open_fault: HashMap<u32, usize> = HashMap::default();
+    let mut open_sys: HashMap<u32, usize> = HashMap::default();
+    // Interrupts nest with nothing of their own kind on one CPU, so one open entry per
+    // (CPU, kind) pairs them.
+    let mut open_irq: HashMap<(u32, bool), usize> = HashMap::default();
+    let with_tracepoints = names.has_fault_tracepoints();
+    let entry = |s: &SideSample, cause: Cause| Entry {
+        time_ns: s.time_ns,
+        duration_ns: None,
+        cause,
+        major: false,
+        completed: false,
+        thread: s.thread,
+        cpu: s.cpu,
+        ip: if kernel_address(s.ip) { 0 } else { s.ip },
+        stack: s.stack,
+        addr: None,
+        object: None,
+        object_start: 0,
+        object_end: 0,
+        detail: s.payload,
+    };
+    for s in side {
+        match names.kind(s.attr) {
+            k @ (Kind::FaultUserEntry | Kind::FaultKernelEntry) => {
+                let cause = if k == Kind::FaultUserEntry { Cause::UserFault } else { Cause::KernelFault };
+                let mut e = entry(s, cause);
+                // The tracepoint's first field is the faulting address.
+                e.addr = s.payload.map(|a| a as u64);
+                e.detail = None;
+                open_fault.insert(s.thread, out.len());
+                out.push(e);
+            }
+            k @ (Kind::MinorFault | Kind::MajorFault) => {
+                let opened = open_fault.remove(&s.thread);
+                let i = match opened {
+                    Some(i) => i,
+                    // Without the tracepoints every software fault event is an entry; with
+                    // them, a fault event without an open entry is one whose entry came
+                    // before recording started: counted by the tracepoint side only.
+                    None if with_tracepoints => continue,
+                    None => {
+                        let cause = if kernel_address(s.ip) { Cause::KernelFault } else { Cause::UserFault };
+                        out.push(entry(s, cause));
+                        out.len() - 1
+                    }
+                };
+                let Some(e) = out.get_mut(i) else { continue };
+                if opened.is_some() {
+                    e.duration_ns = Some(s.time_ns.saturating_sub(e.time_ns));
+                }
+                e.major = k == Kind::MajorFault;
+                e.completed = true;
+                if !kernel_address(s.ip) {
+                    e.ip = s.ip;
+                }
+                e.stack = s.stack.or(e.stack);
+                e.addr = s.addr.or(e.addr);
+                if let Some(o) = &s.object {
+                    e.object = Some(o.name.clone());
+                    e.object_start = o.start;
+                    e.object_end = o.end;
+                }
+                e.detail = None;
+            }
+            Kind::SysEnter => {
+                open_sys.insert(s.thread, out.len());
+                out.push(entry(s, Cause::Syscall));
+            }
+            Kind::SysExit => {
+                if let Some(e) = open_sys.remove(&s.thread).and_then(|i| out.get_mut(i)) {
+                    e.duration_ns = Some(s.time_ns.saturating_sub(e.time_ns));
+                }
+            }
+            k @ (Kind::IrqEntry | Kind::TimerEntry) => {
+                open_irq.insert((s.cpu, k == Kind::TimerEntry), out.len());
+                let mut e = entry(s, Cause::Interrupt);
+                if k == Kind::TimerEntry {
+                    // Vectors and IRQ numbers overlap; the timer is told apart by sign.
+                    e.detail = Some(-1);
+                }
+                out.push(e);
+            }
+            k @ (Kind::IrqExit | Kind::TimerExit) => {
+                if let Some(e) = open_irq.remove(&(s.cpu, k == Kind::TimerExit)).and_then(|i| out.get_mut(i)) {
+                    e.duration_ns = Some(s.time_ns.saturating_sub(e.time_ns));
+                }
+            }
+            Kind::Switch => {
+                let mut e = entry(s, Cause::ContextSwitch);
+                e.detail = None;
+                out.push(e);
+            }
+            Kind::Other => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn side(attr: u32, t: u64, thread: u32, ip: u64) -> SideSample {
+        SideSample { attr, time_ns: t, thread, cpu: 0, ip, stack: None, addr: None, object: None, payload: None }
+    }
+
+    #[test]
+    fn faults_and_syscalls_pair_per_thread() {
+        let names = EventNames::new(&[
+            "cpu-clock".into(),
+            "minor-faults".into(),
+            "exceptions:page_fault_user".into(),
+            "raw_syscalls:sys_enter".into(),
+            "raw_syscalls:sys_exit".into(),
+        ]);
+        let mut f = side(1, 150, 1, 0x401000);
+        f.addr = Some(0x7000);
+        let v = vec![
+            side(2, 100, 1, 0xffff_ffff_8100_0000),
+            side(3, 110, 2, 0xffff_ffff_8100_0000),
+            f,
+            side(4, 400, 2, 0xffff_ffff_8100_0000),
+        ];
+        let e = build(&v, &names);
+        assert_eq!(e.len(), 2);
+        assert_eq!((e[0].cause, e[0].duration_ns, e[0].ip, e[0].addr), (Cause::UserFault, Some(50), 0x401000, Some(0x7000)));
+        assert_eq!((e[1].cause, e[1].duration_ns), (Cause::Syscall, Some(290)));
+    }
+}

@@ -1,0 +1,187 @@
+//! `kairos collect system-overview` and the reports of such a result.
+//!
+//! One perf.data file holds the cpu-clock samples (kernel share, hot function) and, as
+//! extra attrs in the same rings, every page fault (software minor/major fault events
+//! with IP, data address and user stack), the fault-entry, system-call, interrupt and
+//! context-switch tracepoints. The converter keeps the latter apart as side samples;
+//! they are paired into timed kernel entries and stored as `tables/kernel_entries.parquet`.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use kairos_analysis_system_overview::{build, reports, tables, EventNames};
+use kairos_collector::extra::{self, ExtraEvent};
+use kairos_collector::{CollectOptions, EventChoice, StopReason, TargetExit};
+use kairos_convert::ConvertOptions;
+use kairos_report::{Document, Format};
+use kairos_result::{Capability, Event, ResultDir, TableInfo};
+
+use crate::args::{CollectArgs, ReportArgs};
+use crate::error::{CliResult, UserError};
+use crate::knobs::Knobs;
+use crate::pipeline::{self, PERF_DATA};
+
+pub const KIND: &str = "system-overview";
+const REPORTS: &[&str] = &["summary", "kernel-entries", "page-faults", "timeline"];
+
+/// How fault time is measured, recorded in the manifest so a reader knows what the
+/// "fault time" columns mean.
+const FAULT_TIME_METHOD: &str = "paired per thread: exceptions:page_fault_user/kernel (fired on entry to the page-fault handler) to the next minor-faults/major-faults software event, which the kernel emits at the end of handle_mm_fault (mm_account_fault). This kernel has no kprobe PMU or kprobe_events, so a kprobe/kretprobe on handle_mm_fault is not possible; the pair covers the fault handling proper, not the exception entry and exit code around it.";
+
+/// The events to record next to cpu-clock; tracepoints that do not exist here are listed
+/// with the reason rather than failing the collection.
+fn extra_events(missing: &mut Vec<(String, String)>) -> Vec<ExtraEvent> {
+    let mut v = vec![
+        ExtraEvent::minor_faults(),
+        ExtraEvent::major_faults(),
+    ];
+    // (system, event, payload wanted, user stack wanted). Interrupt entries carry the user
+    // stack so an interruption is attributed to the user function it stopped.
+    let tps: [(&str, &str, bool, bool); 9] = [
+        ("exceptions", "page_fault_user", true, false),
+        ("exceptions", "page_fault_kernel", true, false),
+        ("raw_syscalls", "sys_enter", true, true),
+        ("raw_syscalls", "sys_exit", false, false),
+        ("irq", "irq_handler_entry", true, true),
+        ("irq", "irq_handler_exit", false, false),
+        ("irq_vectors", "local_timer_entry", true, true),
+        ("irq_vectors", "local_timer_exit", false, false),
+        ("sched", "sched_switch", false, false),
+    ];
+    for (sys, ev, raw, stack) in tps {
+        match ExtraEvent::tracepoint(sys, ev, raw, stack) {
+            Ok(e) => v.push(e),
+            Err(e) => missing.push((format!("{sys}:{ev}"), format!("tracepoint id not readable ({e})"))),
+        }
+    }
+    v
+}
+
+pub fn collect(args: CollectArgs) -> CliResult {
+    let knobs = Knobs::parse(KIND, &args.knobs)?;
+    let target = crate::cmd_collect::target(&args)?;
+    if let Some(d) = args.duration {
+        if !(d > 0.0 && d.is_finite()) {
+            return Err(UserError::usage(format!("-d {d} is not a duration; give a positive number of seconds")));
+        }
+    }
+    let mounted = extra::ensure_tracefs().map_err(UserError::failed)?;
+    let mut missing = Vec::new();
+    let extras = extra_events(&mut missing);
+
+    let mut dir = pipeline::create_result_dir(args.result_dir.as_deref(), "so")?;
+    crate::cmd_collect::fill_manifest(&mut dir, &args, &knobs, &target);
+    if let Some(m) = mounted {
+        dir.manifest_mut().notes.push(m);
+    }
+    pipeline::save(&dir)?;
+
+    let mut opts = CollectOptions::new(target, dir.path().join(PERF_DATA));
+    opts.interval_us = knobs.u64("sampling-interval-us");
+    opts.duration = args.duration.map(Duration::from_secs_f64);
+    // No PMU is needed: the timer works everywhere and its kernel-mode samples give the
+    // sampled kernel share.
+    opts.event = EventChoice::CpuClock;
+    opts.extra_events = extras;
+    opts.data_mmaps = true;
+    let bar = crate::progress::spinner(args.quiet, "collecting");
+    let summary = kairos_collector::collect(&opts, &mut |p| {
+        bar.set_message(format!("collecting: {} records, {} KiB", p.samples, p.bytes / 1024));
+    });
+    bar.finish_and_clear();
+    let summary = match summary {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(dir.path());
+            return Err(crate::cmd_collect::collect_error(e));
+        }
+    };
+    let kallsyms = match pipeline::snapshot_kallsyms(dir.path()) {
+        Ok(p) => Some(p),
+        Err(why) => {
+            dir.manifest_mut().notes.push(format!("no kernel symbols: {why}"));
+            None
+        }
+    };
+    {
+        let m = dir.manifest_mut();
+        m.event = Some(Event { name: summary.event_name.clone(), reason: Some(summary.event_reason.clone()) });
+        m.duration_secs = Some(summary.wall_seconds);
+        m.stopped_by = Some(crate::cmd_collect::stop_reason(&summary.stopped_by));
+        m.target_exit = Some(match summary.target_exit {
+            Some(TargetExit::Code(code)) => kairos_result::TargetExit::Code { code },
+            Some(TargetExit::Signal(signal)) => kairos_result::TargetExit::Signal { signal },
+            None => kairos_result::TargetExit::None,
+        });
+        let outcomes = summary.extra_events.iter().map(|o| (o.name.clone(), o.missing.clone()));
+        for (name, why) in outcomes.chain(missing.into_iter().map(|(n, w)| (n, Some(w)))) {
+            if let Some(w) = &why {
+                m.notes.push(format!("{name} not recorded: {w}"));
+            }
+            m.capabilities.push(Capability { name: format!("event {name}"), available: why.is_none(), detail: None, reason: why });
+        }
+        m.extra.insert(
+            "system_overview".into(),
+            serde_json::json!({ "fault_time": FAULT_TIME_METHOD, "syscall_time": "paired per thread: raw_syscalls:sys_enter to the next sys_exit", "interrupt_time": "paired per CPU: irq:irq_handler_entry/exit and irq_vectors:local_timer_entry/exit" }),
+        );
+    }
+    pipeline::save(&dir)?;
+    if let StopReason::WriteError(e) = &summary.stopped_by {
+        eprintln!("kairos: warning: collection stopped early because writing failed ({e}); the result keeps what was written");
+    }
+    let convert = ConvertOptions {
+        kernel_symbols: kallsyms.is_some(),
+        symbolizer: kairos_symbolize::SymbolizerOptions { kallsyms, ..Default::default() },
+    };
+    let (profile, side, events) = pipeline::convert_result_with_side(&mut dir, &convert, args.quiet)?;
+    let entries = build(&side, &EventNames::new(&events));
+    let (name, file, rows, bytes) = tables::write(&dir.tables_path(), &entries)
+        .map_err(|e| UserError::failed(format!("{e}; check free disk space and permissions")))?;
+    dir.manifest_mut().tables.push(TableInfo { name, file, rows, bytes });
+    pipeline::save(&dir)?;
+    let doc = reports::summary(&profile, &entries, &crate::cmd_report::meta(&dir));
+    print!("{}", doc.to_text());
+    crate::cmd_report::print_notes(&dir);
+    println!("\nResult: {}  (see `kairos report page-faults -r {}`)", dir.path().display(), dir.path().display());
+    Ok(())
+}
+
+pub fn is_result(path: &Path) -> bool {
+    ResultDir::open(path).is_ok_and(|d| d.manifest().kind.as_deref() == Some(KIND))
+}
+
+pub fn report(args: &ReportArgs) -> CliResult {
+    if !REPORTS.contains(&args.report.as_str()) {
+        return Err(UserError::usage(format!(
+            "unknown report '{}' for a system-overview result; its reports are: {}",
+            args.report,
+            REPORTS.join(", ")
+        )));
+    }
+    let format = Format::from_str(&args.format).map_err(|e| UserError::usage(format!("{e}")))?;
+    let (dir, profile) = crate::cmd_report::open(&args.result_dir)?;
+    let entries = tables::read(&dir.tables_path())
+        .map_err(|e| UserError::failed(format!("result {} is damaged: {e}; collect it again", args.result_dir.display())))?;
+    let bucket_ns = match args.bucket_ms {
+        Some(ms) if ms > 0.0 && ms.is_finite() => (ms * 1e6) as u64,
+        Some(ms) => return Err(UserError::usage(format!("--bucket-ms {ms} must be a positive number of milliseconds"))),
+        None => reports::default_bucket_ns(&profile, &entries),
+    };
+    let limit = args.limit.filter(|&n| n > 0);
+    let doc: Document = match args.report.as_str() {
+        "summary" => reports::summary(&profile, &entries, &crate::cmd_report::meta(&dir)),
+        "kernel-entries" => {
+            let mut d = Document::new("Kernel entries");
+            d.push_table(reports::kernel_entries(&profile, &entries, bucket_ns));
+            d
+        }
+        "page-faults" => reports::page_faults(&profile, &entries, limit),
+        _ => reports::timeline(&profile, &entries, bucket_ns, limit),
+    };
+    print!("{}", doc.render(format));
+    if format == Format::Text {
+        crate::cmd_report::print_notes(&dir);
+    }
+    Ok(())
+}

@@ -1,0 +1,212 @@
+//! Before/after comparison of two results: what each has (see README.md), side by side,
+//! with the difference phrased the way a reader says it ("8.1x fewer", "5.6% shorter").
+
+use std::collections::BTreeMap;
+
+use kairos_report::{Cell, Column, Table};
+use kairos_result::ResultDir;
+use serde_json::Value;
+
+/// The comparable figures of one result; `None` where the result does not have it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    pub kind: String,
+    pub elapsed_s: Option<f64>,
+    pub samples: Option<u64>,
+    /// Percent of time in kernel mode, and what it was measured from.
+    pub kernel_share: Option<(f64, &'static str)>,
+    pub page_faults: Option<u64>,
+    pub major_faults: Option<u64>,
+    pub kernel_entries: BTreeMap<String, u64>,
+    pub allocated_bytes: Option<u64>,
+    pub hugetlb_peak_kb: Option<u64>,
+    pub anon_huge_peak_kb: Option<u64>,
+}
+
+fn u(v: &Value, k: &str) -> Option<u64> {
+    v.get(k).and_then(Value::as_u64)
+}
+
+impl Facts {
+    /// Reads what `dir` has. Tables that cannot be read only leave their figure out, with
+    /// the reason in the returned notes.
+    pub fn read(dir: &ResultDir) -> (Facts, Vec<String>) {
+        let m = dir.manifest();
+        let mut notes = Vec::new();
+        let mut f = Facts {
+            kind: m.kind.clone().unwrap_or_else(|| "unknown".into()),
+            elapsed_s: m.duration_secs,
+            samples: m.counts.map(|c| c.samples).filter(|&s| s > 0),
+            ..Default::default()
+        };
+        if let Some(p) = m.extra.get("process") {
+            f.page_faults = match (u(p, "minor_faults"), u(p, "major_faults")) {
+                (Some(a), b) => Some(a + b.unwrap_or(0)),
+                (None, b) => b,
+            };
+            f.major_faults = u(p, "major_faults");
+            if let (Some(us), Some(sy)) = (p.get("user_s").and_then(Value::as_f64), p.get("system_s").and_then(Value::as_f64)) {
+                if us + sy > 0.0 {
+                    f.kernel_share = Some((100.0 * sy / (us + sy), "system / (user + system) CPU time"));
+                }
+            }
+        }
+        // The system-overview analysis's section, when it wrote one; read leniently
+        // because its format is its own.
+        if let Some(so) = m.extra.get("system_overview") {
+            if f.page_faults.is_none() {
+                f.page_faults = u(so, "page_faults");
+            }
+            if let Some(Value::Object(ke)) = so.get("kernel_entries") {
+                f.kernel_entries = ke.iter().filter_map(|(k, v)| Some((k.clone(), v.as_u64()?))).collect();
+            }
+            if let Some(s) = so.get("kernel_time_share_pct").and_then(Value::as_f64) {
+                f.kernel_share = Some((s, "system-overview"));
+            }
+        }
+        if let Some(h) = m.extra.get("hugepages") {
+            f.hugetlb_peak_kb = u(h, "hugetlb_peak_kb");
+            f.anon_huge_peak_kb = u(h, "anon_huge_peak_kb");
+        }
+        if f.kind == "memory-consumption" {
+            match kairos_analysis_memory::tables::read(&dir.tables_path()) {
+                Ok(data) => f.allocated_bytes = Some(kairos_analysis_memory::replay::replay(&data.rows, 0).heap_bytes),
+                Err(e) => notes.push(format!("{}: allocated bytes n/a ({e})", dir.path().display())),
+            }
+        } else if m.table("samples").is_some() && f.kernel_share.is_none() {
+            match kairos_result::read_profile(dir) {
+                Ok(p) => {
+                    let (mut all, mut kernel) = (0u128, 0u128);
+                    for s in &p.samples {
+                        all += u128::from(s.weight);
+                        if p.leaf_frame(s).is_some_and(|fr| fr.mode == kairos_model::Mode::Kernel) {
+                            kernel += u128::from(s.weight);
+                        }
+                    }
+                    if all > 0 {
+                        f.kernel_share = Some((100.0 * kernel as f64 / all as f64, "kernel-mode samples"));
+                    }
+                }
+                Err(e) => notes.push(format!("{}: kernel-time share n/a ({e})", dir.path().display())),
+            }
+        }
+        (f, notes)
+    }
+}
+
+/// "8.1x fewer", "5.6% shorter", "same": how B differs from A. `less`/`more` are the
+/// words for a smaller or larger B ("fewer"/"more", "shorter"/"longer").
+pub fn phrase(a: f64, b: f64, less: &str, more: &str) -> String {
+    if !(a.is_finite() && b.is_finite()) || a < 0.0 || b < 0.0 {
+        return "n/a".into();
+    }
+    if a == b {
+        return "same".into();
+    }
+    let (hi, lo, word) = if b < a { (a, b, less) } else { (b, a, more) };
+    if lo == 0.0 {
+        return format!("{word} (from {a} to {b})");
+    }
+    let r = hi / lo;
+    if r >= 1.5 {
+        format!("{r:.1}x {word}")
+    } else {
+        format!("{:.1}% {word}", 100.0 * (hi - lo) / a)
+    }
+}
+
+/// The comparison table: figure, A, B, B - A, B / A, in words.
+pub fn compare(a: &Facts, b: &Facts) -> Table {
+    let mut t = Table::new(vec![
+        Column::left("Figure"),
+        Column::right("A"),
+        Column::right("B"),
+        Column::right("B - A"),
+        Column::right("B / A"),
+        Column::left("B against A"),
+    ]);
+    let na = || Cell::text("n/a");
+    let ratio = |x: f64, y: f64| if x > 0.0 { Cell::float(y / x, 3) } else { na() };
+    let counts = |t: &mut Table, name: &str, x: Option<u64>, y: Option<u64>, less: &str, more: &str| {
+        let cell = |v: Option<u64>| v.map(Cell::UInt).unwrap_or_else(na);
+        let (d, r, w) = match (x, y) {
+            (Some(x), Some(y)) => (Cell::Int(y as i64 - x as i64), ratio(x as f64, y as f64), Cell::text(phrase(x as f64, y as f64, less, more))),
+            _ => (na(), na(), na()),
+        };
+        t.push_row(vec![Cell::text(name), cell(x), cell(y), d, r, w]);
+    };
+    let (ea, eb) = (a.elapsed_s, b.elapsed_s);
+    let secs = |v: Option<f64>| v.map(|s| Cell::float(s, 3)).unwrap_or_else(na);
+    let (d, r, w) = match (ea, eb) {
+        (Some(x), Some(y)) => (Cell::float(y - x, 3), ratio(x, y), Cell::text(phrase(x, y, "shorter", "longer"))),
+        _ => (na(), na(), na()),
+    };
+    t.push_row(vec![Cell::text("run time (s)"), secs(ea), secs(eb), d, r, w]);
+    let share = |v: Option<(f64, &str)>| v.map(|(p, _)| Cell::Percent(p)).unwrap_or_else(na);
+    let (d, w) = match (a.kernel_share, b.kernel_share) {
+        (Some((x, _)), Some((y, _))) => {
+            let pts = y - x;
+            let w = if pts.abs() < 0.05 { "same".into() } else { format!("{:.1} points {}", pts.abs(), if pts < 0.0 { "lower" } else { "higher" }) };
+            (Cell::float(pts, 1), Cell::text(w))
+        }
+        _ => (na(), na()),
+    };
+    t.push_row(vec![Cell::text("kernel-time share"), share(a.kernel_share), share(b.kernel_share), d, na(), w]);
+    counts(&mut t, "page faults", a.page_faults, b.page_faults, "fewer", "more");
+    counts(&mut t, "major page faults", a.major_faults, b.major_faults, "fewer", "more");
+    let causes: std::collections::BTreeSet<&String> = a.kernel_entries.keys().chain(b.kernel_entries.keys()).collect();
+    if causes.is_empty() {
+        counts(&mut t, "kernel entries", None, None, "fewer", "more");
+    }
+    for c in causes {
+        counts(&mut t, &format!("kernel entries: {c}"), a.kernel_entries.get(c).copied(), b.kernel_entries.get(c).copied(), "fewer", "more");
+    }
+    counts(&mut t, "allocated bytes", a.allocated_bytes, b.allocated_bytes, "less", "more");
+    counts(&mut t, "samples", a.samples, b.samples, "fewer", "more");
+    counts(&mut t, "huge pages in use, peak (kB)", a.hugetlb_peak_kb, b.hugetlb_peak_kb, "less", "more");
+    counts(&mut t, "THP in use, peak (kB)", a.anon_huge_peak_kb, b.anon_huge_peak_kb, "less", "more");
+    for (name, f) in [("A", a), ("B", b)] {
+        if let Some((_, how)) = f.kernel_share {
+            t.push_note(format!("kernel-time share of {name} ({}): {how}", f.kind));
+        }
+    }
+    t
+}
+
+/// One line per figure both results have: "page faults: 96.3x fewer".
+pub fn sentences(a: &Facts, b: &Facts) -> Vec<String> {
+    let t = compare(a, b);
+    t.rows
+        .iter()
+        .filter_map(|r| match (r.first(), r.get(5)) {
+            (Some(Cell::Text(n)), Some(Cell::Text(w))) if w != "n/a" => {
+                Some(format!("{}: {w}", n.trim_end_matches(" (s)")))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phrases_read_like_the_recipe() {
+        assert_eq!(phrase(439_000.0, 54_200.0, "fewer", "more"), "8.1x fewer");
+        assert_eq!(phrase(106.4, 100.5, "shorter", "longer"), "5.5% shorter");
+        assert_eq!(phrase(1.0, 1.0, "fewer", "more"), "same");
+        assert_eq!(phrase(10.0, 30.0, "fewer", "more"), "3.0x more");
+        assert_eq!(phrase(f64::NAN, 1.0, "a", "b"), "n/a");
+    }
+
+    #[test]
+    fn missing_figures_are_na() {
+        let a = Facts { page_faults: Some(25_921), elapsed_s: Some(20.0), ..Default::default() };
+        let b = Facts { page_faults: Some(160), elapsed_s: Some(19.0), ..Default::default() };
+        let s = sentences(&a, &b);
+        assert!(s.contains(&"page faults: 162.0x fewer".to_string()), "{s:?}");
+        assert!(s.contains(&"run time: 5.0% shorter".to_string()), "{s:?}");
+        assert!(!s.iter().any(|l| l.starts_with("allocated")));
+    }
+}

@@ -1,0 +1,116 @@
+//! Side samples: occurrences of events that are counted one by one (page faults,
+//! tracepoints) recorded next to a timer's time samples. They are kept apart from the
+//! profile's samples, whose weights are nanoseconds of CPU time, so hotspots stay right;
+//! each keeps its attr, so analyses know which event it is.
+
+use kairos_model::{StackIdx, ThreadIdx};
+use kairos_perf_data::PerfFile;
+
+use crate::processes::ProcessTable;
+
+/// One occurrence of a side event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SideSample {
+    /// Index of its attr in the file (see `Converted::events` for the name).
+    pub attr: u32,
+    pub time_ns: u64,
+    pub thread: ThreadIdx,
+    pub cpu: u32,
+    /// The sampled instruction address (for a user page fault, the faulting instruction).
+    pub ip: u64,
+    /// The call stack into `Profile::stacks` (user part only for tracepoints).
+    pub stack: Option<StackIdx>,
+    /// PERF_SAMPLE_ADDR: the faulting data address.
+    pub addr: Option<u64>,
+    /// The memory object containing `addr`, at the time of the fault.
+    pub object: Option<MemoryObject>,
+    /// The first field of a tracepoint's payload (syscall number, IRQ number, vector).
+    pub payload: Option<i64>,
+}
+
+/// A mapping as the recording knew it when the fault happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryObject {
+    /// File path, or `[heap]`, `[stack]`, `[anon]`, `[unmapped]`.
+    pub name: String,
+    pub start: u64,
+    pub end: u64,
+}
+
+pub(crate) struct PendingSide {
+    s: SideSample,
+    raw_stack: Option<u32>,
+}
+
+impl PendingSide {
+    pub(crate) fn new(s: &kairos_perf_data::Sample<'_>, thread: ThreadIdx, raw_stack: Option<u32>, object: Option<MemoryObject>) -> Self {
+        // Tracepoint payloads start with the 8-byte common header (type, flags,
+        // preempt_count, pid); the event's first field follows. The first field of
+        // raw_syscalls:sys_enter is the syscall number (long), of irq_handler_entry the IRQ
+        // (int), of the irq_vectors events the vector (int): read as i32 when 4 bytes remain.
+        let payload = s.raw.and_then(|r| match r.get(8..16) {
+            Some(b) => Some(i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])),
+            None => r.get(8..12).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64),
+        });
+        PendingSide {
+            s: SideSample {
+                attr: s.attr_index as u32,
+                time_ns: s.time.unwrap_or(0),
+                thread,
+                cpu: s.cpu.unwrap_or(0),
+                ip: s.ip.unwrap_or(0),
+                stack: None,
+                addr: s.addr,
+                object,
+                payload,
+            },
+            raw_stack,
+        }
+    }
+}
+
+/// Resolves raw stacks to the profile's and sorts by time.
+pub(crate) fn finish(pending: Vec<PendingSide>, mapped: &[StackIdx]) -> Vec<SideSample> {
+    let mut out: Vec<SideSample> = pending
+        .into_iter()
+        .map(|p| SideSample { stack: p.raw_stack.and_then(|r| mapped.get(r as usize).copied()), ..p.s })
+        .collect();
+    out.sort_by_key(|s| s.time_ns);
+    out
+}
+
+/// Which attrs give side samples: when a file holds several events and the first is a
+/// timer (cpu-clock, task-clock), every other event's samples count occurrences, not
+/// time, and would corrupt the time profile if mixed into it. A file of one event, or
+/// whose first event is not a timer, keeps every sample in the profile as before.
+pub(crate) fn side_attrs(file: &PerfFile) -> Vec<bool> {
+    const CPU_CLOCK: u64 = 0;
+    const TASK_CLOCK: u64 = 1;
+    let attrs = file.attrs();
+    let timer_first = attrs
+        .first()
+        .is_some_and(|a| a.attr.type_ == kairos_perf_data::PERF_TYPE_SOFTWARE && matches!(a.attr.config, CPU_CLOCK | TASK_CLOCK));
+    attrs.iter().enumerate().map(|(i, _)| timer_first && attrs.len() > 1 && i > 0).collect()
+}
+
+/// The memory object holding `addr` in process `pid`. The heap grown by brk and the
+/// stack grown by faults get no MMAP record, so an address outside every recorded mapping
+/// is named by where it lies: between the program's mappings and the libraries it is the
+/// brk heap, above every mapping the stack.
+pub(crate) fn object_of(table: &ProcessTable, pid: i32, addr: u64) -> MemoryObject {
+    if let Some(m) = table.find(pid, false, addr) {
+        let name = if m.path.is_empty() || m.path.starts_with("//anon") || m.path.starts_with("[anon") {
+            "[anon]".to_string()
+        } else {
+            m.path.clone()
+        };
+        return MemoryObject { name, start: m.start, end: m.end };
+    }
+    let (below, above) = table.neighbours(pid, addr);
+    let name = match (below, above) {
+        (Some(_), None) => "[stack]",
+        (Some(b), Some(_)) if !b.path.is_empty() && !b.path.starts_with('[') && !b.path.starts_with("//") => "[heap]",
+        _ => "[unmapped]",
+    };
+    MemoryObject { name: name.into(), start: below.map_or(0, |b| b.end), end: above.map_or(u64::MAX, |a| a.start) }
+}
