@@ -86,6 +86,9 @@ pub fn collect(args: CollectArgs) -> CliResult {
         }
     };
     let elapsed = started.elapsed().as_secs_f64();
+    // The target is the only child Kairos has waited for: its rusage gives the page
+    // faults and CPU times `kairos compare` shows (the tracker's own faults included).
+    let process = crate::cmd_run::children_rusage();
 
     let trace = decode::read_dir(&raw).map_err(|e| UserError::failed(format!("cannot read the tracker's files: {e}")))?;
     if trace.processes.is_empty() {
@@ -117,6 +120,7 @@ pub fn collect(args: CollectArgs) -> CliResult {
             _ => kairos_result::TargetExit::None,
         });
         m.notes.extend(data.notes.iter().cloned());
+        m.extra.insert("process".into(), process);
         m.tables = infos.into_iter().map(|(name, file, rows, bytes)| TableInfo { name, file, rows, bytes }).collect();
     }
     pipeline::save(&dir)?;

@@ -109,6 +109,18 @@ fn reserve(n: u64) -> CliResult<Option<PoolGuard>> {
     Ok(Some(guard))
 }
 
+/// Page faults and CPU times of the children waited for, as the manifest's `process` section.
+pub fn children_rusage() -> serde_json::Value {
+    // SAFETY: rusage is plain data that getrusage fills.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return serde_json::Value::Null;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    serde_json::json!({"minor_faults": ru.ru_minflt, "major_faults": ru.ru_majflt, "user_s": tv(ru.ru_utime),
+                       "system_s": tv(ru.ru_stime), "source": "getrusage(RUSAGE_CHILDREN)"})
+}
+
 /// A number from a `Key:   1234 kB` line of a /proc file.
 fn proc_kb(path: &str, key: &str) -> Option<u64> {
     let s = std::fs::read_to_string(path).ok()?;

@@ -139,12 +139,29 @@ pub fn collect(args: CollectArgs) -> CliResult {
     let (name, file, rows, bytes) = tables::write(&dir.tables_path(), &entries)
         .map_err(|e| UserError::failed(format!("{e}; check free disk space and permissions")))?;
     dir.manifest_mut().tables.push(TableInfo { name, file, rows, bytes });
+    record_counts(&mut dir, &entries);
     pipeline::save(&dir)?;
     let doc = reports::summary(&profile, &entries, &crate::cmd_report::meta(&dir));
     print!("{}", doc.to_text());
     crate::cmd_report::print_notes(&dir);
     println!("\nResult: {}  (see `kairos report page-faults -r {}`)", dir.path().display(), dir.path().display());
     Ok(())
+}
+
+/// Headline counts in the manifest, so `kairos compare` and other tools read them
+/// without the tables: completed page faults (what `perf stat -e page-faults` counts) and
+/// kernel entries by cause.
+fn record_counts(dir: &mut kairos_result::ResultDir, entries: &[kairos_analysis_system_overview::Entry]) {
+    let mut by_cause: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    let mut faults = 0u64;
+    for e in entries {
+        *by_cause.entry(e.cause.as_str()).or_insert(0) += 1;
+        faults += u64::from(e.cause.is_fault() && e.completed);
+    }
+    if let Some(serde_json::Value::Object(so)) = dir.manifest_mut().extra.get_mut("system_overview") {
+        so.insert("page_faults".into(), faults.into());
+        so.insert("kernel_entries".into(), serde_json::json!(by_cause));
+    }
 }
 
 pub fn is_result(path: &Path) -> bool {

@@ -1,0 +1,86 @@
+//! The page-fault recipe (seeds/000, SYSTEM.md section 3) end to end: `matrix 2100`
+//! (3 x 35,280,000 bytes = 106 MB) collected with memory-consumption, the huge-page count
+//! from `kairos report hugepages`, the same program run from the 2 MiB pool with
+//! `kairos run --hugepages=hugetlb --reserve N`, and `kairos compare` saying page faults
+//! fell at least 8x. Needs root (it reserves pool pages; kairos run restores them).
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+mod common;
+
+use common::{kairos_in, sample, tempdir};
+
+const POOL: &str = "/proc/sys/vm/nr_hugepages";
+
+/// Both tests change the machine-wide pool: the test harness runs tests in parallel
+/// threads, so they take turns.
+static POOL_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn pool_turn() -> std::sync::MutexGuard<'static, ()> {
+    POOL_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Puts the pool back even when an assertion fails half-way.
+struct Restore(String);
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = std::fs::write(POOL, &self.0);
+    }
+}
+
+#[test]
+fn huge_pages_cut_page_faults_at_least_8x() {
+    let _turn = pool_turn();
+    let dir = tempdir();
+    let matrix = sample("matrix");
+    let m = matrix.to_str().unwrap();
+    let _restore = Restore(std::fs::read_to_string(POOL).expect("this kernel has no hugetlb pool (/proc/sys/vm/nr_hugepages)"));
+    // "interchange" only: the faults all happen in init; the multiply just takes time.
+    kairos_in(dir.path(), &["collect", "memory-consumption", "-q", "-k", "min-object-size=1", "-r", "before", "--", m, "2100", "interchange"]).ok();
+
+    let report = kairos_in(dir.path(), &["report", "hugepages", "-r", "before"]).ok().stdout;
+    let row = report.lines().find(|l| l.starts_with("2 MiB")).unwrap_or_else(|| panic!("no 2 MiB row:\n{report}"));
+    let cols: Vec<u64> = row.split_whitespace().skip(2).filter_map(|w| w.parse().ok()).collect();
+    let (needed, naive) = (cols[3], cols[4]);
+    // 3 blocks x 17 pages (35,280,016 bytes round up separately) + 1 for the heap arena,
+    // against ceil(105.8 MB / 2 MiB) = 51.
+    assert_eq!((needed, naive), (52, 51), "{report}");
+    assert!(report.contains("GLIBC_TUNABLES=glibc.malloc.hugetlb=2") && !report.contains("HUGETLB_MORECORE"), "{report}");
+
+    let n = needed.to_string();
+    let run = kairos_in(dir.path(), &["run", "--hugepages=hugetlb", "--reserve", &n, "-r", "after", "--", m, "2100", "interchange"]);
+    assert_eq!(
+        run.code, 0,
+        "this machine could not run from {n} reserved 2 MiB pages (kairos run said: {}); free memory or run as root",
+        run.stderr.trim()
+    );
+    assert!(run.stdout.contains("HugetlbPages, peak:") && !run.stderr.contains("NOT used"), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(std::fs::read_to_string(POOL).unwrap(), _restore.0, "kairos run did not restore the pool");
+
+    let cmp = kairos_in(dir.path(), &["compare", "before", "after"]).ok().stdout;
+    let line = cmp.lines().find(|l| l.trim_start().starts_with("page faults:")).unwrap_or_else(|| panic!("no page-fault line:\n{cmp}"));
+    let ratio: f64 = line.split_whitespace().find_map(|w| w.strip_suffix('x')?.parse().ok()).unwrap_or_else(|| panic!("no ratio in '{line}'"));
+    assert!(line.contains("fewer") && ratio >= 8.0, "page faults fell only {ratio}x: {line}\n{cmp}");
+    eprintln!("{cmp}");
+}
+
+#[test]
+fn bad_input_gets_one_sentence_and_changes_nothing() {
+    let _turn = pool_turn();
+    let dir = tempdir();
+    let before = std::fs::read_to_string(POOL).unwrap_or_default();
+    for (args, want) in [
+        (vec!["run", "--hugepages=huge", "--", "true"], "is not a mode"),
+        (vec!["run", "--hugepages=thp", "--reserve", "3", "--", "true"], "--reserve applies to --hugepages=hugetlb"),
+        (vec!["run", "--hugepages=hugetlb", "--reserve", "0", "--", "true"], "must be a number"),
+        (vec!["run", "--hugepages=hugetlb", "--reserve", "2", "--", "/no/such/program"], "nothing was changed"),
+    ] {
+        let r = kairos_in(dir.path(), &args);
+        assert!(r.code != 0 && r.stderr.contains(want) && r.stderr.lines().count() == 1, "{args:?}: {}", r.stderr);
+    }
+    // A target that exits during set-up: the pool is still restored and the run says so.
+    let r = kairos_in(dir.path(), &["run", "--hugepages=hugetlb", "--reserve", "1", "--", "true"]);
+    assert!(r.stderr.contains("before Kairos could read") || r.stderr.contains("NOT used"), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(POOL).unwrap_or_default(), before);
+    let r = kairos_in(dir.path(), &["report", "tlb", "-r", "."]);
+    assert!(r.code != 0, "{}", r.stderr);
+}
