@@ -17,7 +17,7 @@ pub enum Command {
     Collect(CollectArgs),
     /// Turn a perf.data file recorded by perf into a result.
     Import(ImportArgs),
-    /// Print a report of a result: summary, hotspots, top-down, timeline.
+    /// Print a report of a result: summary, hotspots, top-down, timeline, branches, and the reports of other analyses.
     Report(ReportArgs),
     /// List what this machine can measure and, for what it cannot, why.
     Info(InfoArgs),
@@ -83,7 +83,7 @@ pub struct ImportArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// summary, hotspots, top-down or timeline.
+    /// summary, hotspots, top-down, timeline, branches; memory-consumption: allocations, sizes, heap-timeline, hugepages; system-overview: kernel-entries, page-faults, timeline; tlb.
     pub report: String,
     #[arg(short = 'r', long = "result-dir", required = true)]
     pub result_dir: PathBuf,

@@ -11,15 +11,19 @@ use crate::args::ReportArgs;
 use crate::error::{CliResult, UserError};
 
 const REPORTS: &[&str] = &["summary", "hotspots", "top-down", "timeline"];
+/// Reports that dispatch elsewhere, listed so a typo gets the whole menu.
+const OTHER_REPORTS: &[&str] = &["branches", "hugepages", "tlb", "allocations", "sizes", "heap-timeline", "kernel-entries", "page-faults"];
 
 pub fn run(args: ReportArgs) -> CliResult {
+    refuse_trace_for_sampled_reports(&args)?;
     if args.report == "branches" { return crate::cmd_branches::run(&args); }
     if args.report == "hugepages" { return crate::cmd_hugepages::report(&args); }
     if args.report == "tlb" { return crate::cmd_tlb::report(&args); }
     if crate::cmd_memory::is_memory_result(&args.result_dir) { return crate::cmd_memory::report(&args); }
     if crate::cmd_system_overview::is_result(&args.result_dir) { return crate::cmd_system_overview::report(&args); }
     if !REPORTS.contains(&args.report.as_str()) {
-        return Err(UserError::usage(format!("unknown report '{}'; the reports are: {}", args.report, REPORTS.join(", "))));
+        let all: Vec<&str> = REPORTS.iter().chain(OTHER_REPORTS).copied().collect();
+        return Err(UserError::usage(format!("unknown report '{}'; the reports are: {}", args.report, all.join(", "))));
     }
     let format = Format::from_str(&args.format).map_err(|e| UserError::usage(format!("{e}")))?;
     let group_by = args
@@ -91,6 +95,25 @@ impl From<Document> for Rendered {
 
 /// A one-table report: titled in text, bare in CSV and JSON so that other tools read it
 /// without skipping a title line.
+/// An exact trace has calls, not samples: sample-based reports on it would be empty.
+fn refuse_trace_for_sampled_reports(args: &ReportArgs) -> CliResult {
+    let sampled = ["hotspots", "top-down", "timeline", "branches"];
+    if !sampled.contains(&args.report.as_str()) {
+        return Ok(());
+    }
+    let Ok(dir) = ResultDir::open(&args.result_dir) else { return Ok(()) };
+    if dir.manifest().kind.as_deref() == Some("trace") {
+        return Err(UserError::usage(format!(
+            "{} is an exact trace (kairos collect trace), not a sampled result; `report {}` needs samples: \
+             turn the trace into emulated samples with `kairos lab emulate-lbr -r {} --interval-us 1000 -o DIR`",
+            args.result_dir.display(),
+            args.report,
+            args.result_dir.display()
+        )));
+    }
+    Ok(())
+}
+
 fn single(title: &str, table: kairos_report::Table, format: Format) -> Rendered {
     if format == Format::Text {
         let mut d = Document::new(title);

@@ -100,3 +100,14 @@ fn import_of_non_perf_data_and_truncated_files() {
     assert!(samples > 1000 && samples < 9232, "kept {samples} of 9232 samples");
     kairos(&["report", "hotspots", "-r", path_str(&r)]).ok();
 }
+
+#[test]
+fn trace_result_where_samples_are_expected() {
+    let dir = tempdir();
+    let r = dir.path().join("tr");
+    let prog = sample("transitions-instrumented");
+    kairos(&["collect", "trace", "-q", "-r", path_str(&r), "--", path_str(&prog), "5"]).ok();
+    for report in ["hotspots", "timeline", "branches"] {
+        assert_sentence(&kairos(&["report", report, "-r", path_str(&r)]), 2, "is an exact trace");
+    }
+}
