@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use kairos_collector::{BranchRecords, CollectError, CollectOptions, EventChoice, StopReason, Target, TargetExit, Unwinding};
+use kairos_collector::{BranchRecords, CollectError, CollectOptions, CollectSummary, EventChoice, StopReason, Target, TargetExit, Unwinding};
 use kairos_convert::ConvertOptions;
 use kairos_result::{Capability, Event, ResultDir, Source};
 
@@ -59,32 +59,9 @@ pub fn run(args: CollectArgs) -> CliResult {
         bar.set_message(format!("collecting: {} samples, {} KiB", p.samples, p.bytes / 1024));
     });
     bar.finish_and_clear();
-    let summary = match summary {
-        Ok(s) => s,
-        Err(e) => {
-            // Nothing was recorded: do not leave an empty result behind to confuse later runs.
-            let _ = std::fs::remove_dir_all(dir.path());
-            return Err(collect_error(e));
-        }
-    };
-
-    let kallsyms = match pipeline::snapshot_kallsyms(dir.path()) {
-        Ok(p) => Some(p),
-        Err(why) => {
-            dir.manifest_mut().notes.push(format!("no kernel symbols: {why}"));
-            None
-        }
-    };
+    let (summary, kallsyms) = finish_collection(&mut dir, summary)?;
     {
         let m = dir.manifest_mut();
-        m.event = Some(Event { name: summary.event_name.clone(), reason: Some(summary.event_reason.clone()) });
-        m.duration_secs = Some(summary.wall_seconds);
-        m.stopped_by = Some(stop_reason(&summary.stopped_by));
-        m.target_exit = Some(match summary.target_exit {
-            Some(TargetExit::Code(code)) => kairos_result::TargetExit::Code { code },
-            Some(TargetExit::Signal(signal)) => kairos_result::TargetExit::Signal { signal },
-            None => kairos_result::TargetExit::None,
-        });
         m.capabilities.push(Capability {
             name: "kernel samples".into(),
             available: summary.include_kernel,
@@ -118,6 +95,39 @@ pub fn run(args: CollectArgs) -> CliResult {
         eprintln!("kairos: the target was killed by signal {sig}; the result covers it up to that point");
     }
     Ok(())
+}
+
+/// What every collecting analysis does once the collector returns: on failure remove the
+/// empty result (nothing was recorded; it would only confuse later runs), else keep a copy
+/// of kallsyms and record the event, duration, why it stopped and how the target ended.
+pub(crate) fn finish_collection(
+    dir: &mut ResultDir,
+    summary: Result<CollectSummary, CollectError>,
+) -> CliResult<(CollectSummary, Option<PathBuf>)> {
+    let summary = match summary {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(dir.path());
+            return Err(collect_error(e));
+        }
+    };
+    let kallsyms = match pipeline::snapshot_kallsyms(dir.path()) {
+        Ok(p) => Some(p),
+        Err(why) => {
+            dir.manifest_mut().notes.push(format!("no kernel symbols: {why}"));
+            None
+        }
+    };
+    let m = dir.manifest_mut();
+    m.event = Some(Event { name: summary.event_name.clone(), reason: Some(summary.event_reason.clone()) });
+    m.duration_secs = Some(summary.wall_seconds);
+    m.stopped_by = Some(stop_reason(&summary.stopped_by));
+    m.target_exit = Some(match summary.target_exit {
+        Some(TargetExit::Code(code)) => kairos_result::TargetExit::Code { code },
+        Some(TargetExit::Signal(signal)) => kairos_result::TargetExit::Signal { signal },
+        None => kairos_result::TargetExit::None,
+    });
+    Ok((summary, kallsyms))
 }
 
 pub(crate) fn target(args: &CollectArgs) -> CliResult<Target> {

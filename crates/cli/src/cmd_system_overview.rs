@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use kairos_analysis_system_overview::{build, reports, tables, EventNames};
 use kairos_collector::extra::{self, ExtraEvent};
-use kairos_collector::{CollectOptions, EventChoice, StopReason, TargetExit};
+use kairos_collector::{CollectOptions, EventChoice, StopReason};
 use kairos_convert::ConvertOptions;
 use kairos_report::{Document, Format};
-use kairos_result::{Capability, Event, ResultDir, TableInfo};
+use kairos_result::{Capability, ResultDir, TableInfo};
 
 use crate::args::{CollectArgs, ReportArgs};
 use crate::error::{CliResult, UserError};
@@ -90,30 +90,9 @@ pub fn collect(args: CollectArgs) -> CliResult {
         bar.set_message(format!("collecting: {} records, {} KiB", p.samples, p.bytes / 1024));
     });
     bar.finish_and_clear();
-    let summary = match summary {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(dir.path());
-            return Err(crate::cmd_collect::collect_error(e));
-        }
-    };
-    let kallsyms = match pipeline::snapshot_kallsyms(dir.path()) {
-        Ok(p) => Some(p),
-        Err(why) => {
-            dir.manifest_mut().notes.push(format!("no kernel symbols: {why}"));
-            None
-        }
-    };
+    let (summary, kallsyms) = crate::cmd_collect::finish_collection(&mut dir, summary)?;
     {
         let m = dir.manifest_mut();
-        m.event = Some(Event { name: summary.event_name.clone(), reason: Some(summary.event_reason.clone()) });
-        m.duration_secs = Some(summary.wall_seconds);
-        m.stopped_by = Some(crate::cmd_collect::stop_reason(&summary.stopped_by));
-        m.target_exit = Some(match summary.target_exit {
-            Some(TargetExit::Code(code)) => kairos_result::TargetExit::Code { code },
-            Some(TargetExit::Signal(signal)) => kairos_result::TargetExit::Signal { signal },
-            None => kairos_result::TargetExit::None,
-        });
         let outcomes = summary.extra_events.iter().map(|o| (o.name.clone(), o.missing.clone()));
         for (name, why) in outcomes.chain(missing.into_iter().map(|(n, w)| (n, Some(w)))) {
             if let Some(w) = &why {
