@@ -55,10 +55,16 @@ fn reports_on_assigned_points_say_the_method_and_the_resolution() {
 fn a_branch_method_without_branch_records_is_one_sentence() {
     let tmp = tempdir();
     let emu = emulated_spikes(tmp.path(), "0.3");
-    let trace = tmp.path().join("trace");
-    let r = kairos(&["report", "timeline", "-r", s(&trace), "--time-assignment", "visits"]);
+    // A sampled result without branch records (cpu-clock here has none).
+    let sampled = tmp.path().join("hs");
+    kairos(&["collect", "hotspots", "-q", "-r", s(&sampled), "--", s(&sample("transitions")), "20"]).ok();
+    let r = kairos(&["report", "timeline", "-r", s(&sampled), "--time-assignment", "visits"]);
     assert_ne!(r.code, 0);
     assert!(r.stderr.contains("needs branch records") && r.stderr.trim().lines().count() == 1, "{}", r.stderr);
+    // An exact trace is not a sampled result at all.
+    let trace = tmp.path().join("trace");
+    let r = kairos(&["report", "timeline", "-r", s(&trace), "--time-assignment", "visits"]);
+    assert!(r.code != 0 && r.stderr.contains("is an exact trace"), "{}", r.stderr);
     let r = kairos(&["report", "hotspots", "-r", s(&emu), "--time-assignment", "tracer"]);
     assert_ne!(r.code, 0);
     assert!(r.stderr.contains("valid values") && !r.stderr.contains("panicked"), "{}", r.stderr);
