@@ -29,6 +29,8 @@ pub enum Command {
     Run(crate::cmd_run::RunArgs),
     /// Compare two results: run time, kernel-time share, page faults, allocated bytes, ...
     Compare(crate::cmd_compare::CompareArgs),
+    /// Open results in the browser: timeline, trees, branch records, counters, comparison.
+    View(crate::cmd_view::ViewArgs),
 }
 
 #[derive(Debug, Args)]

@@ -27,6 +27,28 @@ pub enum LabCommand {
     EmulateLbr(EmulateArgs),
     /// Score each time-assignment method of an emulated result against its trace.
     Score(ScoreArgs),
+    /// Write a synthetic sampled result of any size (labelled synthetic), to measure the viewer and reports at scale.
+    Synthesize(SynthesizeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SynthesizeArgs {
+    /// Number of samples.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub samples: u64,
+    /// Number of distinct leaf functions.
+    #[arg(long, default_value_t = 1000)]
+    pub functions: u32,
+    #[arg(long, default_value_t = 4)]
+    pub threads: u32,
+    /// Sampling interval of each thread in microseconds.
+    #[arg(long = "interval-us", default_value_t = 1000.0)]
+    pub interval_us: f64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output result directory (must not exist, or be empty).
+    #[arg(short = 'o', long = "output", required = true)]
+    pub output: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -83,6 +105,7 @@ pub fn run(args: LabArgs) -> CliResult {
     match args.command {
         LabCommand::EmulateLbr(a) => emulate(a),
         LabCommand::Score(a) => score(a),
+        LabCommand::Synthesize(a) => synthesize(a),
     }
 }
 
@@ -93,6 +116,40 @@ fn us_to_ns(us: f64, what: &str) -> CliResult<u64> {
     } else {
         Err(UserError::usage(format!("{what} {us} must be a positive number of microseconds")))
     }
+}
+
+fn synthesize(a: SynthesizeArgs) -> CliResult {
+    let interval_ns = us_to_ns(a.interval_us, "--interval-us")?;
+    let opts = kairos_lab::ScaleOptions {
+        samples: a.samples,
+        functions: a.functions,
+        threads: a.threads,
+        interval_ns,
+        seed: a.seed,
+        ..Default::default()
+    };
+    let bar = crate::progress::spinner(false, "synthesizing");
+    let p = kairos_lab::synthesize(&opts).map_err(|e| UserError::usage(e.to_string()))?;
+    let mut dir = ResultDir::create(&a.output).map_err(|e| {
+        UserError::failed(format!("cannot create the result {}: {e}; choose a new directory with -o", a.output.display()))
+    })?;
+    let m = dir.manifest_mut();
+    m.kind = Some("hotspots".into());
+    m.command_line = Some(std::env::args().collect());
+    m.event = Some(Event { name: "synthetic".into(), reason: Some("made by `kairos lab synthesize`; nothing was measured".into()) });
+    m.counts = Some(Counts::new(p.samples.len() as u64, p.losses));
+    m.duration_secs = p.time_span().map(|(x, y)| (y - x) as f64 / 1e9);
+    m.notes.insert(0, format!(
+        "synthetic: {} samples of {} leaf functions on {} threads made by `kairos lab synthesize` (seed {}); no program ran",
+        p.samples.len(), a.functions, a.threads, a.seed
+    ));
+    bar.set_message(format!("writing {}", a.output.display()));
+    dir.save_manifest().map_err(|e| UserError::failed(format!("cannot write the result {}: {e}", a.output.display())))?;
+    kairos_result::write_profile(&mut dir, &p)
+        .map_err(|e| UserError::failed(format!("cannot write the result {}: {e}", a.output.display())))?;
+    bar.finish_and_clear();
+    println!("Synthetic result: {} ({} samples)", dir.path().display(), p.samples.len());
+    Ok(())
 }
 
 fn is_emulated(dir: &ResultDir, p: &Profile) -> bool {

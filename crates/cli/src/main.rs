@@ -16,6 +16,7 @@ mod cmd_compare;
 mod cmd_hugepages;
 mod cmd_run;
 mod cmd_tlb;
+mod cmd_view;
 mod error;
 mod knobs;
 mod pipeline;
@@ -48,6 +49,7 @@ fn main() {
         Command::Export(a) => cmd_export::run(a),
         Command::Run(a) => cmd_run::run(a),
         Command::Compare(a) => cmd_compare::run(a),
+        Command::View(a) => cmd_view::run(a),
     };
     if let Err(e) = result {
         eprintln!("kairos: {e}");

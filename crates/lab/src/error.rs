@@ -31,6 +31,9 @@ pub enum Error {
     /// A line of a `spikes` delay file is not `start_ns end_ns`.
     #[error("delay file line {line}: {detail}")]
     BadDelayLine { line: usize, detail: String },
+    /// Options of a synthetic profile that cannot be met.
+    #[error("{0}")]
+    InvalidOptions(String),
 }
 
 /// Result alias of this crate.

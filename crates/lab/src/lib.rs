@@ -24,6 +24,7 @@ mod delays;
 mod emulate;
 mod error;
 mod render;
+mod scale;
 mod score;
 pub mod synth;
 mod timeline;
@@ -32,6 +33,7 @@ mod timeline;
 mod testutil;
 
 pub use delays::parse_delays;
+pub use scale::{synthesize, ScaleOptions};
 pub use emulate::{emulate_lbr, emulate_lbr_with, EmulateOptions, DEPTHS, FILTER, MAX_CYCLES};
 pub use error::{Error, Result};
 pub use score::{

@@ -6,14 +6,14 @@
 use kairos_model::{Call, Frame, FrameIdx, Mode, Profile, Thread};
 
 /// A tiny deterministic generator (xorshift64*), the one `spikes` itself uses.
-struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         let s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x2545_F491_4F6C_DD1D);
         Rng(if s == 0 { 1 } else { s })
     }
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;

@@ -19,11 +19,12 @@ pub(crate) fn split(iv: &Interval, weights: &[f64], out: &mut Vec<Point>) {
     for (k, w) in clean.iter().enumerate() {
         cum += w;
         let off = if k + 1 == n { t } else { ((t as f64) * (cum / total)).round().clamp(prev as f64, t as f64) as u64 };
-        let (frame, from_branch) = match iv.recs.get(k) {
-            Some(r) => (r.frame, true),
-            None => (iv.leaf_frame, false),
+        let (frame, record) = match iv.recs.get(k) {
+            Some(r) => (r.frame, Some(r.record)),
+            None => (iv.leaf_frame, None),
         };
-        out.push(Point { time_ns: iv.start + off, thread: iv.thread, frame, weight_ns: off - prev, from_branch });
+        let from_branch = record.is_some();
+        out.push(Point { time_ns: iv.start + off, thread: iv.thread, frame, weight_ns: off - prev, from_branch, sample: iv.sample, record });
         prev = off;
     }
 }

@@ -42,6 +42,10 @@ pub struct Point {
     /// The duration the point stands for, ending at `time_ns`.
     pub weight_ns: u64,
     pub from_branch: bool,
+    /// Index into the profile's samples of the sample whose interval holds the point.
+    pub sample: u32,
+    /// Index into the profile's branches of the record a branch point stands for.
+    pub record: Option<u32>,
 }
 
 /// The points of a whole profile for one method.

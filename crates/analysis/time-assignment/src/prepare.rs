@@ -30,11 +30,15 @@ pub(crate) struct Rec {
     pub opened_by: Option<(BranchKind, FnKey)>,
     /// Measured cycles since the previous record; None when absent or 0 (not valid).
     pub cycles: Option<u32>,
+    /// Index of the record in the profile's branches.
+    pub record: u32,
 }
 
 /// One sample and the interval it closes.
 #[derive(Debug, Clone)]
 pub(crate) struct Interval {
+    /// Index of the sample in the profile's samples.
+    pub sample: u32,
     pub thread: ThreadIdx,
     pub start: u64,
     pub end: u64,
@@ -165,11 +169,12 @@ pub(crate) fn prepare(profile: &Profile) -> Prepared {
                     to_func: to,
                     opened_by: older.map(|(k, f, _, _)| (k, f)),
                     cycles: b.cycles.filter(|&c| c > 0),
+                    record: bi as u32,
                 });
             }
             older = Some((b.kind, from, b.to_frame, to));
         }
-        intervals.push(Interval { thread: s.thread, start, end: s.time_ns, leaf_frame, leaf_func, recs, complete });
+        intervals.push(Interval { sample: si as u32, thread: s.thread, start, end: s.time_ns, leaf_frame, leaf_func, recs, complete });
     }
     if unknown_from > 0 {
         notes.push(format!("{unknown_from} branch records have no known function at FROM"));

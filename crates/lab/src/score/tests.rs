@@ -15,7 +15,7 @@ fn halves() -> Profile {
 }
 
 fn pt(time_ns: u64, frame: Option<u32>, weight_ns: u64) -> Point {
-    Point { time_ns, thread: 0, frame, weight_ns, from_branch: false }
+    Point { time_ns, thread: 0, frame, weight_ns, from_branch: false, sample: 0, record: None }
 }
 
 fn truth(p: &Profile, opts: &ScoreOptions) -> (Truth, FunctionNames) {

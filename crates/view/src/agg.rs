@@ -1,0 +1,142 @@
+//! Weights of the function-path tree for one selection: one pass over the selected
+//! samples, then inclusive totals bottom-up (parents precede children). Kept per result
+//! for the last few selections, because expanding a tree asks for the same one again.
+
+use std::sync::{Arc, Mutex};
+
+use kairos_model::Profile;
+
+use crate::index::{Index, NONE};
+use crate::query::Sel;
+
+/// How samples are grouped above the call tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    Function,
+    Module,
+    Thread,
+    Process,
+    Cpu,
+}
+
+impl Group {
+    pub const NAMES: [&'static str; 5] = ["function", "module", "thread", "process", "cpu"];
+    pub fn parse(s: &str) -> Group {
+        match s {
+            "module" => Group::Module,
+            "thread" => Group::Thread,
+            "process" => Group::Process,
+            "cpu" => Group::Cpu,
+            _ => Group::Function,
+        }
+    }
+}
+
+/// Group id of a sample: thread index, index of its pid in `pids`, CPU, or leaf module.
+pub fn group_of(ix: &Index, pids: &[i32], group: Group, i: usize) -> u32 {
+    let p: &Profile = &ix.profile;
+    let Some(s) = p.samples.get(i) else { return NONE };
+    match group {
+        Group::Function => 0,
+        Group::Thread => s.thread,
+        Group::Process => {
+            let pid = p.threads.get(s.thread as usize).map_or(-1, |t| t.pid);
+            pids.binary_search(&pid).map_or(NONE, |k| k as u32)
+        }
+        Group::Cpu => s.cpu,
+        Group::Module => {
+            let f = ix.func_of_node(ix.leaf_node(i));
+            ix.funcs.module_id.get(f as usize).copied().unwrap_or(NONE)
+        }
+    }
+}
+
+/// The distinct pids of a profile, sorted: process group ids index it.
+pub fn pids(p: &Profile) -> Vec<i32> {
+    let mut v: Vec<i32> = p.threads.iter().map(|t| t.pid).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Per tree node: self weight and count (samples whose leaf it is), and inclusive totals.
+#[derive(Debug, Default)]
+pub struct Agg {
+    pub self_w: Vec<u64>,
+    pub self_c: Vec<u64>,
+    pub total_w: Vec<u64>,
+    pub total_c: Vec<u64>,
+    /// Samples without a stack.
+    pub nostack_w: u64,
+    pub nostack_c: u64,
+    pub weight: u64,
+    pub count: u64,
+}
+
+/// A thread mask for `tids` (None = all threads).
+pub fn thread_mask(p: &Profile, tids: &Option<Vec<i32>>) -> Option<Vec<bool>> {
+    tids.as_ref().map(|t| p.threads.iter().map(|th| t.contains(&th.tid)).collect())
+}
+
+pub fn aggregate(ix: &Index, sel: &Sel, only: Option<(Group, u32)>) -> Agg {
+    let n = ix.node_parent.len();
+    let mut a = Agg { self_w: vec![0; n], self_c: vec![0; n], ..Agg::default() };
+    let mask = thread_mask(&ix.profile, &sel.tids);
+    let pids = pids(&ix.profile);
+    for i in ix.range(sel.from, sel.to) {
+        let s = &ix.profile.samples[i];
+        if mask.as_ref().is_some_and(|m| !m.get(s.thread as usize).copied().unwrap_or(false)) {
+            continue;
+        }
+        if let Some((g, id)) = only {
+            if group_of(ix, &pids, g, i) != id {
+                continue;
+            }
+        }
+        a.weight += s.weight;
+        a.count += 1;
+        match ix.leaf_node(i) {
+            NONE => {
+                a.nostack_w += s.weight;
+                a.nostack_c += 1;
+            }
+            node => {
+                a.self_w[node as usize] += s.weight;
+                a.self_c[node as usize] += 1;
+            }
+        }
+    }
+    a.total_w = a.self_w.clone();
+    a.total_c = a.self_c.clone();
+    for v in (0..n).rev() {
+        let p = ix.node_parent[v];
+        if p != NONE {
+            a.total_w[p as usize] += a.total_w[v];
+            a.total_c[p as usize] += a.total_c[v];
+        }
+    }
+    a
+}
+
+/// The last few aggregates of one index.
+#[derive(Default)]
+pub struct Cache(Mutex<Vec<(String, Arc<Agg>)>>);
+
+impl Cache {
+    pub fn get(&self, ix: &Index, sel: &Sel, only: Option<(Group, u32)>) -> Arc<Agg> {
+        let key = format!("{}|{:?}", sel.key(), only);
+        if let Ok(c) = self.0.lock() {
+            if let Some((_, a)) = c.iter().find(|(k, _)| *k == key) {
+                return a.clone();
+            }
+        }
+        let a = Arc::new(aggregate(ix, sel, only));
+        if let Ok(mut c) = self.0.lock() {
+            if c.len() >= 4 {
+                c.remove(0);
+            }
+            c.push((key, a.clone()));
+        }
+        a
+    }
+}

@@ -1,0 +1,183 @@
+//! `api/tree`: one level of the top-down or bottom-up tree at a time, so a level of
+//! 100,000 rows is one answer and a deep tree is never sent whole.
+//!
+//! Ids in `path`: with grouping `function`, top-down ids are tree nodes and bottom-up ids
+//! are function ids (leaf first, then callers); with another grouping the first id is the
+//! group and the rest as with `function` inside it.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::{data, derived};
+use crate::agg::{pids, Agg, Group};
+use crate::index::{Index, NONE};
+use crate::query::Query;
+use crate::{Error, State};
+
+/// One row before sorting.
+struct Row {
+    id: u32,
+    name: String,
+    module: String,
+    self_w: u64,
+    total_w: u64,
+    count: u64,
+    has_children: bool,
+}
+
+pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
+    let d = data(state, q, "r")?;
+    let dv = derived(d, q)?;
+    let ix = &dv.index;
+    let sel = q.sel(d)?;
+    let bottom_up = q.choice("kind", &["top-down", "bottom-up"], "top-down")? == "bottom-up";
+    let group = Group::parse(q.choice("group", &Group::NAMES, "function")?);
+    let path: Vec<u32> = q.list("path")?.unwrap_or_default();
+    if path.len() > 4096 {
+        return Err(Error::BadParam("path is deeper than 4096".into()));
+    }
+    let (only, path) = match (group, path.split_first()) {
+        (Group::Function, _) => (None, &path[..]),
+        (g, Some((&id, rest))) => (Some((g, id)), rest),
+        (g, None) => {
+            let rows = groups(ix, &sel, g);
+            let (w, c) = rows.iter().fold((0, 0), |(w, c), r| (w + r.total_w, c + r.count));
+            return Ok(answer(w, c, rows));
+        }
+    };
+    let agg = ix.agg.get(ix, &sel, only);
+    let rows = if bottom_up { bottom_up_level(ix, &agg, path) } else { top_down_level(ix, &agg, path)? };
+    Ok(answer(agg.weight, agg.count, rows))
+}
+
+fn answer(weight: u64, count: u64, mut rows: Vec<Row>) -> Value {
+    rows.sort_by(|a, b| b.total_w.cmp(&a.total_w).then_with(|| a.name.cmp(&b.name)).then(a.id.cmp(&b.id)));
+    json!({
+        "total_weight": weight, "total_count": count,
+        "rows": {
+            "id": rows.iter().map(|r| r.id).collect::<Vec<_>>(),
+            "name": rows.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            "module": rows.iter().map(|r| r.module.as_str()).collect::<Vec<_>>(),
+            "self": rows.iter().map(|r| r.self_w).collect::<Vec<_>>(),
+            "total": rows.iter().map(|r| r.total_w).collect::<Vec<_>>(),
+            "count": rows.iter().map(|r| r.count).collect::<Vec<_>>(),
+            "has_children": rows.iter().map(|r| r.has_children).collect::<Vec<_>>(),
+        }
+    })
+}
+
+fn func_row(ix: &Index, id: u32, f: u32) -> Row {
+    let (name, module) = match ix.funcs.name.get(f as usize) {
+        Some(n) => (n.clone(), ix.funcs.module[f as usize].clone()),
+        None => ("[unknown]".into(), String::new()),
+    };
+    Row { id, name, module, self_w: 0, total_w: 0, count: 0, has_children: false }
+}
+
+fn top_down_level(ix: &Index, agg: &Agg, path: &[u32]) -> Result<Vec<Row>, Error> {
+    let nodes: &[u32] = match path.last() {
+        None => &ix.roots,
+        Some(&n) if (n as usize) < ix.node_parent.len() => ix.children(n),
+        Some(&n) => return Err(Error::NotFound(format!("tree node {n} does not exist"))),
+    };
+    Ok(nodes
+        .iter()
+        .filter(|&&n| agg.total_c[n as usize] > 0)
+        .map(|&n| {
+            let i = n as usize;
+            Row {
+                self_w: agg.self_w[i],
+                total_w: agg.total_w[i],
+                count: agg.total_c[i],
+                has_children: ix.children(n).iter().any(|&c| agg.total_c[c as usize] > 0),
+                ..func_row(ix, n, ix.node_func[i])
+            }
+        })
+        .collect())
+}
+
+fn bottom_up_level(ix: &Index, agg: &Agg, path: &[u32]) -> Vec<Row> {
+    let mut rows: HashMap<u32, Row> = HashMap::new();
+    let Some((&leaf, callers)) = path.split_first() else {
+        // Leaf functions: self = weight as leaf; total = inclusive, a recursive function
+        // counted once per sample (its outermost nodes only).
+        for n in 0..ix.node_parent.len() {
+            if agg.total_c[n] == 0 {
+                continue;
+            }
+            let f = ix.node_func[n];
+            let r = rows.entry(f).or_insert_with(|| func_row(ix, f, f));
+            r.self_w += agg.self_w[n];
+            if ix.outermost[n] {
+                r.total_w += agg.total_w[n];
+                r.count += agg.total_c[n];
+            }
+            r.has_children |= agg.self_c[n] > 0 && ix.node_parent[n] != NONE;
+        }
+        return rows.into_values().collect();
+    };
+    for &n in ix.nodes_of(leaf) {
+        if agg.self_c[n as usize] == 0 {
+            continue;
+        }
+        // Walk up past the callers already on the path; they must match.
+        let mut a = ix.node_parent[n as usize];
+        let mut ok = true;
+        for &c in callers {
+            if a == NONE || ix.node_func[a as usize] != c {
+                ok = false;
+                break;
+            }
+            a = ix.node_parent[a as usize];
+        }
+        if !ok || a == NONE {
+            continue;
+        }
+        let f = ix.node_func[a as usize];
+        let r = rows.entry(f).or_insert_with(|| func_row(ix, f, f));
+        r.total_w += agg.self_w[n as usize];
+        r.count += agg.self_c[n as usize];
+        // Self: the samples whose call path ends here (no caller above).
+        if ix.node_parent[a as usize] == NONE {
+            r.self_w += agg.self_w[n as usize];
+        } else {
+            r.has_children = true;
+        }
+    }
+    rows.into_values().collect()
+}
+
+/// Top level of a grouping: one row per group with its weight.
+fn groups(ix: &Index, sel: &crate::query::Sel, g: Group) -> Vec<Row> {
+    let p = &ix.profile;
+    let pids = pids(p);
+    let mask = crate::agg::thread_mask(p, &sel.tids);
+    let mut rows: HashMap<u32, Row> = HashMap::new();
+    for i in ix.range(sel.from, sel.to) {
+        let s = &p.samples[i];
+        if mask.as_ref().is_some_and(|m| !m.get(s.thread as usize).copied().unwrap_or(false)) {
+            continue;
+        }
+        let id = crate::agg::group_of(ix, &pids, g, i);
+        let r = rows.entry(id).or_insert_with(|| {
+            let (name, module) = match g {
+                Group::Thread => p.threads.get(id as usize).map_or(("[unknown thread]".into(), String::new()), |t| {
+                    (format!("{} ({})", t.name, t.tid), t.process_name.clone())
+                }),
+                Group::Process => {
+                    let pid = pids.get(id as usize).copied().unwrap_or(-1);
+                    let name = p.threads.iter().find(|t| t.pid == pid).map_or("[unknown]".into(), |t| t.process_name.clone());
+                    (format!("{name} ({pid})"), String::new())
+                }
+                Group::Cpu => (format!("CPU {id}"), String::new()),
+                _ => (ix.funcs.modules.get(id as usize).cloned().unwrap_or_else(|| "[unknown]".into()), String::new()),
+            };
+            Row { id, name, module, self_w: 0, total_w: 0, count: 0, has_children: false }
+        });
+        r.total_w += s.weight;
+        r.count += 1;
+        r.has_children |= s.stack.is_some();
+    }
+    rows.into_values().collect()
+}

@@ -1,0 +1,258 @@
+//! What the server computes once per profile so that every request is one pass over the
+//! samples it selects: function ids (name + module), a call tree of functions (stack nodes
+//! whose frames belong to the same function path merged), and per-lane sample lists.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kairos_model::Profile;
+use rustc_hash::FxHashMap;
+
+/// No node / no function.
+pub const NONE: u32 = u32::MAX;
+
+/// Function table shared by a result and the profiles derived from it (which keep its
+/// frames), so ids and colours agree across time-assignment methods.
+#[derive(Debug)]
+pub struct Functions {
+    pub name: Vec<String>,
+    pub module: Vec<String>,
+    /// Function of each frame.
+    pub of_frame: Vec<u32>,
+    /// Module of each function, into `modules`.
+    pub module_id: Vec<u32>,
+    pub modules: Vec<String>,
+}
+
+impl Functions {
+    pub fn new(p: &Profile) -> Functions {
+        let mut ids: FxHashMap<(&str, &str), u32> = FxHashMap::default();
+        let (mut name, mut module, mut of_frame) = (Vec::new(), Vec::new(), Vec::with_capacity(p.frames.len()));
+        for f in &p.frames {
+            let m = f.module.and_then(|m| p.modules.get(m as usize)).map_or("", |m| short(&m.path));
+            let next = name.len() as u32;
+            let id = *ids.entry((f.function.as_str(), m)).or_insert(next);
+            if id == next {
+                name.push(f.function.clone());
+                module.push(m.to_string());
+            }
+            of_frame.push(id);
+        }
+        let mut mids: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut modules = Vec::new();
+        let module_id = module
+            .iter()
+            .map(|m| {
+                *mids.entry(m.as_str()).or_insert_with(|| {
+                    modules.push(m.clone());
+                    (modules.len() - 1) as u32
+                })
+            })
+            .collect();
+        Functions { name, module, of_frame, module_id, modules }
+    }
+    pub fn len(&self) -> usize {
+        self.name.len()
+    }
+}
+
+/// Last path component: what reports show as the module.
+pub fn short(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A lane of the timeline: the samples of one thread or one CPU, in time order.
+#[derive(Debug)]
+pub struct Lane {
+    pub key: String,
+    pub label: String,
+    pub tid: Option<i32>,
+    pub cpu: Option<u32>,
+    pub samples: Vec<u32>,
+}
+
+/// One profile (a result's own, or derived by a time-assignment method), indexed.
+pub struct Index {
+    pub profile: Arc<Profile>,
+    pub funcs: Arc<Functions>,
+    /// Function-path tree: node parent (NONE for roots) and function; parents precede children.
+    pub node_parent: Vec<u32>,
+    pub node_func: Vec<u32>,
+    /// Tree node of each stack node.
+    pub stack_node: Vec<u32>,
+    /// Children of each node (CSR), and the roots.
+    child_start: Vec<u32>,
+    child_list: Vec<u32>,
+    pub roots: Vec<u32>,
+    /// True when no ancestor of the node has the same function (its outermost occurrence),
+    /// so inclusive time counts a recursive function once per sample.
+    pub outermost: Vec<bool>,
+    /// Nodes of each function (CSR).
+    fn_start: Vec<u32>,
+    fn_list: Vec<u32>,
+    pub thread_lanes: Vec<Lane>,
+    pub cpu_lanes: Vec<Lane>,
+    /// Sample times, in order (samples are sorted by time).
+    pub times: Vec<u64>,
+    /// Tree aggregates of recent selections.
+    pub agg: crate::agg::Cache,
+}
+
+fn csr(n: usize, pairs: impl Iterator<Item = (u32, u32)> + Clone) -> (Vec<u32>, Vec<u32>) {
+    let mut start = vec![0u32; n + 1];
+    for (k, _) in pairs.clone() {
+        start[k as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut list = vec![0u32; start[n] as usize];
+    for (k, v) in pairs {
+        list[fill[k as usize] as usize] = v;
+        fill[k as usize] += 1;
+    }
+    (start, list)
+}
+
+impl Index {
+    pub fn new(profile: Arc<Profile>, funcs: Arc<Functions>) -> Index {
+        let p = &*profile;
+        let mut node_of: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        let (mut node_parent, mut node_func) = (Vec::new(), Vec::new());
+        let mut stack_node = Vec::with_capacity(p.stacks.len());
+        for s in &p.stacks {
+            // Parents precede children in the stack table; a forward reference is damage
+            // and makes the node a root rather than a panic.
+            let parent = s.parent.and_then(|q| stack_node.get(q as usize).copied()).unwrap_or(NONE);
+            let func = funcs.of_frame.get(s.frame as usize).copied().unwrap_or(NONE);
+            let next = node_parent.len() as u32;
+            let id = *node_of.entry((parent, func)).or_insert(next);
+            if id == next {
+                node_parent.push(parent);
+                node_func.push(func);
+            }
+            stack_node.push(id);
+        }
+        let n = node_parent.len();
+        let (child_start, child_list) =
+            csr(n, (0..n as u32).filter(|&c| node_parent[c as usize] != NONE).map(|c| (node_parent[c as usize], c)));
+        let roots: Vec<u32> = (0..n as u32).filter(|&c| node_parent[c as usize] == NONE).collect();
+        let nf = funcs.len() + 1;
+        let fkey = |f: u32| if f == NONE { funcs.len() as u32 } else { f };
+        let (fn_start, fn_list) = csr(nf, (0..n as u32).map(|c| (fkey(node_func[c as usize]), c)));
+        // Outermost occurrence: depth-first walk keeping a count per function on the path.
+        let mut outermost = vec![true; n];
+        let mut on_path = vec![0u32; nf];
+        let mut stack: Vec<(u32, bool)> = roots.iter().rev().map(|&r| (r, false)).collect();
+        while let Some((v, leaving)) = stack.pop() {
+            let f = fkey(node_func[v as usize]) as usize;
+            if leaving {
+                on_path[f] -= 1;
+                continue;
+            }
+            outermost[v as usize] = on_path[f] == 0;
+            on_path[f] += 1;
+            stack.push((v, true));
+            let (a, b) = (child_start[v as usize] as usize, child_start[v as usize + 1] as usize);
+            stack.extend(child_list[a..b].iter().rev().map(|&c| (c, false)));
+        }
+        let (thread_lanes, cpu_lanes) = lanes(p);
+        let times = p.samples.iter().map(|s| s.time_ns).collect();
+        Index {
+            profile,
+            funcs,
+            node_parent,
+            node_func,
+            stack_node,
+            child_start,
+            child_list,
+            roots,
+            outermost,
+            fn_start,
+            fn_list,
+            thread_lanes,
+            cpu_lanes,
+            times,
+            agg: Default::default(),
+        }
+    }
+
+    pub fn children(&self, node: u32) -> &[u32] {
+        let i = node as usize;
+        match (self.child_start.get(i), self.child_start.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.child_list[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+
+    /// Tree nodes whose function is `f`.
+    pub fn nodes_of(&self, f: u32) -> &[u32] {
+        let i = f as usize;
+        match (self.fn_start.get(i), self.fn_start.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.fn_list[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+
+    /// Tree node of a sample's leaf, NONE without a stack.
+    pub fn leaf_node(&self, sample: usize) -> u32 {
+        self.profile
+            .samples
+            .get(sample)
+            .and_then(|s| s.stack)
+            .and_then(|s| self.stack_node.get(s as usize).copied())
+            .unwrap_or(NONE)
+    }
+
+    pub fn func_of_node(&self, node: u32) -> u32 {
+        self.node_func.get(node as usize).copied().unwrap_or(NONE)
+    }
+
+    /// Samples with time in `[from, to)` (absolute ns), as an index range.
+    pub fn range(&self, from: u64, to: u64) -> std::ops::Range<usize> {
+        let a = self.times.partition_point(|&t| t < from);
+        let b = self.times.partition_point(|&t| t < to);
+        a..b.max(a)
+    }
+
+    pub fn lanes(&self, by_cpu: bool) -> &[Lane] {
+        if by_cpu {
+            &self.cpu_lanes
+        } else {
+            &self.thread_lanes
+        }
+    }
+}
+
+fn lanes(p: &Profile) -> (Vec<Lane>, Vec<Lane>) {
+    let mut by_tid: BTreeMap<i32, Lane> = BTreeMap::new();
+    let mut by_cpu: BTreeMap<u32, Lane> = BTreeMap::new();
+    for (i, s) in p.samples.iter().enumerate() {
+        let th = p.threads.get(s.thread as usize);
+        let tid = th.map_or(-1, |t| t.tid);
+        by_tid
+            .entry(tid)
+            .or_insert_with(|| Lane {
+                key: format!("thread:{tid}"),
+                label: th.map_or_else(|| "unknown thread".into(), |t| format!("{} ({tid})", t.name)),
+                tid: Some(tid),
+                cpu: None,
+                samples: Vec::new(),
+            })
+            .samples
+            .push(i as u32);
+        by_cpu
+            .entry(s.cpu)
+            .or_insert_with(|| Lane {
+                key: format!("cpu:{}", s.cpu),
+                label: format!("CPU {}", s.cpu),
+                tid: None,
+                cpu: Some(s.cpu),
+                samples: Vec::new(),
+            })
+            .samples
+            .push(i as u32);
+    }
+    (by_tid.into_values().collect(), by_cpu.into_values().collect())
+}

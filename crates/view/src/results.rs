@@ -1,0 +1,152 @@
+//! The results a `kairos view` serves: opened once at start, each either loaded (profile
+//! indexed, counters read) or holding the sentence that says why not, so a damaged result
+//! is shown on the page instead of stopping the server. Profiles derived by a
+//! time-assignment method are computed on first use and kept.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use kairos_analysis_system_overview::{tables as so_tables, Entry};
+use kairos_model::Profile;
+use kairos_result::ResultDir;
+use kairos_time_assignment::{assign, to_profile, Method};
+
+use crate::index::{Functions, Index};
+use crate::Error;
+
+/// One `-r` directory.
+pub struct Loaded {
+    pub id: usize,
+    pub name: String,
+    pub path: PathBuf,
+    pub data: Result<Data, String>,
+}
+
+/// A result that opened.
+pub struct Data {
+    pub dir: ResultDir,
+    pub base: Arc<Index>,
+    /// First sample time (absolute ns): the page's time 0.
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub methods: Vec<Method>,
+    /// Kernel entries of a system-overview result, or why they could not be read.
+    pub counters: Option<Result<Vec<Entry>, String>>,
+    pub notes: Vec<String>,
+    derived: Mutex<HashMap<Method, Arc<Derived>>>,
+}
+
+/// A profile as one method makes it.
+pub struct Derived {
+    pub index: Arc<Index>,
+    /// Time (absolute ns) the method gives each branch record, u64::MAX for records
+    /// that got no point (already in the previous snapshot). Empty for `none`.
+    pub record_time: Vec<u64>,
+    pub points_per_sample: f64,
+    pub notes: Vec<String>,
+}
+
+impl Loaded {
+    /// Opens `path`; never fails: failure is kept as a sentence.
+    pub fn open(id: usize, path: &Path) -> Loaded {
+        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        Loaded { id, name, path: abs, data: Data::open(path) }
+    }
+}
+
+impl Data {
+    fn open(path: &Path) -> Result<Data, String> {
+        let dir = ResultDir::open(path).map_err(|e| {
+            format!("cannot open result {}: {e}; give a directory made by `kairos collect` or `kairos import`", path.display())
+        })?;
+        let mut notes: Vec<String> = dir.manifest().notes.clone();
+        let mut profile = if dir.manifest().table("samples").is_some() {
+            kairos_result::read_profile(&dir)
+                .map_err(|e| format!("result {} is damaged: {e}; collect or import it again", path.display()))?
+        } else {
+            notes.push(format!(
+                "this {} result has no samples: the timeline and trees are empty",
+                dir.manifest().kind.as_deref().unwrap_or("unknown")
+            ));
+            Profile::default()
+        };
+        profile.weight_event = dir.manifest().weight_event.clone();
+        let l = profile.losses;
+        if l.lost_records + l.lost_samples + l.throttled > 0 {
+            notes.push(format!(
+                "the kernel lost {} records and {} samples and throttled {} times during recording",
+                l.lost_records, l.lost_samples, l.throttled
+            ));
+        }
+        if let Some(b) = &profile.branch_info {
+            if b.emulated {
+                notes.push("branch records were emulated from an exact trace (`kairos lab emulate-lbr`)".into());
+            }
+            if b.overflowed_snapshots > 0 {
+                notes.push(format!("{} branch-record snapshots overflowed: some branches were lost", b.overflowed_snapshots));
+            }
+        }
+        let methods = if profile.branches.is_empty() {
+            vec![Method::None]
+        } else {
+            let cycles = profile.branch_info.as_ref().is_some_and(|b| b.has_cycles);
+            Method::ALL.into_iter().filter(|&m| m != Method::Cycles || cycles).collect()
+        };
+        let counters = dir.manifest().table("kernel_entries").map(|_| {
+            so_tables::read(&dir.tables_path()).map_err(|e| format!("the kernel-entries table cannot be read: {e}"))
+        });
+        if let Some(Err(e)) = &counters {
+            notes.push(e.clone());
+        }
+        let (start_ns, duration_ns) = match profile.time_span() {
+            Some((a, b)) => (a, b - a),
+            None => match &counters {
+                Some(Ok(e)) if !e.is_empty() => {
+                    let a = e.iter().map(|x| x.time_ns).min().unwrap_or(0);
+                    (a, e.iter().map(|x| x.time_ns).max().unwrap_or(a) - a)
+                }
+                _ => (0, 0),
+            },
+        };
+        let funcs = Arc::new(Functions::new(&profile));
+        let base = Arc::new(Index::new(Arc::new(profile), funcs));
+        Ok(Data { dir, base, start_ns, duration_ns, methods, counters, notes, derived: Mutex::new(HashMap::new()) })
+    }
+
+    /// The profile as `method` makes it, computed once.
+    pub fn derived(&self, method: Method) -> Result<Arc<Derived>, Error> {
+        if !self.methods.contains(&method) {
+            return Err(Error::BadParam(format!(
+                "method {method} is not available for this result (it has {}); branch records are needed for any method but none",
+                self.methods.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        if let Some(d) = self.derived.lock().map_err(|_| Error::Internal("a method cache lock".into()))?.get(&method) {
+            return Ok(d.clone());
+        }
+        // Computed outside the lock: other methods and requests go on meanwhile; two
+        // requests for the same new method may both compute it, which is only waste.
+        let d = Arc::new(self.compute(method)?);
+        let mut cache = self.derived.lock().map_err(|_| Error::Internal("a method cache lock".into()))?;
+        Ok(cache.entry(method).or_insert(d).clone())
+    }
+
+    fn compute(&self, method: Method) -> Result<Derived, Error> {
+        let p = &*self.base.profile;
+        if method == Method::None {
+            return Ok(Derived { index: self.base.clone(), record_time: Vec::new(), points_per_sample: 1.0, notes: Vec::new() });
+        }
+        let a = assign(p, method).map_err(|e| Error::Internal(format!("time assignment {method} failed: {e}")))?;
+        let mut record_time = vec![u64::MAX; p.branches.len()];
+        for pt in &a.points {
+            if let Some(slot) = pt.record.and_then(|r| record_time.get_mut(r as usize)) {
+                *slot = pt.time_ns;
+            }
+        }
+        let derived = to_profile(p, &a);
+        let index = Arc::new(Index::new(Arc::new(derived), self.base.funcs.clone()));
+        Ok(Derived { index, record_time, points_per_sample: a.points_per_sample, notes: a.notes })
+    }
+}
