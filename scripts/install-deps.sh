@@ -2,6 +2,7 @@
 # Installs what building and testing need and a fresh machine may lack. Idempotent and
 # quiet when everything is there already.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 need_apt=()
 command -v cc >/dev/null || need_apt+=(gcc)
 command -v perf >/dev/null || need_apt+=(linux-perf)
@@ -10,6 +11,10 @@ command -v objcopy >/dev/null || need_apt+=(binutils)
 command -v uftrace >/dev/null || need_apt+=(uftrace)
 # The memory-consumption tests compare the allocation tracker with valgrind DHAT.
 command -v valgrind >/dev/null || need_apt+=(valgrind)
+# The page of `kairos view` is TypeScript built with npm packages, and its tests drive
+# Debian's Chromium headless (never a downloaded browser).
+command -v npm >/dev/null || need_apt+=(nodejs npm)
+command -v chromium >/dev/null || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install-deps: missing ${need_apt[*]}; run this script as root or install them" >&2
@@ -26,4 +31,8 @@ fi
 # DuckDB reads the Parquet tables in a test, proving they are usable without Kairos.
 if ! python3 -c 'import duckdb' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check duckdb
+fi
+# The page's build tools and the browser-test driver (web/package-lock.json).
+if [ ! -d web/node_modules/playwright-core ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+  (cd web && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -53,7 +53,7 @@ fn fallback(out: &Path, why: &str) {
     let why = why.replace('&', "&amp;").replace('<', "&lt;");
     let html = format!(
         "<!doctype html><meta charset=utf-8><title>Kairos</title><link rel=stylesheet href=style.css>\
-         <p class=error>This Kairos was built without its web page ({why}). Install Node.js 18 or later and npm, \
+         <p class=error>This Kairos was built without its web page ({why}). Install Node.js 20 or later and npm, \
          then rebuild with <code>cargo build --release</code>. The API under <code>api/</code> works.</p>"
     );
     let _ = std::fs::write(out.join("index.html"), html);

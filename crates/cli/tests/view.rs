@@ -257,3 +257,27 @@ fn a_wide_level_of_100k_functions_is_one_answer() {
     let names = tr["rows"]["name"].as_array().unwrap();
     assert_eq!(names.iter().filter(|n| n.as_str().unwrap().starts_with("leaf_")).count(), 100_000);
 }
+
+#[test]
+fn counters_of_a_system_overview_collection() {
+    let tmp = tempdir();
+    let r = tmp.path().join("so");
+    kairos(&["collect", "system-overview", "-q", "-r", path_str(&r), "--", path_str(&sample("matrix")), "300", "interchange"]).ok();
+    let v = start(&["-r", path_str(&r)]);
+    assert_eq!(v.api("results")["results"][0]["has_counters"], true);
+    let c = v.api("counters?width=64");
+    let series = c["series"].as_array().unwrap();
+    assert_eq!(series[0]["name"], "page faults/s");
+    for s in series {
+        assert_eq!(s["values"].as_array().unwrap().len(), 64);
+    }
+    // 300x300 doubles, three matrices: hundreds of first-touch faults.
+    let faults: f64 = series[0]["values"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).sum::<f64>() * c["bucket_ns"].as_f64().unwrap() / 1e9;
+    assert!(faults > 300.0, "{faults} faults");
+    let h = &c["histograms"][0];
+    assert_eq!(h["edges"].as_array().unwrap().len(), h["counts"].as_array().unwrap().len() + 1);
+    assert!(nums(&h["counts"]).iter().sum::<u64>() > 300);
+    let (status, body) = start(&["-r", path_str(&collect_threads(tmp.path()))]).get("api/counters");
+    assert_eq!(status, 404);
+    assert!(body.contains("collect system-overview"), "{body}");
+}

@@ -84,9 +84,6 @@ impl Data {
             if b.emulated {
                 notes.push("branch records were emulated from an exact trace (`kairos lab emulate-lbr`)".into());
             }
-            if b.overflowed_snapshots > 0 {
-                notes.push(format!("{} branch-record snapshots overflowed: some branches were lost", b.overflowed_snapshots));
-            }
         }
         let methods = if profile.branches.is_empty() {
             vec![Method::None]
@@ -100,16 +97,15 @@ impl Data {
         if let Some(Err(e)) = &counters {
             notes.push(e.clone());
         }
-        let (start_ns, duration_ns) = match profile.time_span() {
-            Some((a, b)) => (a, b - a),
-            None => match &counters {
-                Some(Ok(e)) if !e.is_empty() => {
-                    let a = e.iter().map(|x| x.time_ns).min().unwrap_or(0);
-                    (a, e.iter().map(|x| x.time_ns).max().unwrap_or(a) - a)
-                }
-                _ => (0, 0),
-            },
-        };
+        // The page's time axis covers the samples and the kernel entries, whichever
+        // started first and ended last (system-overview samples can be sparse).
+        let mut span = profile.time_span();
+        if let Some(Ok(e)) = &counters {
+            for t in e.iter().map(|x| x.time_ns) {
+                span = Some(span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+            }
+        }
+        let (start_ns, duration_ns) = span.map_or((0, 0), |(a, b)| (a, b - a));
         let funcs = Arc::new(Functions::new(&profile));
         let base = Arc::new(Index::new(Arc::new(profile), funcs));
         Ok(Data { dir, base, start_ns, duration_ns, methods, counters, notes, derived: Mutex::new(HashMap::new()) })

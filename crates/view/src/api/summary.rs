@@ -48,9 +48,6 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
         ("Selection".into(), duration(sel.to.min(d.start_ns + d.duration_ns + 1).saturating_sub(sel.from))),
         ("Elapsed".into(), m.duration_secs.map_or("n/a".into(), |s| format!("{s:.3} s"))),
     ];
-    if let Some(e) = &m.event {
-        facts.push(("Event".into(), e.name.clone()));
-    }
     if method != "none" {
         facts.push(("Time assignment".into(), format!("{method}: {:.1} points per sample", dv.points_per_sample)));
     }

@@ -99,9 +99,10 @@ fn top_down_level(ix: &Index, agg: &Agg, path: &[u32]) -> Result<Vec<Row>, Error
 
 fn bottom_up_level(ix: &Index, agg: &Agg, path: &[u32]) -> Vec<Row> {
     let mut rows: HashMap<u32, Row> = HashMap::new();
+    // A row is a function (at the top) or a caller chain under it (deeper): self is the
+    // function's own weight through that chain, total its inclusive weight through it, a
+    // recursive function counted once per sample (its outermost nodes only).
     let Some((&leaf, callers)) = path.split_first() else {
-        // Leaf functions: self = weight as leaf; total = inclusive, a recursive function
-        // counted once per sample (its outermost nodes only).
         for n in 0..ix.node_parent.len() {
             if agg.total_c[n] == 0 {
                 continue;
@@ -113,12 +114,12 @@ fn bottom_up_level(ix: &Index, agg: &Agg, path: &[u32]) -> Vec<Row> {
                 r.total_w += agg.total_w[n];
                 r.count += agg.total_c[n];
             }
-            r.has_children |= agg.self_c[n] > 0 && ix.node_parent[n] != NONE;
+            r.has_children |= ix.node_parent[n] != NONE;
         }
         return rows.into_values().collect();
     };
     for &n in ix.nodes_of(leaf) {
-        if agg.self_c[n as usize] == 0 {
+        if agg.total_c[n as usize] == 0 {
             continue;
         }
         // Walk up past the callers already on the path; they must match.
@@ -136,16 +137,14 @@ fn bottom_up_level(ix: &Index, agg: &Agg, path: &[u32]) -> Vec<Row> {
         }
         let f = ix.node_func[a as usize];
         let r = rows.entry(f).or_insert_with(|| func_row(ix, f, f));
-        r.total_w += agg.self_w[n as usize];
-        r.count += agg.self_c[n as usize];
-        // Self: the samples whose call path ends here (no caller above).
-        if ix.node_parent[a as usize] == NONE {
-            r.self_w += agg.self_w[n as usize];
-        } else {
-            r.has_children = true;
+        r.self_w += agg.self_w[n as usize];
+        if ix.outermost[n as usize] {
+            r.total_w += agg.total_w[n as usize];
+            r.count += agg.total_c[n as usize];
         }
+        r.has_children |= ix.node_parent[a as usize] != NONE;
     }
-    rows.into_values().collect()
+    rows.into_values().filter(|r| r.total_w > 0 || r.self_w > 0 || r.count > 0).collect()
 }
 
 /// Top level of a grouping: one row per group with its weight.

@@ -1,0 +1,178 @@
+"""kairos view at scale (see bench/README.md).
+
+Called by bench/view_scale.sh as: view_scale.py KAIROS SAMPLES_DIR WEB_DIR.
+Python 3 standard library only; the page timings use Node and web/node_modules
+(playwright-core) with Debian's Chromium when they are there.
+"""
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+KAIROS, SAMPLES, WEB = sys.argv[1], sys.argv[2], sys.argv[3]
+REPS = int(os.environ.get("BENCH_REPS", "5"))
+N = int(os.environ.get("BENCH_SAMPLES", "10000000"))
+FUNCS = int(os.environ.get("BENCH_FUNCTIONS", "5000"))
+PERF_ITER = os.environ.get("BENCH_PERF_ITER", "10000")
+CHROMIUM = os.environ.get("KAIROS_CHROMIUM", "/usr/bin/chromium")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+class View:
+    """A running `kairos view`; `load_s` is the time from start to its URL line."""
+
+    def __init__(self, *dirs):
+        args = [KAIROS, "view", "--no-browser", "--port", "0"]
+        for d in dirs:
+            args += ["-r", d]
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        self.load_s = time.perf_counter() - t0
+        m = re.match(r"Kairos view: (\S+)", line)
+        if not m:
+            self.close()
+            raise RuntimeError(f"kairos view printed no URL: {line!r}")
+        self.url = m.group(1)
+
+    def get(self, call):
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(self.url + "api/" + call, timeout=600) as r:
+            body = r.read()
+        return time.perf_counter() - t0, json.loads(body)
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def ms(x):
+    return f"{x * 1000:8.1f} ms"
+
+
+def scale(tmp):
+    result = os.path.join(tmp, "big")
+    t0 = time.perf_counter()
+    subprocess.run([KAIROS, "lab", "synthesize", "--samples", str(N), "--functions", str(FUNCS), "--threads", "8",
+                    "--interval-us", "100", "-o", result], check=True, stdout=subprocess.DEVNULL)
+    log(f"synthesized {N:,} samples of {FUNCS:,} functions in {time.perf_counter() - t0:.1f} s")
+    first_view = [("results", "results"), ("summary", "summary"),
+                  ("timeline", "timeline?width=1400"), ("tree", "tree?kind=top-down")]
+    loads, firsts, per = [], [], {}
+    interactions = {}
+    for rep in range(REPS):
+        v = View(result)
+        try:
+            loads.append(v.load_s)
+            _, info = v.get("results")
+            dur = info["results"][0]["duration_ns"]
+            tid = info["results"][0]["threads"][0]["tid"]
+            total = 0.0
+            for name, call in first_view:
+                dt, _ = v.get(call)
+                per.setdefault(name, []).append(dt)
+                total += dt
+            firsts.append(v.load_s + total)
+            a, b = dur * 4 // 10, dur * 5 // 10
+            for name, call in [
+                ("zoom to 10% (timeline)", f"timeline?width=1400&from={a}&to={b}"),
+                ("zoom to 0.1% (timeline)", f"timeline?width=1400&from={a}&to={a + dur // 1000}"),
+                ("zoom out to all (timeline, by CPU)", "timeline?width=1400&lanes=cpu"),
+                ("select 10% (summary)", f"summary?from={a}&to={b}"),
+                ("select 10% (top-down)", f"tree?kind=top-down&from={a}&to={b}"),
+                ("select 10% (bottom-up)", f"tree?kind=bottom-up&from={a}&to={b}"),
+                ("filter one thread (timeline)", f"timeline?width=1400&tids={tid}"),
+                ("filter one thread (summary)", f"summary?tids={tid}"),
+                ("group by thread (top-down)", "tree?kind=top-down&group=thread"),
+            ]:
+                dt, _ = v.get(call)
+                interactions.setdefault(name, []).append(dt)
+            page = page_timings(v.url) if rep == 0 else None
+            if page:
+                interactions.setdefault("page: first view drawn (browser)", []).append(page["first_view_ms"] / 1000)
+                interactions.setdefault("page: wheel zoom redrawn (browser)", []).append(page["zoom_ms"] / 1000)
+        finally:
+            v.close()
+    print(f"\n== kairos view, {N:,} samples, {FUNCS:,} functions, 8 threads (median of {REPS}) ==")
+    print(f"  load and index (start to URL)        {ms(statistics.median(loads))}")
+    for name, _ in first_view:
+        print(f"  first view: api/{name:<24} {ms(statistics.median(per[name]))}")
+    fv = statistics.median(firsts)
+    print(f"  first view, server side in total     {ms(fv)}   goal <= 3000 ms: {'met' if fv <= 3 else 'NOT met'}")
+    worst = 0.0
+    for name, xs in interactions.items():
+        m = statistics.median(xs)
+        if not name.startswith("page"):
+            worst = max(worst, m)
+        print(f"  {name:<37}{ms(m)}")
+    print(f"  slowest zoom/filter answer           {ms(worst)}   goal <= 200 ms: {'met' if worst <= 0.2 else 'NOT met'}")
+
+
+def page_timings(url):
+    """First view and one wheel zoom in headless Chromium, when Node and the page's
+    packages are there; None otherwise (said once)."""
+    if not (shutil.which("node") and os.path.isdir(os.path.join(WEB, "node_modules", "playwright-core"))
+            and os.path.exists(CHROMIUM)):
+        log("page timings skipped: needs node, web/node_modules (npm ci) and chromium")
+        return None
+    r = subprocess.run(["node", os.path.join(HERE, "view_page.mjs"), WEB, CHROMIUM, url],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        log(f"page timings failed: {r.stderr[-2000:]}")
+        return None
+    return json.loads(r.stdout)
+
+
+def side_by_side(tmp):
+    """From a perf.data to a first look: perf report --stdio against kairos import + view."""
+    data = os.path.join(tmp, "perf.data")
+    subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-c", "10000", "-g", "-o", data, "--",
+                    os.path.join(SAMPLES, "transitions"), PERF_ITER],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    perf_t, kairos_t, n = [], [], None
+    for rep in range(REPS):
+        t0 = time.perf_counter()
+        subprocess.run(["perf", "report", "--stdio", "-i", data], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        perf_t.append(time.perf_counter() - t0)
+        r = os.path.join(tmp, f"imp{rep}")
+        t0 = time.perf_counter()
+        subprocess.run([KAIROS, "import", "-q", data, "-r", r], check=True, stdout=subprocess.DEVNULL)
+        v = View(r)
+        try:
+            for call in ["results", "summary", "timeline?width=1400", "tree?kind=top-down"]:
+                _, body = v.get(call)
+                if call == "results":
+                    n = body["results"][0]["samples"]
+        finally:
+            v.close()
+        kairos_t.append(time.perf_counter() - t0)
+        shutil.rmtree(r)
+    p, k = statistics.median(perf_t), statistics.median(kairos_t)
+    print(f"\n== from perf.data ({n:,} samples, call graphs) to a first look (median of {REPS}) ==")
+    print(f"  perf report --stdio                  {ms(p)}")
+    print(f"  kairos import + view first view      {ms(k)}   ratio kairos/perf {k / p:.2f}")
+
+
+def main():
+    if REPS < 1:
+        sys.exit("view_scale: BENCH_REPS must be >= 1")
+    tmp = tempfile.mkdtemp(prefix="kairos-view-bench-")
+    try:
+        scale(tmp)
+        side_by_side(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+main()

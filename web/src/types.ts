@@ -1,0 +1,57 @@
+// Shapes of the JSON answers of the `kairos view` HTTP API (docs/VIEW_API.md).
+
+export interface ThreadInfo { tid: number; pid: number; name: string; process: string; samples: number }
+
+export interface ResultInfo {
+  id: number; name: string; path: string; ok: boolean; error: string | null;
+  kind?: string; command?: string; samples?: number; start_ns?: number; duration_ns?: number;
+  weight_unit?: string; event?: string; threads?: ThreadInfo[]; cpus?: number[];
+  has_branches?: boolean; branch_depth?: number | null; methods?: string[];
+  has_counters?: boolean; notes?: string[];
+}
+
+export interface ResultsAnswer { results: ResultInfo[] }
+
+export interface TopFunction { func: number; function: string; module: string; self: number; self_share: number; count: number }
+export interface SummaryAnswer { facts: [string, string][]; top: TopFunction[]; notes?: string[] }
+
+export interface FunctionTable { id: number[]; name: string[]; module: string[] }
+export interface Lane {
+  key: string; label: string; tid: number | null; cpu: number | null; samples: number;
+  bucket: number[]; count: number[]; weight: number[]; func: number[];
+}
+export interface TimelineAnswer {
+  from: number; to: number; width: number; bucket_ns: number;
+  functions: FunctionTable; lanes: Lane[];
+}
+
+export interface Frame { function: string; module: string; file: string | null; line: number | null }
+export interface BranchRecord {
+  order: number; position: number; from_function: string; from_module: string;
+  to_function: string; to_module?: string; kind: string; cycles: number | null;
+  mispredicted: boolean; is_new: boolean; times: (number | null)[];
+}
+export interface SampleAnswer {
+  index: number; time_ns: number; tid: number; cpu: number | null; weight: number;
+  stack: Frame[]; methods: string[]; branches: BranchRecord[]; note: string | null;
+}
+
+export interface TreeRows {
+  id: number[]; name: string[]; module: string[]; self: number[]; total: number[];
+  count: number[]; has_children: boolean[];
+}
+export interface TreeAnswer { total_weight: number; total_count: number; rows: TreeRows }
+
+export interface Series { name: string; values: (number | null)[] }
+export interface Histogram { name: string; edges: number[]; counts: number[] }
+export interface CountersAnswer { bucket_ns: number; series: Series[]; histograms: Histogram[] }
+
+export interface CompareRows {
+  name: string[]; module: string[]; a: number[]; b: number[];
+  a_share: number[]; b_share: number[]; diff: number[]; ratio: (number | null)[];
+}
+/** `columns` (headings of `facts`, first one for the label) is sent by the server beyond VIEW_API.md. */
+export interface CompareAnswer { facts: string[][]; rows: CompareRows; columns?: string[] }
+
+/** A time range in ns relative to the result's first sample, half-open. */
+export interface Range { from: number; to: number }
