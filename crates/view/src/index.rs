@@ -94,6 +94,9 @@ pub struct Index {
     pub cpu_lanes: Vec<Lane>,
     /// Sample times, in order (samples are sorted by time).
     pub times: Vec<u64>,
+    /// Tree node of each sample's leaf (NONE without a stack): one lookup instead of three
+    /// in the loops over millions of samples.
+    leaf: Vec<u32>,
     /// Tree aggregates of recent selections.
     pub agg: crate::agg::Cache,
 }
@@ -159,6 +162,11 @@ impl Index {
         }
         let (thread_lanes, cpu_lanes) = lanes(p);
         let times = p.samples.iter().map(|s| s.time_ns).collect();
+        let leaf = p
+            .samples
+            .iter()
+            .map(|s| s.stack.and_then(|st| stack_node.get(st as usize).copied()).unwrap_or(NONE))
+            .collect();
         Index {
             profile,
             funcs,
@@ -174,6 +182,7 @@ impl Index {
             thread_lanes,
             cpu_lanes,
             times,
+            leaf,
             agg: Default::default(),
         }
     }
@@ -197,12 +206,7 @@ impl Index {
 
     /// Tree node of a sample's leaf, NONE without a stack.
     pub fn leaf_node(&self, sample: usize) -> u32 {
-        self.profile
-            .samples
-            .get(sample)
-            .and_then(|s| s.stack)
-            .and_then(|s| self.stack_node.get(s as usize).copied())
-            .unwrap_or(NONE)
+        self.leaf.get(sample).copied().unwrap_or(NONE)
     }
 
     pub fn func_of_node(&self, node: u32) -> u32 {

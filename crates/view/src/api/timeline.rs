@@ -99,15 +99,19 @@ fn buckets(ix: &Index, lane: &Lane, sel: &Sel, width: usize, mask: Option<&[bool
         }
         touched.clear();
     };
+    // Samples are in time order: walk the bucket boundaries instead of dividing per sample.
+    let start_of = |k: usize| sel.from + ((k as u128 * span).div_ceil(width as u128)) as u64;
+    let mut next_start = 0u64;
     for &i in &lane.samples[a..b.max(a)] {
         let s = &p.samples[i as usize];
         if mask.is_some_and(|m| !m.get(s.thread as usize).copied().unwrap_or(false)) {
             continue;
         }
-        let k = (((s.time_ns - sel.from) as u128 * width as u128) / span).min(width as u128 - 1) as usize;
-        if k != cur {
+        if cur == usize::MAX || s.time_ns >= next_start {
+            let k = (((s.time_ns - sel.from) as u128 * width as u128) / span).min(width as u128 - 1) as usize;
             flush(&mut out, cur, count, weight, best, &mut touched, &mut acc);
             (cur, count, weight, best, best_w) = (k, 0, 0, NONE, 0);
+            next_start = if k + 1 >= width { u64::MAX } else { start_of(k + 1) };
         }
         let f = ix.func_of_node(ix.leaf_node(i as usize));
         let slot = if f == NONE { acc.len() - 1 } else { f as usize };

@@ -152,31 +152,43 @@ fn groups(ix: &Index, sel: &crate::query::Sel, g: Group) -> Vec<Row> {
     let p = &ix.profile;
     let pids = pids(p);
     let mask = crate::agg::thread_mask(p, &sel.tids);
-    let mut rows: HashMap<u32, Row> = HashMap::new();
+    // Dense sums by group id (thread index, pid index, CPU, module id); the last slot
+    // holds samples of no group.
+    let slots = match g {
+        Group::Thread => p.threads.len(),
+        Group::Process => pids.len(),
+        Group::Cpu => ix.cpu_lanes.iter().filter_map(|l| l.cpu).max().map_or(0, |c| c as usize + 1),
+        _ => ix.funcs.modules.len(),
+    } + 1;
+    let (mut w, mut c, mut stacked) = (vec![0u64; slots], vec![0u64; slots], vec![false; slots]);
     for i in ix.range(sel.from, sel.to) {
         let s = &p.samples[i];
         if mask.as_ref().is_some_and(|m| !m.get(s.thread as usize).copied().unwrap_or(false)) {
             continue;
         }
         let id = crate::agg::group_of(ix, &pids, g, i);
-        let r = rows.entry(id).or_insert_with(|| {
+        let k = if (id as usize) < slots - 1 { id as usize } else { slots - 1 };
+        w[k] += s.weight;
+        c[k] += 1;
+        stacked[k] |= s.stack.is_some();
+    }
+    (0..slots)
+        .filter(|&k| c[k] > 0)
+        .map(|k| {
+            let id = if k == slots - 1 { NONE } else { k as u32 };
             let (name, module) = match g {
-                Group::Thread => p.threads.get(id as usize).map_or(("[unknown thread]".into(), String::new()), |t| {
+                Group::Thread => p.threads.get(k).map_or(("[unknown thread]".into(), String::new()), |t| {
                     (format!("{} ({})", t.name, t.tid), t.process_name.clone())
                 }),
                 Group::Process => {
-                    let pid = pids.get(id as usize).copied().unwrap_or(-1);
+                    let pid = pids.get(k).copied().unwrap_or(-1);
                     let name = p.threads.iter().find(|t| t.pid == pid).map_or("[unknown]".into(), |t| t.process_name.clone());
                     (format!("{name} ({pid})"), String::new())
                 }
-                Group::Cpu => (format!("CPU {id}"), String::new()),
-                _ => (ix.funcs.modules.get(id as usize).cloned().unwrap_or_else(|| "[unknown]".into()), String::new()),
+                Group::Cpu => (format!("CPU {k}"), String::new()),
+                _ => (ix.funcs.modules.get(k).cloned().unwrap_or_else(|| "[unknown]".into()), String::new()),
             };
-            Row { id, name, module, self_w: 0, total_w: 0, count: 0, has_children: false }
-        });
-        r.total_w += s.weight;
-        r.count += 1;
-        r.has_children |= s.stack.is_some();
-    }
-    rows.into_values().collect()
+            Row { id, name, module, self_w: 0, total_w: w[k], count: c[k], has_children: stacked[k] }
+        })
+        .collect()
 }
