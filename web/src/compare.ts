@@ -3,7 +3,7 @@
 import { Latest, errorText } from "./api";
 import { colorOf } from "./colors";
 import { byId, clear, fillSelect, h, showError } from "./dom";
-import { formatDiff, formatInt, formatRatio, formatShare } from "./format";
+import { formatDiff, formatInt, formatRatio, formatShare, formatWeight } from "./format";
 import type { Store } from "./state";
 import type { CompareAnswer, CompareRows } from "./types";
 import { VTable } from "./vtable";
@@ -32,8 +32,8 @@ export class CompareView {
         c.title = name;
       } },
       { title: "Module", width: "minmax(80px, 1fr)", cls: "module", render: r((x, i) => x.module[i] ?? "") },
-      { title: "A", width: "110px", cls: "num", render: r((x, i) => formatInt(x.a[i])) },
-      { title: "B", width: "110px", cls: "num", render: r((x, i) => formatInt(x.b[i])) },
+      { title: "A", width: "110px", cls: "num", render: r((x, i) => formatWeight(x.a[i], this.unit("a"))) },
+      { title: "B", width: "110px", cls: "num", render: r((x, i) => formatWeight(x.b[i], this.unit("b"))) },
       { title: "A share", width: "80px", cls: "num", render: r((x, i) => formatShare(x.a_share[i])) },
       { title: "B share", width: "80px", cls: "num", render: r((x, i) => formatShare(x.b_share[i])) },
       { title: "Diff", width: "90px", cls: "num", render: (c, i) => {
@@ -44,6 +44,11 @@ export class CompareView {
       { title: "Ratio B/A", width: "90px", cls: "num ratio", render: r((x, i) => formatRatio(x.ratio[i])) },
     ]);
     for (const sel of [this.a, this.b, this.group]) sel.addEventListener("change", () => void this.refresh());
+  }
+
+  /** Weight unit of side A or B (ns of CPU time, or an event's count). */
+  private unit(side: "a" | "b"): string | undefined {
+    return this.store.results[Number((side === "a" ? this.a : this.b).value)]?.weight_unit;
   }
 
   /** Fills the result pickers (first two results that opened) when the results are known. */

@@ -44,7 +44,7 @@ impl Functions {
             .iter()
             .map(|m| {
                 *mids.entry(m.as_str()).or_insert_with(|| {
-                    modules.push(m.clone());
+                    modules.push(if m.is_empty() { "[unknown]".to_string() } else { m.clone() });
                     (modules.len() - 1) as u32
                 })
             })

@@ -61,7 +61,7 @@ fn weights(d: &Data, group: &str) -> HashMap<(String, String), u64> {
             "process" => (th.map_or("[unknown]".into(), |t| t.process_name.clone()), String::new()),
             g => match ix.func_of_node(ix.leaf_node(i)) {
                 NONE => ("[no stack]".into(), String::new()),
-                f if g == "module" => (ix.funcs.module[f as usize].clone(), String::new()),
+                f if g == "module" => (ix.funcs.modules[ix.funcs.module_id[f as usize] as usize].clone(), String::new()),
                 f => (ix.funcs.name[f as usize].clone(), ix.funcs.module[f as usize].clone()),
             },
         };
