@@ -67,7 +67,7 @@ async function start(): Promise<void> {
     void tree.refresh();
     void inspector.show();
   });
-  store.on("method2", () => void inspector.show());
+  store.on("method2", () => { timeline.schedule(); void inspector.show(); });
   store.on("lanes", () => { timeline.reset(); });
   store.on("threads", () => {
     header.onThreads();

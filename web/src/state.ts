@@ -63,6 +63,14 @@ export class Store {
 
   clearThreads(): void { this.tids = []; this.emit("threads"); }
 
+  /** What weights count under `method`: points of a time assignment are always ns. */
+  unitOf(method: string): string | undefined {
+    return method && method !== "none" ? "ns" : this.result?.weight_unit;
+  }
+
+  /** What weights count in the current method's views. */
+  get weightUnit(): string | undefined { return this.unitOf(this.method); }
+
   /** The method query parameter: omitted for "none" so results without branches work. */
   get methodParam(): string | undefined {
     return this.method && this.method !== "none" ? this.method : undefined;

@@ -33,7 +33,7 @@ export class Summary {
 
   private render(d: SummaryAnswer): void {
     const res = this.store.result!;
-    const unit = weightUnit(res.weight_unit, res.event);
+    const unit = weightUnit(this.store.weightUnit, res.event);
     clear(this.el);
     const sel = this.store.selection;
     this.el.append(h("h2", { text: "Summary" + (sel ? ` of ${formatTime(sel.from)} – ${formatTime(sel.to)}` : "") }));
@@ -60,7 +60,7 @@ export class Summary {
       body.append(h("tr", {},
         h("td", { class: "name", title: f.function }, swatch, f.function),
         h("td", { class: "module", title: f.module, text: f.module }),
-        h("td", { class: "num", text: formatWeight(f.self, res.weight_unit) }),
+        h("td", { class: "num", text: formatWeight(f.self, this.store.weightUnit) }),
         h("td", { class: "num share" }, bar, h("span", { text: formatShare(f.self_share) })),
         h("td", { class: "num", text: formatInt(f.count) })));
     }

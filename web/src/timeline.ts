@@ -1,4 +1,6 @@
 // The timeline: one lane per thread or CPU on a canvas, fetched per view (debounced, stale requests aborted).
+// With a second method chosen, every lane is drawn twice, once per method, one above the
+// other (the paper's figure 12: the same recording under two time assignments).
 
 import { Latest, errorText, hold } from "./api";
 import { drawAxis, ticks } from "./axis";
@@ -19,8 +21,14 @@ export class Timeline {
   private readonly axis = byId<HTMLCanvasElement>("timeline-axis");
   private readonly errorBox = byId("timeline-error");
   private data: TimelineAnswer | null = null;
+  /** The same view under the second method, when one is chosen. */
+  private data2: TimelineAnswer | null = null;
+  private merged: Lane[] = [];
+  /** The method of each drawn lane (lanes of the second method are copies). */
+  private laneMethod = new WeakMap<Lane, string>();
   private names = new Map<number, [string, string]>();
   private latest = new Latest();
+  private latest2 = new Latest();
   private timer: number | undefined;
   private release: (() => void) | null = null;
   /** Selection being dragged (not yet in the store). */
@@ -41,7 +49,27 @@ export class Timeline {
   }
 
   get plotWidth(): number { return Math.max(10, this.canvas.clientWidth - LABEL_W); }
-  get lanes(): Lane[] { return this.data?.lanes ?? []; }
+  get lanes(): Lane[] { return this.merged; }
+
+  /** The second method, when it differs from the first and the result has it. */
+  private get method2(): string | null {
+    const m2 = this.store.method2, res = this.store.result;
+    return m2 && m2 !== this.store.method && res?.methods?.includes(m2) ? m2 : null;
+  }
+
+  /** Lanes to draw: the answer's, or each lane under both methods, labelled with the method. */
+  private merge(): void {
+    const d = this.data, d2 = this.data2, m2 = this.method2;
+    if (!d || !d2 || !m2) { this.merged = d?.lanes ?? []; return; }
+    const other = new Map(d2.lanes.map(l => [l.key, l]));
+    const empty = (l: Lane): Lane => ({ ...l, bucket: [], count: [], weight: [], func: [] });
+    this.merged = d.lanes.flatMap(l => {
+      const a = { ...l, label: `${this.store.method}: ${l.label}` };
+      const b = { ...(other.get(l.key) ?? empty(l)), label: `${m2}: ${l.label}` };
+      this.laneMethod.set(b, m2);
+      return [a, b];
+    });
+  }
 
   xOf(t: number): number {
     const v = this.store.view;
@@ -61,6 +89,8 @@ export class Timeline {
   /** Forgets the picture (another result or lane mode) and fetches anew. */
   reset(): void {
     this.data = null;
+    this.data2 = null;
+    this.merged = [];
     this.marker = null;
     this.draw();
     this.schedule();
@@ -84,16 +114,25 @@ export class Timeline {
     const v = this.store.view;
     const dpr = window.devicePixelRatio || 1;
     const width = Math.max(1, Math.min(4096, Math.round(this.plotWidth * dpr)));
+    const params = {
+      r: this.store.r, from: Math.floor(v.from), to: Math.ceil(v.to), width,
+      lanes: this.store.laneMode, tids: this.store.tidsParam,
+    };
+    const m2 = this.method2;
     try {
-      const d = await this.latest.get<TimelineAnswer>("timeline", {
-        r: this.store.r, from: Math.floor(v.from), to: Math.ceil(v.to), width,
-        lanes: this.store.laneMode, method: this.store.methodParam, tids: this.store.tidsParam,
-      });
-      if (!d) return;
+      const [d, d2] = await Promise.all([
+        this.latest.get<TimelineAnswer>("timeline", { ...params, method: this.store.methodParam }),
+        m2 ? this.latest2.get<TimelineAnswer>("timeline", { ...params, method: m2 === "none" ? undefined : m2 }) : Promise.resolve(null),
+      ]);
+      if (!d || (m2 && !d2)) return;
       clear(this.errorBox);
       this.data = d;
+      this.data2 = d2;
       this.names.clear();
-      d.functions.id.forEach((id, i) => this.names.set(id, [d.functions.name[i] ?? "?", d.functions.module[i] ?? ""]));
+      for (const a of d2 ? [d, d2] : [d]) {
+        a.functions.id.forEach((id, i) => this.names.set(id, [a.functions.name[i] ?? "?", a.functions.module[i] ?? ""]));
+      }
+      this.merge();
       this.draw();
     } catch (e) {
       showError(this.errorBox, errorText(e));
@@ -136,8 +175,12 @@ export class Timeline {
     const c = this.canvas;
     c.dataset.from = String(Math.round(v.from));
     c.dataset.to = String(Math.round(v.to));
-    c.dataset.lanes = String(lanes.length);
-    byId("lanes").textContent = `${lanes.length} ${this.store.laneMode === "cpu" ? "CPU" : "thread"} lane${lanes.length === 1 ? "" : "s"}`;
+    const real = this.data?.lanes.length ?? 0;
+    c.dataset.lanes = String(real);
+    c.dataset.rows = String(lanes.length);
+    c.dataset.methods = this.data2 ? `${this.store.method},${this.method2 ?? ""}` : this.store.method;
+    byId("lanes").textContent = `${real} ${this.store.laneMode === "cpu" ? "CPU" : "thread"} lane${real === 1 ? "" : "s"}`
+      + (this.data2 ? `, each under ${this.store.method} and ${this.method2 ?? ""}` : "");
     byId("view-range").textContent = `view: ${formatTime(v.from)} – ${formatTime(v.to)} (${formatTime(v.to - v.from)})`;
     const pw = this.plotWidth;
     const actx = this.sizeCanvas(this.axis, 22);
@@ -185,7 +228,7 @@ export class Timeline {
 
   private drawLane(ctx: CanvasRenderingContext2D, lane: Lane, y: number): void {
     const d = this.data!;
-    const perNs = this.store.result?.weight_unit === "ns";
+    const perNs = this.store.unitOf(this.laneMethod.get(lane) ?? this.store.method) === "ns";
     let max = 1;
     if (!perNs) for (const w of lane.weight) if (w > max) max = w;
     const inner = LANE_H - 3;
@@ -243,7 +286,7 @@ export class Timeline {
 
   /** A one-line description of what is under the pointer. */
   describe(hit: Hit): string {
-    const unit = this.store.result?.weight_unit === "ns" ? "" : " " + (this.store.result?.event ?? "");
+    const unit = this.store.unitOf(this.laneMethod.get(hit.lane) ?? this.store.method) === "ns" ? "" : " " + (this.store.result?.event ?? "");
     const head = `${hit.lane.label} · ${formatTime(hit.t)}`;
     if (!hit.func) return head + " · idle";
     return `${head} · ${hit.func}${hit.module ? " (" + hit.module + ")" : ""} · ${formatInt(hit.count)} samples · weight ${formatInt(hit.weight)}${unit}`;

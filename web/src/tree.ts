@@ -58,7 +58,7 @@ export class TreeView {
     const cols: Column<TNode>[] = [
       { title: "Name", width: "minmax(200px, 3fr)", cls: "name", render: (c, n) => this.nameCell(c, n) },
       { title: "Module", width: "minmax(80px, 1fr)", cls: "module", render: (c, n) => { c.textContent = n.module; c.title = n.module; } },
-      { title: "Self", width: "130px", cls: "num", render: (c, n) => { c.textContent = formatWeight(n.self, this.store.result?.weight_unit); c.dataset.value = String(n.self); } },
+      { title: "Self", width: "130px", cls: "num", render: (c, n) => { c.textContent = formatWeight(n.self, this.store.weightUnit); c.dataset.value = String(n.self); } },
       { title: "Total", width: "230px", cls: "num share", render: (c, n) => this.totalCell(c, n) },
       { title: "Samples", width: "90px", cls: "num", render: (c, n) => { c.textContent = formatInt(n.count); } },
     ];
@@ -93,7 +93,7 @@ export class TreeView {
     const share = n.total / this.totalWeight;
     const bar = h("span", { class: "bar" });
     bar.style.width = Math.max(0, Math.min(100, share * 100)) + "%";
-    c.append(bar, h("span", { text: `${formatWeight(n.total, this.store.result?.weight_unit)} (${formatShare(share)})` }));
+    c.append(bar, h("span", { text: `${formatWeight(n.total, this.store.weightUnit)} (${formatShare(share)})` }));
   }
 
   private params(path: number[]): Record<string, string | number | undefined> {
@@ -116,7 +116,7 @@ export class TreeView {
       this.status.textContent = "";
       return;
     }
-    const unit = weightUnit(res.weight_unit, res.event);
+    const unit = weightUnit(this.store.weightUnit, res.event);
     try {
       const d = await this.latest.get<TreeAnswer>("tree", this.params([]));
       if (!d) return;
@@ -124,7 +124,7 @@ export class TreeView {
       this.totalWeight = d.total_weight || 1;
       this.flat = nodesOf(d, null);
       if (!this.serverOrder) this.sortLevel(this.flat);
-      this.statusText = `${formatInt(this.flat.length)} top-level rows · total ${res.weight_unit === "ns" ? formatWeight(d.total_weight, "ns") : formatInt(d.total_weight) + " " + unit} · ${formatInt(d.total_count)} samples`;
+      this.statusText = `${formatInt(this.flat.length)} top-level rows · total ${this.store.weightUnit === "ns" ? formatWeight(d.total_weight, "ns") : formatInt(d.total_weight) + " " + unit} · ${formatInt(d.total_count)} samples`;
       this.showCount();
       this.table.setRows(this.flat, keepOpen);
       const signal = this.expandCtrl.signal;

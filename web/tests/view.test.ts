@@ -323,11 +323,21 @@ describe("branch records", () => {
     // a second method next to it
     const third = timed.find(m => m !== other)!;
     const m2 = page.waitForRequest(r => r.url().includes("/api/sample") && new URL(r.url()).searchParams.get("methods") === `${other},${third}`);
+    const tl2 = page.waitForResponse(r => r.url().includes("/api/timeline") && new URL(r.url()).searchParams.get("method") === third);
     await page.selectOption("#method2", third);
     await m2;
+    const tl2res = await tl2;
     await waitReady(page);
     assert.deepEqual(await heads(), [other, third]);
     assert.equal(await rows.first().locator("td.time").count(), 2, "two time columns");
+    // and the timeline shows every lane under both methods, one above the other (figure 12)
+    const tc = page.locator("#timeline");
+    const lanes = Number(await tc.getAttribute("data-lanes"));
+    assert.ok(lanes >= 1);
+    assert.equal(Number(await tc.getAttribute("data-rows")), 2 * lanes, "two rows per lane");
+    assert.equal(await tc.getAttribute("data-methods"), `${other},${third}`);
+    const second = await tl2res.json() as { lanes: { count: number[] }[] };
+    assert.ok(second.lanes.some(l => l.count.length > 0), "the second method's lanes have points");
     await screenshot(page, "branches");
     noErrors(errors);
     await page.close();
