@@ -129,3 +129,76 @@ fn buckets(ix: &Index, lane: &Lane, sel: &Sel, width: usize, mask: Option<&[bool
     flush(&mut out, cur, count, weight, best, &mut touched, &mut acc);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use kairos_model::{Frame, Mode, Profile, Sample, Stack, Thread};
+
+    use super::*;
+    use crate::index::Functions;
+
+    /// `n` samples `1..step` ns apart (1: every ns, so samples fall on every bucket boundary).
+    fn profile(n: usize, seed: u64, step: u64) -> Profile {
+        let frame = |name: &str| Frame {
+            address: 0,
+            module: None,
+            module_offset: 0,
+            function: name.into(),
+            file: None,
+            line: None,
+            inline_depth: 0,
+            mode: Mode::User,
+        };
+        let mut p = Profile {
+            threads: vec![Thread { pid: 1, tid: 1, name: "t".into(), process_name: "t".into() }],
+            frames: (0..7).map(|i| frame(&format!("f{i}"))).collect(),
+            stacks: (0..7).map(|i| Stack { parent: None, frame: i }).collect(),
+            ..Profile::default()
+        };
+        let mut x = seed;
+        let mut t = 1_000u64;
+        for _ in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            t += if step == 1 { 1 } else { x % step };
+            let stack = if x % 11 == 0 { None } else { Some((x % 7) as u32) };
+            p.samples.push(Sample { time_ns: t, thread: 0, cpu: 0, stack, weight: 1 + (x >> 20) % 1_000_003 });
+        }
+        p
+    }
+
+    /// The boundary walk agrees with dividing every sample's time, for odd widths and ranges.
+    #[test]
+    fn buckets_match_a_per_sample_division() {
+        for (seed, step, width, cut) in [(1u64, 5000, 7usize, 0u64), (2, 5000, 333, 12_345), (3, 5000, 4096, 1), (4, 5000, 1, 0), (5, 1, 7, 0), (6, 1, 333, 3), (7, 1, 4096, 0)] {
+            let p = profile(5000, seed, step);
+            let funcs = Arc::new(Functions::new(&p));
+            let ix = Index::new(Arc::new(p), funcs);
+            let (a, b) = (ix.times[0] + cut, ix.times[ix.times.len() - 1] - cut / 2);
+            let sel = Sel { from: a, to: b, tids: None };
+            let got = buckets(&ix, &ix.thread_lanes[0], &sel, width, None);
+            let span = (b - a) as u128;
+            let mut want: std::collections::BTreeMap<usize, (u64, u64, Vec<u64>)> = Default::default();
+            for (i, s) in ix.profile.samples.iter().enumerate().filter(|(_, s)| s.time_ns >= a && s.time_ns < b) {
+                let k = (((s.time_ns - a) as u128 * width as u128) / span).min(width as u128 - 1) as usize;
+                let e = want.entry(k).or_insert((0, 0, vec![0; 8]));
+                e.0 += 1;
+                e.1 += s.weight;
+                let f = ix.func_of_node(ix.leaf_node(i));
+                e.2[if f == NONE { 7 } else { f as usize }] += s.weight;
+            }
+            assert_eq!(got.bucket, want.keys().map(|&k| k as u32).collect::<Vec<_>>(), "width {width} step {step}");
+            assert_eq!(got.count, want.values().map(|v| v.0).collect::<Vec<_>>());
+            assert_eq!(got.weight, want.values().map(|v| v.1).collect::<Vec<_>>());
+            for (k, (_, _, per)) in want.values().enumerate() {
+                let top = *per.iter().max().unwrap_or(&0);
+                let f = got.func[k];
+                let slot = if f == NONE { 7 } else { f as usize };
+                assert_eq!(per[slot], top, "bucket {k}: the drawn function has the most weight");
+            }
+        }
+    }
+}
