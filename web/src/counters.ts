@@ -21,6 +21,17 @@ function setupCanvas(c: HTMLCanvasElement, cssH: number): CanvasRenderingContext
   return ctx;
 }
 
+/** A chart's box with its y labels (the top value and 0); leaves the label style set. */
+function frame(ctx: CanvasRenderingContext2D, top: string, pw: number, ph: number): void {
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.fillStyle = "#3b4252";
+  ctx.textBaseline = "middle";
+  ctx.fillText(top, 4, 8);
+  ctx.fillText("0", 4, 4 + ph);
+  ctx.strokeStyle = "#c9ced8";
+  ctx.strokeRect(PAD_L + 0.5, 4.5, pw, ph);
+}
+
 export class Counters {
   private readonly el = byId("counters");
   private latest = new Latest();
@@ -69,13 +80,7 @@ export class Counters {
     let max = 0;
     for (const v of s.values) if (v !== null && v > max) max = v;
     const top = max > 0 ? max * 1.05 : 1;
-    ctx.font = "11px system-ui, sans-serif";
-    ctx.fillStyle = "#3b4252";
-    ctx.textBaseline = "middle";
-    ctx.fillText(formatNumber(max), 4, 8);
-    ctx.fillText("0", 4, 4 + ph);
-    ctx.strokeStyle = "#c9ced8";
-    ctx.strokeRect(PAD_L + 0.5, 4.5, pw, ph);
+    frame(ctx, formatNumber(max), pw, ph);
     const { step, times } = ticks(r, pw, 120);
     ctx.textBaseline = "top";
     for (const t of times) {
@@ -105,13 +110,7 @@ export class Counters {
     const n = hi.counts.length;
     let max = 0;
     for (const c of hi.counts) if (c > max) max = c;
-    ctx.font = "11px system-ui, sans-serif";
-    ctx.fillStyle = "#3b4252";
-    ctx.textBaseline = "middle";
-    ctx.fillText(formatInt(max), 4, 8);
-    ctx.fillText("0", 4, 4 + ph);
-    ctx.strokeStyle = "#c9ced8";
-    ctx.strokeRect(PAD_L + 0.5, 4.5, pw, ph);
+    frame(ctx, formatInt(max), pw, ph);
     if (!n) return;
     const bw = pw / n;
     ctx.fillStyle = "#e07b39";

@@ -62,7 +62,8 @@ pub struct CollectArgs {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// perf.data file recorded by `perf record`.
+    /// perf.data file recorded by `perf record` (file or pipe mode, compressed or not), or
+    /// `-` for standard input: `perf record -o - -- PROG | kairos import -`.
     pub file: PathBuf,
     /// Result directory (default: the next free rNNNhs in the current directory).
     #[arg(short = 'r', long = "result-dir")]
@@ -115,6 +116,10 @@ pub struct ReportArgs {
     /// `report branches`: the sample with branch records nearest this many seconds after the first sample.
     #[arg(long = "time")]
     pub time: Option<f64>,
+    /// Which event of a recording of several to report on (e.g. instructions); default:
+    /// the first event that has samples. `report summary` lists them.
+    #[arg(long = "event")]
+    pub event: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -13,21 +13,8 @@ use crate::error::{CliResult, UserError};
 use crate::pipeline::{self, PERF_DATA};
 
 pub fn run(args: ImportArgs) -> CliResult {
-    // Read the header first: a file that is not perf.data must not leave a result behind.
-    let file = PerfFile::open(&args.file).map_err(|e| {
-        UserError::failed(format!("cannot import {}: {e}; give a perf.data file written by `perf record`", args.file.display()))
-    })?;
-    let features = file.features().clone();
-    drop(file);
-
-    let mut dir = pipeline::create_result_dir(args.result_dir.as_deref(), "hs")?;
-    let dest = dir.path().join(PERF_DATA);
-    // The raw records travel with the result; a hard link costs nothing when possible.
-    if std::fs::hard_link(&args.file, &dest).is_err() {
-        std::fs::copy(&args.file, &dest).map_err(|e| {
-            UserError::failed(format!("cannot copy {} into {}: {e}; check free disk space", args.file.display(), dir.path().display()))
-        })?;
-    }
+    let from_stdin = args.file.as_os_str() == "-";
+    let (mut dir, features) = if from_stdin { take_stdin(&args)? } else { take_file(&args)? };
 
     let here = pipeline::this_host();
     let same_kernel = features.os_release.is_some()
@@ -48,7 +35,8 @@ pub fn run(args: ImportArgs) -> CliResult {
         let m = dir.manifest_mut();
         m.kind = Some("hotspots".into());
         m.command_line = Some(std::env::args().collect());
-        m.source = Some(Source::Imported { file: args.file.display().to_string() });
+        let file = if from_stdin { "standard input".to_string() } else { args.file.display().to_string() };
+        m.source = Some(Source::Imported { file });
         m.host = Some(Host {
             name: features.hostname.clone(),
             cpu_model: features.cpu_desc.clone(),
@@ -71,6 +59,55 @@ pub fn run(args: ImportArgs) -> CliResult {
     };
     let profile = pipeline::convert_result(&mut dir, &opts, args.quiet)?;
     crate::cmd_report::print_summary(&dir, &profile)
+}
+
+/// A perf.data file: its header is read first, so that a file that is not perf.data
+/// leaves no result behind; then it is linked (or copied) into the result.
+fn take_file(args: &ImportArgs) -> CliResult<(kairos_result::ResultDir, kairos_perf_data::Features)> {
+    let file = PerfFile::open(&args.file).map_err(|e| {
+        UserError::failed(format!("cannot import {}: {e}; give a perf.data file written by `perf record`", args.file.display()))
+    })?;
+    let features = file.features().clone();
+    drop(file);
+    let dir = pipeline::create_result_dir(args.result_dir.as_deref(), "hs")?;
+    let dest = dir.path().join(PERF_DATA);
+    // The raw records travel with the result; a hard link costs nothing when possible.
+    if std::fs::hard_link(&args.file, &dest).is_err() {
+        std::fs::copy(&args.file, &dest).map_err(|e| {
+            UserError::failed(format!("cannot copy {} into {}: {e}; check free disk space", args.file.display(), dir.path().display()))
+        })?;
+    }
+    Ok((dir, features))
+}
+
+/// `kairos import -`: a pipe-mode stream (`perf record -o - ... | kairos import -`) is
+/// written into the result as it arrives, then read like a file.
+fn take_stdin(args: &ImportArgs) -> CliResult<(kairos_result::ResultDir, kairos_perf_data::Features)> {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        return Err(UserError::usage("`kairos import -` reads perf.data from standard input; pipe it in: perf record -o - -- PROGRAM | kairos import -"));
+    }
+    let dir = pipeline::create_result_dir(args.result_dir.as_deref(), "hs")?;
+    let dest = dir.path().join(PERF_DATA);
+    let discard = |dir: &kairos_result::ResultDir| {
+        let _ = std::fs::remove_dir_all(dir.path());
+    };
+    let copied = std::fs::File::create(&dest).and_then(|mut f| std::io::copy(&mut std::io::stdin().lock(), &mut f));
+    if let Err(e) = copied {
+        // A stream cut short is still worth reading (perf record killed): keep what came.
+        if !dest.exists() {
+            discard(&dir);
+            return Err(UserError::failed(format!("cannot write {}: {e}; check free disk space", dest.display())));
+        }
+        eprintln!("kairos: warning: reading standard input stopped early ({e}); importing what arrived");
+    }
+    match PerfFile::open(&dest) {
+        Ok(file) => Ok((dir, file.features().clone())),
+        Err(e) => {
+            discard(&dir);
+            Err(UserError::failed(format!("cannot import standard input: {e}; pipe in the output of `perf record -o -`")))
+        }
+    }
 }
 
 fn or_default(given: &[PathBuf], default: &str) -> Vec<PathBuf> {

@@ -32,7 +32,7 @@ pub fn run(args: ReportArgs) -> CliResult {
         .map(GroupBy::from_str)
         .transpose()
         .map_err(|e| UserError::usage(format!("{e}")))?;
-    let (dir, mut profile) = open(&args.result_dir)?;
+    let (dir, mut profile) = open_event(&args.result_dir, args.event.as_deref())?;
     let applied = match args.time_assignment.as_deref() {
         Some(m) if matches!(args.report.as_str(), "hotspots" | "timeline") => Some(crate::time_assign::apply(m, &mut profile, &args.result_dir)?),
         Some(_) => return Err(UserError::usage("--time-assignment applies to the hotspots and timeline reports")),
@@ -43,7 +43,14 @@ pub fn run(args: ReportArgs) -> CliResult {
     // --limit 0 means every row.
     let limit = args.limit.filter(|&n| n > 0);
     let doc = match args.report.as_str() {
-        "summary" => kairos_analysis_hotspots::summary(&profile, &meta(&dir)).into(),
+        "summary" => {
+            let mut meta = meta(&dir);
+            if dir.manifest().events.iter().filter(|e| e.samples > 0).count() > 1 {
+                let shown = args.event.clone().or_else(|| dir.manifest().events.iter().find(|e| e.samples > 0).map(|e| e.name.clone()));
+                meta.push(("Shown event".into(), format!("{} (choose another with --event NAME)", shown.unwrap_or_default())));
+            }
+            kairos_analysis_hotspots::summary(&profile, &meta).into()
+        }
         "hotspots" => {
             let t = kairos_analysis_hotspots::hotspots(&profile, &filter, group_by.unwrap_or(GroupBy::Function), limit)
                 .map_err(analysis_error)?;
@@ -143,15 +150,34 @@ pub fn print_summary(dir: &ResultDir, profile: &Profile) -> CliResult {
     Ok(())
 }
 
+/// The result and the samples of its default event (the first that has samples).
 pub fn open(path: &std::path::Path) -> CliResult<(ResultDir, Profile)> {
+    open_event(path, None)
+}
+
+/// The result and the samples of one event (`--event NAME`; None: the default).
+pub fn open_event(path: &std::path::Path, event: Option<&str>) -> CliResult<(ResultDir, Profile)> {
     let dir = ResultDir::open(path).map_err(|e| {
         UserError::failed(format!("cannot open result {}: {e}; give a directory made by `kairos collect` or `kairos import`", path.display()))
     })?;
-    let mut profile = kairos_result::read_profile(&dir).map_err(|e| {
-        UserError::failed(format!("result {} is damaged: {e}; collect or import it again", path.display()))
+    let profile = kairos_result::read_profile_of_event(&dir, event).map_err(|e| match e {
+        kairos_result::Error::UnknownEvent { .. } => UserError::usage(format!("{e}; choose one with --event NAME")),
+        e => UserError::failed(format!("result {} is damaged: {e}; collect or import it again", path.display())),
     })?;
-    profile.weight_event = dir.manifest().weight_event.clone();
     Ok((dir, profile))
+}
+
+/// 1234567 as "1,234,567".
+fn group_digits(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 pub(crate) fn meta(dir: &ResultDir) -> Vec<(String, String)> {
@@ -174,6 +200,14 @@ pub(crate) fn meta(dir: &ResultDir) -> Vec<(String, String)> {
             Some(r) => format!("{} ({r})", e.name),
             None => e.name.clone(),
         });
+    }
+    // A recording of several events: each with its samples and total, reports show one.
+    let sampled: Vec<&kairos_result::EventSummary> = m.events.iter().filter(|e| e.samples > 0).collect();
+    if sampled.len() > 1 {
+        for e in &sampled {
+            let total = if e.time { format!("{:.3} s of CPU time", e.weight as f64 / 1e9) } else { format!("{} events", group_digits(e.weight)) };
+            push("Events", format!("{}: {} samples, {total}", e.name, group_digits(e.samples)));
+        }
     }
     if let Some(i) = m.knobs.get("sampling-interval-us") {
         push("Sampling interval", format!("{i} us"));

@@ -35,7 +35,7 @@ pub fn convert_result_with_side(
         UserError::failed(format!("cannot read {}: {e}; is it a perf.data file written by perf record or kairos?", perf_data.display()))
     })?;
     let bar = progress_bar(quiet, file.data_size());
-    let Converted { profile, decode_error, notes, events, side_samples } = kairos_convert::convert(&file, opts, &mut |p: Progress| {
+    let Converted { mut profile, decode_error, notes, events, side_samples, left_out } = kairos_convert::convert(&file, opts, &mut |p: Progress| {
         bar.set_length(p.total.max(1));
         bar.set_position(p.done);
     });
@@ -47,8 +47,10 @@ pub fn convert_result_with_side(
     }
     m.notes.extend(notes);
     if m.event.is_none() {
-        if let Some(name) = events.first() {
-            m.event = Some(Event { name: name.clone(), reason: Some("as recorded in the perf.data file".into()) });
+        // The event reports show by default: the first that has samples.
+        if let Some(name) = events.get(profile.default_event() as usize) {
+            let reason = if events.len() > 1 { "the first recorded event with samples" } else { "as recorded in the perf.data file" };
+            m.event = Some(Event { name: name.clone(), reason: Some(reason.into()) });
         }
     }
     let mut counts = Counts::new(profile.samples.len() as u64, profile.losses);
@@ -56,7 +58,6 @@ pub fn convert_result_with_side(
         counts.undecodable += 1;
     }
     m.counts = Some(counts);
-    m.weight_event = profile.weight_event.clone();
     let tables = kairos_result::write_profile(dir, &profile).map_err(|e| {
         UserError::failed(format!("cannot write the result tables in {}: {e}; check free disk space and permissions", dir.path().display()))
     })?;
@@ -65,6 +66,12 @@ pub fn convert_result_with_side(
     if let Some(e) = decode_error {
         eprintln!("kairos: warning: the recording is damaged ({e}); the result keeps what came before that point");
     }
+    if left_out > 0 {
+        eprintln!("kairos: warning: {left_out} samples of the recording are not in the result; `kairos report summary` says why");
+    }
+    // The analyses that run now see one event, as reports do; the tables keep them all.
+    let default = profile.default_event();
+    profile.select_event(default);
     Ok((profile, side_samples, events))
 }
 

@@ -74,7 +74,7 @@ impl Facts {
                 Err(e) => notes.push(format!("{}: allocated bytes n/a ({e})", dir.path().display())),
             }
         } else if m.table("samples").is_some() && f.kernel_share.is_none() {
-            match kairos_result::read_profile(dir) {
+            match kairos_result::read_profile_of_event(dir, None) {
                 Ok(p) => {
                     let (mut all, mut kernel) = (0u128, 0u128);
                     for s in &p.samples {

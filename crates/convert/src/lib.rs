@@ -14,6 +14,7 @@ mod classify;
 mod frames;
 mod overlap;
 mod processes;
+mod read_values;
 pub mod side;
 mod stack_cache;
 mod elf_cache;
@@ -62,7 +63,11 @@ pub struct Converted {
     pub events: Vec<String>,
     /// Occurrences of the events that are not time samples (page faults, tracepoints)
     /// when the first event is a timer: see [`side::is_side_attr`]. Sorted by time.
+    /// They are also in the profile's samples, under their own event.
     pub side_samples: Vec<SideSample>,
+    /// Samples of the file that are not in the profile (guest mode, unknown event); the
+    /// notes say why.
+    pub left_out: u64,
 }
 
 /// Progress of a conversion: bytes of the data section done and in all.
@@ -120,6 +125,8 @@ struct PendingSample {
     /// Raw stack node, resolved to a profile stack at the end.
     stack: Option<u32>,
     weight: u64,
+    /// Index of the sample's event (its attr).
+    event: u16,
     /// The branch stack, when the sample has one (possibly empty: nr = 0).
     branches: Option<Vec<PendingBranch>>,
 }
@@ -142,9 +149,16 @@ struct State {
     classifier: Classifier,
     /// branch_sample_type of each attr, by attr index.
     branch_sample_types: Vec<u64>,
-    /// Whether each attr's samples are side samples rather than profile samples.
+    /// Whether each attr's samples are also side samples (kernel entries of a timer profile).
     side_attrs: Vec<bool>,
     side: Vec<side::PendingSide>,
+    /// The fixed period of each attr (`perf record -c N`), for samples without PERIOD.
+    fixed_periods: Vec<Option<u64>>,
+    /// Samples taken while a guest ran, left out as perf report does.
+    guest_samples: u64,
+    /// Samples whose id names no event of the file.
+    unattributed_samples: u64,
+    read_deltas: read_values::ReadDeltas,
 }
 
 impl State {
@@ -168,6 +182,10 @@ impl State {
             branch_sample_types: file.attrs().iter().map(|a| a.attr.branch_sample_type).collect(),
             side_attrs: side::side_attrs(file),
             side: Vec::new(),
+            fixed_periods: file.attrs().iter().map(|a| a.attr.sample_period().filter(|&p| p > 0)).collect(),
+            guest_samples: 0,
+            unattributed_samples: 0,
+            read_deltas: read_values::ReadDeltas::new(file),
         }
     }
 
@@ -207,6 +225,7 @@ impl State {
             Record::Lost(l) => self.losses.lost_records += l.lost,
             Record::LostSamples(l) => self.losses.lost_samples += l.lost,
             Record::Throttle(_) => self.losses.throttled += 1,
+            Record::Other { record_type: kairos_perf_data::PERF_RECORD_SAMPLE, .. } => self.unattributed_samples += 1,
             _ => {}
         }
     }
@@ -222,6 +241,11 @@ impl State {
     }
 
     fn sample(&mut self, s: &kairos_perf_data::Sample<'_>) {
+        if matches!(s.misc & PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_GUEST_KERNEL | PERF_RECORD_MISC_GUEST_USER) {
+            // The guest's processes and binaries are not in this recording.
+            self.guest_samples += 1;
+            return;
+        }
         let pid = s.pid.unwrap_or(-1);
         let tid = s.tid.unwrap_or(pid);
         let mut chain = callchain::split(s.callchain.as_deref().unwrap_or(&[]), s.ip.unwrap_or(0), mode_of(s.misc));
@@ -243,20 +267,32 @@ impl State {
         if self.side_attrs.get(s.attr_index).copied().unwrap_or(false) {
             let object = s.addr.map(|a| side::object_of(&self.table, pid, a));
             self.side.push(side::PendingSide::new(s, thread, stack, object));
-            return;
         }
-        let branches = s.branch_stack.as_ref().map(|bs| {
+        // Without PERIOD in the sample (`-c N`), every sample stands for the attr's period.
+        let fixed = self.fixed_periods.get(s.attr_index).copied().flatten();
+        let mut branches = s.branch_stack.as_ref().map(|bs| {
             let bst = self.branch_sample_types.get(s.attr_index).copied().unwrap_or(0);
             bs.entries.iter().map(|e| self.branch(pid, bst, e)).collect()
         });
-        self.samples.push(PendingSample {
-            time_ns: s.time.unwrap_or(0),
-            thread,
-            cpu: s.cpu.unwrap_or(0),
-            stack,
-            weight: s.period.unwrap_or(1),
-            branches,
-        });
+        let weights = match self.read_deltas.split(s) {
+            read_values::Split::Plain => vec![(s.attr_index, s.period.or(fixed).unwrap_or(1))],
+            read_values::Split::Values { values, unknown } => {
+                self.unattributed_samples += unknown;
+                values
+            }
+        };
+        for (attr, weight) in weights {
+            self.samples.push(PendingSample {
+                time_ns: s.time.unwrap_or(0),
+                thread,
+                cpu: s.cpu.unwrap_or(0),
+                stack,
+                weight,
+                event: u16::try_from(attr).unwrap_or(u16::MAX),
+                // The branch stack belongs to the event that took the sample.
+                branches: if attr == s.attr_index { branches.take() } else { None },
+            });
+        }
     }
 
     /// One branch entry: its FROM and TO resolved like stack addresses (they are
@@ -357,6 +393,9 @@ impl State {
         let mut pending = self.samples;
         pending.sort_by_key(|p| p.time_ns);
         let mut sample_branches = Vec::new();
+        if pending.iter().any(|p| p.event != 0) {
+            profile.sample_events = pending.iter().map(|p| p.event).collect();
+        }
         profile.samples = pending
             .into_iter()
             .enumerate()
@@ -398,9 +437,24 @@ impl State {
         }
         notes.extend(self.symbolizer.notes());
         notes.extend(self.unwinder.notes());
-        let events = file.attrs().iter().map(|a| a.name.clone().unwrap_or_else(|| a.attr.event_name())).collect();
-        profile.weight_event = weight_event(file);
-        Converted { profile, decode_error, notes, events, side_samples }
+        if self.guest_samples > 0 {
+            notes.push(format!(
+                "{} samples were taken while a virtual machine's guest ran; they are left out because the guest's programs are not in this recording (perf script leaves them out too; perf report counts them in its header total but lists no function for them)",
+                self.guest_samples
+            ));
+        }
+        if self.unattributed_samples > 0 {
+            notes.push(format!(
+                "{} samples carry a sample id that belongs to no event of the file and were left out (the file's attrs or id index are incomplete)",
+                self.unattributed_samples
+            ));
+        }
+        let events: Vec<String> = file.attrs().iter().map(|a| a.name.clone().unwrap_or_else(|| a.attr.event_name())).collect();
+        profile.events = file.attrs().iter().zip(&events).map(|(a, name)| kairos_model::EventDef { name: name.clone(), time: is_timer(&a.attr) }).collect();
+        let default = profile.default_event() as usize;
+        profile.weight_event = profile.events.get(default).filter(|e| !e.time).map(|e| e.name.clone());
+        let left_out = self.guest_samples + self.unattributed_samples;
+        Converted { profile, decode_error, notes, events, side_samples, left_out }
     }
 }
 
@@ -449,12 +503,10 @@ impl PerfMaps {
 
 /// Timer events (cpu-clock, task-clock) have periods in nanoseconds; any other event's
 /// weights are counts of that event.
-fn weight_event(file: &PerfFile) -> Option<String> {
+pub fn is_timer(attr: &kairos_perf_data::EventAttr) -> bool {
     const CPU_CLOCK: u64 = 0;
     const TASK_CLOCK: u64 = 1;
-    let first = file.attrs().first()?;
-    let timer = first.attr.type_ == kairos_perf_data::PERF_TYPE_SOFTWARE && matches!(first.attr.config, CPU_CLOCK | TASK_CLOCK);
-    (!timer).then(|| first.name.clone().unwrap_or_else(|| first.attr.event_name()))
+    attr.type_ == kairos_perf_data::PERF_TYPE_SOFTWARE && matches!(attr.config, CPU_CLOCK | TASK_CLOCK)
 }
 
 fn is_anonymous(path: &str) -> bool {

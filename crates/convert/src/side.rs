@@ -84,12 +84,8 @@ pub(crate) fn finish(pending: Vec<PendingSide>, mapped: &[StackIdx]) -> Vec<Side
 /// time, and would corrupt the time profile if mixed into it. A file of one event, or
 /// whose first event is not a timer, keeps every sample in the profile as before.
 pub(crate) fn side_attrs(file: &PerfFile) -> Vec<bool> {
-    const CPU_CLOCK: u64 = 0;
-    const TASK_CLOCK: u64 = 1;
     let attrs = file.attrs();
-    let timer_first = attrs
-        .first()
-        .is_some_and(|a| a.attr.type_ == kairos_perf_data::PERF_TYPE_SOFTWARE && matches!(a.attr.config, CPU_CLOCK | TASK_CLOCK));
+    let timer_first = attrs.first().is_some_and(|a| crate::is_timer(&a.attr));
     attrs.iter().enumerate().map(|(i, _)| timer_first && attrs.len() > 1 && i > 0).collect()
 }
 

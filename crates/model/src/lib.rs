@@ -217,6 +217,44 @@ pub struct Profile {
     /// What sample weights count: None for nanoseconds of CPU time (timer events such as
     /// cpu-clock), else the event whose periods they are, e.g. "cycles".
     pub weight_event: Option<String>,
+    /// The sampling events of the recording, in the file's attr order.
+    #[serde(default)]
+    pub events: Vec<EventDef>,
+    /// Event of each sample (index into `events`), parallel to `samples`; empty when
+    /// every sample belongs to event 0. Analyses see one event at a time: see
+    /// [`Profile::select_event`].
+    #[serde(default)]
+    pub sample_events: Vec<u16>,
+}
+
+/// An event name without perf's modifiers; see [`Profile::find_event`].
+pub fn event_base_name(name: &str) -> &str {
+    let mut parts = name.split('/');
+    let (first, inner) = (parts.next().unwrap_or(name), parts.next());
+    match inner {
+        // pmu/term,term/: the first term that is not key=value names the event.
+        Some(terms) => match terms.split(',').find(|t| !t.contains('=') && !t.is_empty()) {
+            Some(ev) => ev,
+            None => first,
+        },
+        None => first.split(':').next().unwrap_or(first),
+    }
+}
+
+/// One sampling event of a recording.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventDef {
+    /// As perf names it, e.g. "cycles", "cpu-clock", "mem-loads".
+    pub name: String,
+    /// True for timer events (cpu-clock, task-clock): weights are nanoseconds.
+    pub time: bool,
+}
+
+/// Samples and summed weight of one event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EventTotals {
+    pub samples: u64,
+    pub weight: u64,
 }
 
 impl Profile {
@@ -234,6 +272,73 @@ impl Profile {
     /// True when sample weights are nanoseconds of CPU time.
     pub fn weight_is_time(&self) -> bool {
         self.weight_event.is_none()
+    }
+
+    /// The event of sample `i`.
+    pub fn event_of(&self, i: usize) -> u16 {
+        self.sample_events.get(i).copied().unwrap_or(0)
+    }
+
+    /// Samples and weight of every event, by event index.
+    pub fn event_totals(&self) -> Vec<EventTotals> {
+        let mut t = vec![EventTotals::default(); self.events.len().max(1)];
+        for (i, s) in self.samples.iter().enumerate() {
+            if let Some(e) = t.get_mut(self.event_of(i) as usize) {
+                e.samples += 1;
+                e.weight = e.weight.saturating_add(s.weight);
+            }
+        }
+        t
+    }
+
+    /// The event reports show when none is asked for: the first that has samples.
+    pub fn default_event(&self) -> u16 {
+        let totals = self.event_totals();
+        totals.iter().position(|t| t.samples > 0).unwrap_or(0) as u16
+    }
+
+    /// The index of the event called `name`: exactly, or by its base name without perf's
+    /// modifiers (`cycles:u` is `cycles`, `page-faults/period=5/` is `page-faults`,
+    /// `cpu/mem-loads,ldlat=30/P` is `mem-loads`).
+    pub fn find_event(&self, name: &str) -> Option<u16> {
+        let exact = self.events.iter().position(|e| e.name == name);
+        let want = event_base_name(name);
+        exact.or_else(|| self.events.iter().position(|e| event_base_name(&e.name) == want)).map(|i| i as u16)
+    }
+
+    /// Keeps only the samples of `event` (and their branch records), and says what
+    /// their weights count. Every analysis works on one event at a time.
+    pub fn select_event(&mut self, event: u16) {
+        if let Some(e) = self.events.get(event as usize) {
+            self.weight_event = (!e.time).then(|| e.name.clone());
+        }
+        if self.sample_events.is_empty() {
+            if event != 0 {
+                self.samples.clear();
+                self.branches.clear();
+            }
+            return;
+        }
+        let events = std::mem::take(&mut self.sample_events);
+        let mut new_index = vec![u32::MAX; self.samples.len()];
+        let mut kept = 0u32;
+        let mut i = 0usize;
+        self.samples.retain(|_| {
+            let keep = events.get(i).copied().unwrap_or(0) == event;
+            if keep {
+                new_index[i] = kept;
+                kept += 1;
+            }
+            i += 1;
+            keep
+        });
+        self.branches.retain_mut(|b| match new_index.get(b.sample as usize) {
+            Some(&n) if n != u32::MAX => {
+                b.sample = n;
+                true
+            }
+            _ => false,
+        });
     }
 
     /// First and last sample time, or None when there are no samples.
@@ -298,6 +403,50 @@ mod tests {
             inline_depth: 0,
             mode: Mode::User,
         }
+    }
+
+    #[test]
+    fn event_names_match_without_modifiers() {
+        assert_eq!(event_base_name("cycles:u"), "cycles");
+        assert_eq!(event_base_name("page-faults/period=5/"), "page-faults");
+        assert_eq!(event_base_name("cpu/mem-loads,ldlat=30/P"), "mem-loads");
+        assert_eq!(event_base_name("cpu/event=0xc4,umask=0x1/"), "cpu");
+        let ev = |n: &str| EventDef { name: n.into(), time: false };
+        let p = Profile { events: vec![ev("cycles:u"), ev("cycles"), ev("page-faults/period=5/")], ..Default::default() };
+        assert_eq!(p.find_event("cycles"), Some(1), "an exact name wins");
+        assert_eq!(p.find_event("page-faults"), Some(2));
+        assert_eq!(p.find_event("instructions"), None);
+    }
+
+    #[test]
+    fn selecting_an_event_keeps_its_samples_and_their_branch_records() {
+        let sample = |t: u64, w: u64| Sample { time_ns: t, thread: 0, cpu: 0, stack: None, weight: w };
+        let rec = |sample: u32| BranchRecord {
+            sample,
+            position: 0,
+            from_address: 0,
+            to_address: 0,
+            from_frame: None,
+            to_frame: None,
+            kind: BranchKind::Call,
+            cycles: None,
+            mispredicted: false,
+            is_new: true,
+        };
+        let mut p = Profile {
+            samples: vec![sample(1, 10), sample(2, 3), sample(3, 20), sample(4, 4)],
+            sample_events: vec![0, 1, 0, 1],
+            branches: vec![rec(1), rec(2), rec(3)],
+            events: vec![EventDef { name: "cpu-clock".into(), time: true }, EventDef { name: "instructions".into(), time: false }],
+            ..Default::default()
+        };
+        let totals = p.event_totals();
+        assert_eq!((totals[0].samples, totals[0].weight, totals[1].weight), (2, 30, 7));
+        p.select_event(1);
+        assert_eq!(p.samples.iter().map(|s| s.time_ns).collect::<Vec<_>>(), [2, 4]);
+        assert_eq!(p.branches.iter().map(|b| b.sample).collect::<Vec<_>>(), [0, 1], "records follow their samples' new indices");
+        assert_eq!(p.weight_event.as_deref(), Some("instructions"));
+        assert!(p.sample_events.is_empty());
     }
 
     #[test]

@@ -17,14 +17,14 @@ pub enum PerfDataError {
         source: std::io::Error,
     },
     /// The first 8 bytes are not `PERFILE2`.
-    #[error("not a perf.data file: the first 8 bytes are {0:02x?}, expected \"PERFILE2\"")]
+    #[error("not a perf.data file: the first 8 bytes are {0:02x?}, expected \"PERFILE2\" (or the old \"PERFFILE\")")]
     BadMagic([u8; 8]),
     /// The magic is byte-swapped: the file was written on a big-endian machine.
     #[error("big-endian perf.data files are not supported (the PERFILE2 magic is byte-swapped); convert it with perf on a big-endian machine")]
     BigEndian,
-    /// A pipe-mode file (`perf record -o -`): header of 16 bytes, attrs inside the stream.
-    #[error("pipe-mode perf.data (written to a pipe, header size 16) is not supported; re-record to a file")]
-    PipeMode,
+    /// A pipe-mode stream whose records hold no event attr (HEADER_ATTR).
+    #[error("pipe-mode perf.data without any event attr record: the stream was cut before perf wrote its header records")]
+    PipeWithoutAttrs,
     /// A header structure lies (partly) outside the file.
     #[error("truncated perf.data: {what} needs bytes {start}..{end} but the file has {file_len} bytes")]
     Truncated {
@@ -88,6 +88,9 @@ pub enum DecodeErrorKind {
         /// The field being read.
         field: &'static str,
     },
+    /// Compressed data (`perf record -z`) could not be decompressed.
+    #[error("compressed data cannot be decompressed: {0}")]
+    Decompress(String),
     /// A record kind this reader does not decode and cannot skip safely.
     #[error("unsupported record: {0}")]
     Unsupported(&'static str),

@@ -90,6 +90,21 @@ impl Features {
         f
     }
 
+    /// A feature that arrived as a HEADER_FEATURE record (pipe mode).
+    pub(crate) fn add_section(&mut self, bit: u32, body: &[u8]) {
+        if !self.present.contains(&bit) {
+            self.present.push(bit);
+        }
+        if self.parse_one(bit, body).is_err() {
+            self.malformed.push(bit);
+        }
+    }
+
+    /// One HEADER_BUILD_ID record of a pipe-mode stream.
+    pub(crate) fn add_build_id_record(&mut self, rec: &[u8]) {
+        self.build_ids.extend(build_ids(rec));
+    }
+
     fn parse_one(&mut self, bit: u32, b: &[u8]) -> Result<(), Short> {
         let mut c = Cursor::new(b);
         match bit {

@@ -8,6 +8,7 @@ use crate::error::PerfDataError;
 use crate::features::Features;
 use crate::header::FileHeader;
 use crate::records::{Attribution, Records};
+use crate::stream::{self, Expanded};
 
 enum Storage {
     Mapped(memmap2::Mmap),
@@ -23,13 +24,16 @@ impl Storage {
     }
 }
 
-/// An opened perf.data file (little-endian, file mode, any perf version).
+/// An opened perf.data file (little-endian, file or pipe mode, compressed or not, any
+/// perf version).
 pub struct PerfFile {
     storage: Storage,
     header: FileHeader,
     attrs: Vec<AttrEntry>,
     features: Features,
     attribution: Attribution,
+    /// The record stream with compressed records expanded, when the file has any.
+    expanded: Option<Expanded>,
 }
 
 impl std::fmt::Debug for PerfFile {
@@ -61,14 +65,53 @@ impl PerfFile {
         PerfFile::from_storage(Storage::Owned(bytes))
     }
 
+    /// Reads a whole stream (standard input in pipe mode: `perf record -o - | kairos import -`).
+    pub fn from_reader(mut reader: impl std::io::Read) -> Result<PerfFile, PerfDataError> {
+        let mut bytes = Vec::new();
+        reader.read_to_end(&mut bytes).map_err(|source| PerfDataError::Io { path: "standard input".into(), source })?;
+        PerfFile::from_bytes(bytes)
+    }
+
     fn from_storage(storage: Storage) -> Result<PerfFile, PerfDataError> {
         let bytes = storage.bytes();
         let header = FileHeader::parse(bytes)?;
-        let mut attrs = parse_attrs(bytes, &header)?;
-        let features = Features::parse(bytes, &header);
-        name_attrs(&mut attrs, &features);
-        let attribution = Attribution::new(&attrs);
-        Ok(PerfFile { storage, header, attrs, features, attribution })
+        let mut file = PerfFile { header, attrs: Vec::new(), features: Features::default(), attribution: Attribution::default(), expanded: None, storage: Storage::Owned(Vec::new()) };
+        let (start, end) = data_range(&file.header, bytes.len());
+        let data = bytes.get(start..end).unwrap_or(&[]);
+        // A finished file says in its features whether it was compressed; a pipe-mode stream
+        // or an unfinished file must be walked to know.
+        let may_be_compressed = file.header.pipe || file.header.data.size == 0 || file.header.has_feature(crate::consts::HEADER_COMPRESSED);
+        if may_be_compressed {
+            file.expanded = stream::expand(data, start as u64);
+        }
+        let records = file.expanded.as_ref().map_or(data, |e| &e.data[..]);
+        if file.header.pipe {
+            let (attrs, features, names) = stream::pipe_header(records);
+            if attrs.is_empty() {
+                return Err(PerfDataError::PipeWithoutAttrs);
+            }
+            file.attrs = attrs;
+            file.features = features;
+            for (id, name) in names {
+                if let Some(a) = file.attrs.iter_mut().find(|a| a.ids.contains(&id)) {
+                    a.name = Some(name);
+                }
+            }
+        } else {
+            file.attrs = parse_attrs(bytes, &file.header)?;
+            file.features = Features::parse(bytes, &file.header);
+        }
+        if file.attrs.iter().all(|a| a.name.is_none()) {
+            name_attrs(&mut file.attrs, &file.features);
+        }
+        file.attribution = Attribution::new(&file.attrs);
+        file.storage = storage;
+        Ok(file)
+    }
+
+    /// Compressed records (`perf record -z`) the file holds; they are read expanded.
+    pub fn compressed_records(&self) -> u64 {
+        self.expanded.as_ref().map_or(0, |e| e.compressed_records)
     }
 
     /// The file header.
@@ -89,32 +132,42 @@ impl PerfFile {
     /// Bytes of record data that [`PerfFile::records`] walks (the data section, or up to
     /// the end of the file for a recording that was never finalised).
     pub fn data_size(&self) -> u64 {
-        self.data_range().1 as u64 - self.data_range().0 as u64
+        match &self.expanded {
+            Some(e) => e.data.len() as u64,
+            None => {
+                let (a, b) = data_range(&self.header, self.storage.bytes().len());
+                (b - a) as u64
+            }
+        }
     }
 
     /// The records of the data section in file order. After an error the iterator yields
     /// nothing more; records before it are valid.
+    /// When the file holds compressed records, offsets in errors count bytes of the
+    /// expanded stream from the start of the data section.
     pub fn records(&self) -> Records<'_> {
         let bytes = self.storage.bytes();
-        let (start, end) = self.data_range();
+        let (start, end) = data_range(&self.header, bytes.len());
+        if let Some(e) = &self.expanded {
+            return Records::new(&e.data, start as u64, None, &self.attrs, &self.attribution).with_final_error(e.error.clone());
+        }
         let data = bytes.get(start..end).unwrap_or(&[]);
         let claimed_end = self.header.data.offset.saturating_add(self.header.data.size);
         let claimed = (self.header.data.size != 0 && claimed_end > bytes.len() as u64).then(|| claimed_end - self.header.data.offset.min(claimed_end));
         let claimed = claimed.filter(|&c| c > data.len() as u64);
         Records::new(data, start as u64, claimed, &self.attrs, &self.attribution)
     }
+}
 
-    /// Byte range of the records, clamped to the file.
-    fn data_range(&self) -> (usize, usize) {
-        let len = self.storage.bytes().len();
-        let start = usize::try_from(self.header.data.offset).unwrap_or(usize::MAX).min(len);
-        let end = if self.header.data.size == 0 {
-            len
-        } else {
-            usize::try_from(self.header.data.offset.saturating_add(self.header.data.size)).unwrap_or(usize::MAX).min(len)
-        };
-        (start, end.max(start))
-    }
+/// Byte range of the records, clamped to the file.
+fn data_range(header: &FileHeader, len: usize) -> (usize, usize) {
+    let start = usize::try_from(header.data.offset).unwrap_or(usize::MAX).min(len);
+    let end = if header.data.size == 0 {
+        len
+    } else {
+        usize::try_from(header.data.offset.saturating_add(header.data.size)).unwrap_or(usize::MAX).min(len)
+    };
+    (start, end.max(start))
 }
 
 /// Gives each attr its EVENT_DESC name, matched by sample id (or by position when the

@@ -6,10 +6,14 @@ use crate::reader::Cursor;
 
 /// `PERFILE2` as written by a little-endian machine.
 const MAGIC: [u8; 8] = *b"PERFILE2";
+/// The first format (perf of 2009-2011): the same layout, endianness told by attr_size.
+const MAGIC_V1: [u8; 8] = *b"PERFFILE";
 /// The same u64 written by a big-endian machine.
 const MAGIC_SWAPPED: [u8; 8] = *b"2ELIFREP";
 /// Size of the header we read; later fields (none so far) would be ignored.
 pub(crate) const HEADER_SIZE: u64 = 104;
+/// The header before the feature bitmap existed: no features.
+const HEADER_SIZE_NO_FEATURES: u64 = 72;
 /// Pipe-mode files have a header of just magic + size.
 const PIPE_HEADER_SIZE: u64 = 16;
 
@@ -55,6 +59,11 @@ pub struct FileHeader {
     pub event_types: FileSection,
     /// Feature bitmap: bit N set means feature N has a section after the data.
     pub adds_features: [u64; 4],
+    /// Pipe mode (`perf record -o -`): a 16-byte header, then records only; attrs and
+    /// features arrive as records. `data` then covers everything after the header.
+    pub pipe: bool,
+    /// The first format's magic, `PERFFILE`.
+    pub legacy_v1: bool,
 }
 
 impl FileHeader {
@@ -80,7 +89,8 @@ impl FileHeader {
         if magic == MAGIC_SWAPPED {
             return Err(PerfDataError::BigEndian);
         }
-        if magic != MAGIC {
+        let legacy_v1 = magic == MAGIC_V1;
+        if magic != MAGIC && !legacy_v1 {
             return Err(PerfDataError::BadMagic(magic));
         }
         let truncated = |what| PerfDataError::Truncated { what, start: 0, end: HEADER_SIZE, file_len: file.len() as u64 };
@@ -88,7 +98,8 @@ impl FileHeader {
         c.bytes(8).map_err(|_| truncated("file header"))?;
         let header_size = c.u64().map_err(|_| truncated("file header"))?;
         if header_size == PIPE_HEADER_SIZE {
-            return Err(PerfDataError::PipeMode);
+            let data = FileSection { offset: PIPE_HEADER_SIZE, size: 0 };
+            return Ok(FileHeader { header_size, attr_size: 0, attrs: FileSection::default(), data, event_types: FileSection::default(), adds_features: [0; 4], pipe: true, legacy_v1 });
         }
         let (Some(attr_size), Some(attrs), Some(data), Some(event_types)) =
             (c.u64().ok(), FileSection::read(&mut c), FileSection::read(&mut c), FileSection::read(&mut c))
@@ -96,12 +107,19 @@ impl FileHeader {
             return Err(truncated("file header"));
         };
         let mut adds_features = [0u64; 4];
-        for w in adds_features.iter_mut() {
-            *w = c.u64().map_err(|_| truncated("file header feature bitmap"))?;
+        if header_size == HEADER_SIZE_NO_FEATURES {
+            // An old header without the bitmap: the data may start right after it.
+        } else if header_size < HEADER_SIZE {
+            return Err(PerfDataError::InvalidHeader(format!("header size {header_size} is neither {HEADER_SIZE_NO_FEATURES} nor at least {HEADER_SIZE}")));
+        } else {
+            for w in adds_features.iter_mut() {
+                *w = c.u64().map_err(|_| truncated("file header feature bitmap"))?;
+            }
         }
-        if header_size < HEADER_SIZE {
-            return Err(PerfDataError::InvalidHeader(format!("header size {header_size} is smaller than {HEADER_SIZE}")));
+        if legacy_v1 && attr_size.swap_bytes() < attr_size {
+            // Version 1 tells endianness only by attr_size: a swapped one is big-endian.
+            return Err(PerfDataError::BigEndian);
         }
-        Ok(FileHeader { header_size, attr_size, attrs, data, event_types, adds_features })
+        Ok(FileHeader { header_size, attr_size, attrs, data, event_types, adds_features, pipe: false, legacy_v1 })
     }
 }

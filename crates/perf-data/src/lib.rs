@@ -1,4 +1,5 @@
-//! Reader of the perf.data file format (perf's `PERFILE2`, little-endian, file mode) with
+//! Reader of the perf.data file format (perf's `PERFILE2` and the older `PERFFILE`, little-endian, file and pipe mode,
+//! zstd-compressed or not) with
 //! our own decoder of every sample field, including branch stacks (LBR).
 //!
 //! ```no_run
@@ -28,6 +29,7 @@ mod reader;
 mod record;
 mod records;
 mod sample;
+mod stream;
 pub mod write;
 
 pub use attr::{AttrEntry, EventAttr};
@@ -43,3 +45,5 @@ pub use sample::{ReadValue, ReadValues, Regs, Sample, SampleId};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_stream;

@@ -8,11 +8,11 @@ use crate::consts::*;
 use crate::error::{DecodeError, DecodeErrorKind};
 use crate::reader::{u64_at, Short};
 use crate::record::{decode_other, Record};
+use crate::stream::{self, RECORD_HEADER_SIZE};
 use crate::sample::{decode_sample, decode_sample_id, sample_id_size, FieldError, SampleId};
 
 /// Record types from this value up are synthesised by perf and carry no sample_id trailer.
 const PERF_RECORD_USER_TYPE_START: u32 = 64;
-const RECORD_HEADER_SIZE: usize = 8;
 
 /// How to find a record's event. Computed once per file from the first attr, as perf does
 /// (all attrs of a file share the position of the id, or use IDENTIFIER).
@@ -83,11 +83,18 @@ pub struct Records<'a> {
     attrs: &'a [AttrEntry],
     attribution: &'a Attribution,
     done: bool,
+    /// Yielded after the last record: where an earlier stage (decompression) stopped.
+    final_error: Option<DecodeError>,
 }
 
 impl<'a> Records<'a> {
     pub(crate) fn new(data: &'a [u8], base: u64, claimed: Option<u64>, attrs: &'a [AttrEntry], attribution: &'a Attribution) -> Self {
-        Records { data, base, pos: 0, claimed, attrs, attribution, done: false }
+        Records { data, base, pos: 0, claimed, attrs, attribution, done: false, final_error: None }
+    }
+
+    pub(crate) fn with_final_error(mut self, e: Option<DecodeError>) -> Self {
+        self.final_error = e;
+        self
     }
 
     /// File offset of the next record to be read.
@@ -106,9 +113,10 @@ impl<'a> Records<'a> {
         if rest.is_empty() {
             self.done = true;
             // The header promised more data than the file has: say so rather than end quietly.
-            return match self.claimed {
-                Some(claimed) => self.fail(start, DecodeErrorKind::RecordTruncated { record_type: 0, needed: claimed - self.data.len() as u64, available: 0 }),
-                None => None,
+            return match (self.claimed, self.final_error.take()) {
+                (Some(claimed), _) => self.fail(start, DecodeErrorKind::RecordTruncated { record_type: 0, needed: claimed - self.data.len() as u64, available: 0 }),
+                (None, Some(e)) => Some(Err(e)),
+                (None, None) => None,
             };
         }
         let (Some(word), true) = (u64_at(rest, 0), rest.len() >= RECORD_HEADER_SIZE) else {
@@ -124,15 +132,11 @@ impl<'a> Records<'a> {
             return self.fail(start, DecodeErrorKind::RecordTruncated { record_type, needed: size as u64, available: rest.len() as u64 });
         };
         let body = rec.get(RECORD_HEADER_SIZE..).unwrap_or(&[]);
-        // Some perf records are followed by a payload that is not counted in header.size.
-        let payload = match record_type {
-            PERF_RECORD_AUXTRACE => u64_at(body, 0),
-            PERF_RECORD_HEADER_TRACING_DATA => u64_at(body, 0).map(|w| u64::from(w as u32).next_multiple_of(8)),
-            PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2 => {
-                return self.fail(start, DecodeErrorKind::Unsupported("PERF_RECORD_COMPRESSED (zstd-compressed data, perf record -z); decompress with `perf inject -i IN -o OUT`"));
-            }
-            _ => Some(0),
-        };
+        if matches!(record_type, PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2) {
+            // The file expands these when it opens; one left here could not be reached then.
+            return self.fail(start, DecodeErrorKind::Unsupported("a compressed record that could not be expanded"));
+        }
+        let payload = stream::extent(record_type, size, body).map(|e| e - size as u64);
         let Some(advance) = payload.and_then(|p| p.checked_add(size as u64)).filter(|&a| a <= rest.len() as u64) else {
             let needed = payload.map_or(u64::MAX, |p| p.saturating_add(size as u64));
             return self.fail(start, DecodeErrorKind::RecordTruncated { record_type, needed, available: rest.len() as u64 });

@@ -3,14 +3,14 @@
 
 use crate::*;
 
-fn w64(v: &mut Vec<u8>, x: u64) {
+pub(crate) fn w64(v: &mut Vec<u8>, x: u64) {
     v.extend_from_slice(&x.to_le_bytes());
 }
-fn w32(v: &mut Vec<u8>, x: u32) {
+pub(crate) fn w32(v: &mut Vec<u8>, x: u32) {
     v.extend_from_slice(&x.to_le_bytes());
 }
 
-fn record(ty: u32, misc: u16, body: &[u8]) -> Vec<u8> {
+pub(crate) fn record(ty: u32, misc: u16, body: &[u8]) -> Vec<u8> {
     let mut v = Vec::new();
     w32(&mut v, ty);
     v.extend_from_slice(&misc.to_le_bytes());
@@ -19,7 +19,7 @@ fn record(ty: u32, misc: u16, body: &[u8]) -> Vec<u8> {
     v
 }
 
-fn words(w: &[u64]) -> Vec<u8> {
+pub(crate) fn words(w: &[u64]) -> Vec<u8> {
     w.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
@@ -38,7 +38,7 @@ fn attr_bytes(size: usize, sample_type: u64, flags: u64, branch_sample_type: u64
     a
 }
 
-fn string_feature(s: &str) -> Vec<u8> {
+pub(crate) fn string_feature(s: &str) -> Vec<u8> {
     let mut v = Vec::new();
     let mut b = s.as_bytes().to_vec();
     b.push(0);
@@ -50,13 +50,13 @@ fn string_feature(s: &str) -> Vec<u8> {
     v
 }
 
-struct Built {
-    bytes: Vec<u8>,
-    data_offset: usize,
+pub(crate) struct Built {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) data_offset: usize,
 }
 
 /// A file with `attrs` (bytes of each attr, ids), records, and a few features.
-fn build(attr_size: usize, attrs: &[(Vec<u8>, Vec<u64>)], records: &[Vec<u8>], finalised: bool) -> Built {
+pub(crate) fn build(attr_size: usize, attrs: &[(Vec<u8>, Vec<u64>)], records: &[Vec<u8>], finalised: bool) -> Built {
     let attr_entry = attr_size + 16;
     let attrs_off = 104;
     let ids_off = attrs_off + attr_entry * attrs.len();
@@ -146,6 +146,12 @@ const SAMPLE_ID_ALL: u64 = 1 << 18;
 
 /// Two events (ids 11, 12 and 21), IDENTIFIER, sample_id_all, a mix of records.
 fn small_file(finalised: bool) -> Built {
+    let (attrs, recs) = small_parts();
+    build(136, &attrs, &recs, finalised)
+}
+
+/// The attrs (136 bytes, ids) and records of [`small_file`].
+pub(crate) fn small_parts() -> (Vec<(Vec<u8>, Vec<u64>)>, Vec<Vec<u8>>) {
     let a0 = attr_bytes(136, ST, SAMPLE_ID_ALL, PERF_SAMPLE_BRANCH_ANY | PERF_SAMPLE_BRANCH_HW_INDEX, 0);
     let a1 = attr_bytes(136, ST | PERF_SAMPLE_READ | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER, SAMPLE_ID_ALL, 0, 0b1011);
     // sample_id trailer for ST: tid, time, cpu, identifier
@@ -181,10 +187,10 @@ fn small_file(finalised: bool) -> Built {
         record(PERF_RECORD_LOST, 0, &lost),
         record(PERF_RECORD_FINISHED_ROUND, 0, &[]),
     ];
-    build(136, &[(a0, vec![11, 12]), (a1, vec![21])], &recs, finalised)
+    (vec![(a0, vec![11, 12]), (a1, vec![21])], recs)
 }
 
-fn all(f: &PerfFile) -> Vec<Result<Record<'_>, DecodeError>> {
+pub(crate) fn all(f: &PerfFile) -> Vec<Result<Record<'_>, DecodeError>> {
     f.records().collect()
 }
 
@@ -315,15 +321,6 @@ fn corrupt_branch_count_names_the_offset() {
     let e = recs[2].as_ref().expect_err("breaks");
     assert_eq!(e.offset, (nr_at + 16) as u64);
     assert!(matches!(e.kind, DecodeErrorKind::FieldTruncated { field: "branch_stack.entries", .. }));
-}
-
-#[test]
-fn compressed_records_are_unsupported() {
-    let a = attr_bytes(128, PERF_SAMPLE_IP, 0, 0, 0);
-    let recs = vec![record(PERF_RECORD_COMPRESSED, 0, &[0; 8])];
-    let f = PerfFile::from_bytes(build(128, &[(a, vec![])], &recs, true).bytes).expect("opens");
-    let r = all(&f);
-    assert!(matches!(r[..], [Err(DecodeError { kind: DecodeErrorKind::Unsupported(_), .. })]));
 }
 
 #[test]

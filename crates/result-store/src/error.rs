@@ -38,6 +38,10 @@ pub enum Error {
         supported: u32,
     },
 
+    /// `--event NAME` names no event of the result.
+    #[error("the result has no event {name:?}; its events are: {}", if known.is_empty() { "none recorded".to_string() } else { known.join(", ") })]
+    UnknownEvent { name: String, known: Vec<String> },
+
     /// A table file is missing.
     #[error("table {table}: {} is missing", path.display())]
     MissingTable { table: String, path: PathBuf },

@@ -30,7 +30,7 @@ mod tables;
 pub use dir::{next_result_dir, ResultDir, MANIFEST_FILE, TABLES_DIR};
 pub use error::{Error, Result};
 pub use manifest::{
-    rfc3339_utc, Capability, Counts, Event, Host, Manifest, Source, TableInfo, Target, TargetExit,
+    rfc3339_utc, Capability, Counts, Event, EventSummary, Host, Manifest, Source, TableInfo, Target, TargetExit,
     FORMAT_VERSION,
 };
-pub use tables::{read_profile, write_profile, TABLES};
+pub use tables::{read_profile, read_profile_of_event, write_profile, TABLES};

@@ -54,9 +54,14 @@ pub struct Manifest {
     /// Sample and loss counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts: Option<Counts>,
-    /// What sample weights count when not nanoseconds of CPU time, e.g. "cycles".
+    /// What sample weights count when not nanoseconds of CPU time, e.g. "cycles", for
+    /// the default event (the first with samples).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight_event: Option<String>,
+    /// Every sampling event of the recording with its samples and summed weight, in the
+    /// file's order; the `event` column of the samples table indexes it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<EventSummary>,
     /// How branch records (LBR) were obtained, when the result has them (see the
     /// `branches` table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,6 +102,7 @@ impl Default for Manifest {
             capabilities: Vec::new(),
             counts: None,
             weight_event: None,
+            events: Vec::new(),
             branch_info: None,
             target_exit: None,
             stopped_by: None,
@@ -106,6 +112,17 @@ impl Default for Manifest {
             extra: BTreeMap::new(),
         }
     }
+}
+
+/// One event of a recording, as the manifest lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventSummary {
+    pub name: String,
+    /// Timer event: weights are nanoseconds of CPU time.
+    pub time: bool,
+    pub samples: u64,
+    /// Sum of the samples' periods (ns for timers, event counts otherwise).
+    pub weight: u64,
 }
 
 impl Manifest {

@@ -127,9 +127,11 @@ const SAMPLES: TableDef = TableDef {
             // Int64 and nullable (null = no stack) so SQL joins see a plain signed id.
             f("stack", DataType::Int64, true),
             f("weight", DataType::UInt64, false),
+            // Index into the manifest's `events`; absent in results of one event.
+            f("event", DataType::UInt16, false),
         ])
     },
-    dictionary: &["thread", "cpu", "weight"],
+    dictionary: &["thread", "cpu", "weight", "event"],
     delta: &["time_ns"],
 };
 
@@ -236,6 +238,7 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
                 s.iter().map(|s| s.stack.map(i64::from)),
             )),
             Arc::new(UInt64Array::from_iter_values(s.iter().map(|s| s.weight))),
+            Arc::new(UInt16Array::from_iter_values(r.clone().map(|i| p.event_of(i)))),
         ])
     })?);
 
@@ -247,6 +250,16 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
     m.tables.extend(infos.iter().cloned());
     m.branch_info = p.branch_info.clone();
     m.counts = Some(Counts::new(p.samples.len() as u64, p.losses));
+    m.weight_event = p.weight_event.clone();
+    if !p.events.is_empty() {
+        let totals = p.event_totals();
+        m.events = p
+            .events
+            .iter()
+            .zip(totals)
+            .map(|(e, t)| crate::EventSummary { name: e.name.clone(), time: e.time, samples: t.samples, weight: t.weight })
+            .collect();
+    }
     dir.save_manifest()?;
     Ok(infos)
 }
@@ -260,8 +273,11 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
 /// [`Error::MissingTable`] or [`Error::DamagedTable`] naming the table.
 pub fn read_profile(dir: &ResultDir) -> Result<Profile> {
     let root = dir.path();
+    let m = dir.manifest();
     let mut p = Profile {
-        losses: dir.manifest().losses(),
+        losses: m.losses(),
+        weight_event: m.weight_event.clone(),
+        events: m.events.iter().map(|e| kairos_model::EventDef { name: e.name.clone(), time: e.time }).collect(),
         ..Default::default()
     };
 
@@ -325,6 +341,7 @@ pub fn read_profile(dir: &ResultDir) -> Result<Profile> {
         }
         Ok(())
     })?;
+    let mut events: Vec<u16> = Vec::new();
     read_table(dir, root, &SAMPLES, |c| {
         let (time, thread, cpu, weight) = (
             c.u64("time_ns")?,
@@ -342,6 +359,10 @@ pub fn read_profile(dir: &ResultDir) -> Result<Profile> {
             weight.values(),
         );
         let stack_vals = stack.values();
+        // Results written before events were kept apart have no event column: all event 0.
+        if c.has("event") {
+            events.extend_from_slice(c.u16("event")?.values());
+        }
         for i in 0..c.rows {
             let st = if stack.is_null(i) {
                 None
@@ -363,6 +384,10 @@ pub fn read_profile(dir: &ResultDir) -> Result<Profile> {
         Ok(())
     })?;
 
+    if events.iter().any(|&e| e != 0) {
+        p.sample_events = events;
+        p.sample_events.resize(p.samples.len(), 0);
+    }
     crate::branch_table::read(dir, &mut p)?;
     crate::call_table::read(dir, &mut p)?;
 
@@ -464,6 +489,11 @@ impl<'a> Cols<'a> {
             return Err(self.damaged(format!("column {name} has nulls")));
         }
         Ok(a)
+    }
+
+    /// Whether the batch has column `name` (columns added later are optional).
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.batch.column_by_name(name).is_some()
     }
 
     pub(crate) fn u64(&self, n: &str) -> Result<&'a UInt64Array> {
@@ -573,6 +603,21 @@ pub(crate) fn read_table(
     Ok(())
 }
 
+/// Reads the profile and keeps the samples of one event: `name` (as perf names it, with
+/// or without its `:u`-style modifiers), or the first event that has samples.
+pub fn read_profile_of_event(dir: &ResultDir, name: Option<&str>) -> Result<Profile> {
+    let mut p = read_profile(dir)?;
+    let event = match name {
+        None => p.default_event(),
+        Some(n) => p.find_event(n).ok_or_else(|| Error::UnknownEvent {
+            name: n.to_owned(),
+            known: p.events.iter().map(|e| e.name.clone()).collect(),
+        })?,
+    };
+    p.select_event(event);
+    Ok(p)
+}
+
 /// Checks that every index of `p` points at an existing row, that stack parents come
 /// before their children (so stack walks end), and that the vectors fit u32 indices.
 /// The error starts with the table name and a colon.
@@ -612,6 +657,10 @@ pub(crate) fn check_profile(p: &Profile) -> Result<(), String> {
     }
     crate::branch_table::check(p)?;
     crate::call_table::check(p)?;
+    let events = p.events.len().max(1);
+    if let Some((i, e)) = p.sample_events.iter().enumerate().find(|(_, &e)| e as usize >= events) {
+        return Err(format!("samples: sample {i} refers to event {e}, but there are {events}"));
+    }
     for (i, s) in p.samples.iter().enumerate() {
         if s.thread as usize >= p.threads.len() {
             return Err(format!(

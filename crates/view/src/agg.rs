@@ -66,26 +66,34 @@ pub struct Agg {
     pub self_c: Vec<u64>,
     pub total_w: Vec<u64>,
     pub total_c: Vec<u64>,
-    /// Samples without a stack.
-    pub nostack_w: u64,
-    pub nostack_c: u64,
     pub weight: u64,
     pub count: u64,
 }
 
-/// A thread mask for `tids` (None = all threads).
-pub fn thread_mask(p: &Profile, tids: &Option<Vec<i32>>) -> Option<Vec<bool>> {
-    tids.as_ref().map(|t| p.threads.iter().map(|th| t.contains(&th.tid)).collect())
+/// Which threads (indices into the profile's threads) a selection's `tids` admit.
+pub struct ThreadMask(Option<Vec<bool>>);
+
+impl ThreadMask {
+    pub fn new(p: &Profile, tids: &Option<Vec<i32>>) -> ThreadMask {
+        ThreadMask(tids.as_ref().map(|t| p.threads.iter().map(|th| t.contains(&th.tid)).collect()))
+    }
+    /// Every thread: no filter.
+    pub fn all() -> ThreadMask {
+        ThreadMask(None)
+    }
+    pub fn admits(&self, thread: u32) -> bool {
+        self.0.as_ref().is_none_or(|m| m.get(thread as usize).copied().unwrap_or(false))
+    }
 }
 
 pub fn aggregate(ix: &Index, sel: &Sel, only: Option<(Group, u32)>) -> Agg {
     let n = ix.node_parent.len();
     let mut a = Agg { self_w: vec![0; n], self_c: vec![0; n], ..Agg::default() };
-    let mask = thread_mask(&ix.profile, &sel.tids);
+    let mask = ThreadMask::new(&ix.profile, &sel.tids);
     let pids = pids(&ix.profile);
     for i in ix.range(sel.from, sel.to) {
         let s = &ix.profile.samples[i];
-        if mask.as_ref().is_some_and(|m| !m.get(s.thread as usize).copied().unwrap_or(false)) {
+        if !mask.admits(s.thread) {
             continue;
         }
         if let Some((g, id)) = only {
@@ -95,15 +103,10 @@ pub fn aggregate(ix: &Index, sel: &Sel, only: Option<(Group, u32)>) -> Agg {
         }
         a.weight += s.weight;
         a.count += 1;
-        match ix.leaf_node(i) {
-            NONE => {
-                a.nostack_w += s.weight;
-                a.nostack_c += 1;
-            }
-            node => {
-                a.self_w[node as usize] += s.weight;
-                a.self_c[node as usize] += 1;
-            }
+        let node = ix.leaf_node(i);
+        if node != NONE {
+            a.self_w[node as usize] += s.weight;
+            a.self_c[node as usize] += 1;
         }
     }
     a.total_w = a.self_w.clone();

@@ -62,8 +62,9 @@ impl Data {
             format!("cannot open result {}: {e}; give a directory made by `kairos collect` or `kairos import`", path.display())
         })?;
         let mut notes: Vec<String> = dir.manifest().notes.clone();
-        let mut profile = if dir.manifest().table("samples").is_some() {
-            kairos_result::read_profile(&dir)
+        let profile = if dir.manifest().table("samples").is_some() {
+            // One event at a time, as reports: the default (the first with samples).
+            kairos_result::read_profile_of_event(&dir, None)
                 .map_err(|e| format!("result {} is damaged: {e}; collect or import it again", path.display()))?
         } else {
             notes.push(format!(
@@ -72,18 +73,12 @@ impl Data {
             ));
             Profile::default()
         };
-        profile.weight_event = dir.manifest().weight_event.clone();
         let l = profile.losses;
         if l.lost_records + l.lost_samples + l.throttled > 0 {
             notes.push(format!(
                 "the kernel lost {} records and {} samples and throttled {} times during recording",
                 l.lost_records, l.lost_samples, l.throttled
             ));
-        }
-        if let Some(b) = &profile.branch_info {
-            if b.emulated {
-                notes.push("branch records were emulated from an exact trace (`kairos lab emulate-lbr`)".into());
-            }
         }
         let methods = if profile.branches.is_empty() {
             vec![Method::None]

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use kairos_model::{FrameIdx, Profile, Sample, Stack, StackIdx, ThreadIdx};
+use kairos_model::{FrameIdx, Profile, Sample, Stack, StackIdx};
 
 use crate::Assignment;
 
@@ -20,19 +20,10 @@ pub fn to_profile(profile: &Profile, a: &Assignment) -> Profile {
             roots.insert(s.frame, i as StackIdx);
         }
     }
-    // The samples of each thread by time, to find a point's sample (and its CPU).
-    let mut by_thread: HashMap<ThreadIdx, Vec<&Sample>> = HashMap::new();
-    for s in &profile.samples {
-        by_thread.entry(s.thread).or_default().push(s);
-    }
-    by_thread.values_mut().for_each(|v| v.sort_by_key(|s| s.time_ns));
     let mut samples = Vec::with_capacity(a.points.len());
     for pt in &a.points {
-        // The sample a point belongs to: the first of its thread at or after the point.
-        let owner = by_thread.get(&pt.thread).and_then(|v| {
-            let i = v.partition_point(|s| s.time_ns < pt.time_ns);
-            v.get(i).copied()
-        });
+        // The sample whose interval holds the point: its CPU, and its stack for its own point.
+        let owner = profile.samples.get(pt.sample as usize);
         let stack = if pt.from_branch {
             pt.frame.filter(|&f| (f as usize) < profile.frames.len()).map(|f| {
                 *roots.entry(f).or_insert_with(|| {
@@ -41,7 +32,7 @@ pub fn to_profile(profile: &Profile, a: &Assignment) -> Profile {
                 })
             })
         } else {
-            owner.filter(|s| s.time_ns == pt.time_ns).and_then(|s| s.stack)
+            owner.and_then(|s| s.stack)
         };
         samples.push(Sample {
             time_ns: pt.time_ns,

@@ -35,25 +35,23 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     };
     let methods = names.iter().map(|n| method(n)).collect::<Result<Vec<_>, _>>()?;
     let derived = methods.iter().map(|&m| d.derived(m)).collect::<Result<Vec<_>, _>>()?;
+    // Names as the rest of the page shows them: the function table's name and short module.
+    let name = |f: Option<u32>| -> (&str, &str) {
+        match f.and_then(|f| ix.funcs.of_frame.get(f as usize)).map(|&k| k as usize) {
+            Some(k) => (ix.funcs.name[k].as_str(), ix.funcs.module[k].as_str()),
+            None => ("[unknown]", ""),
+        }
+    };
     let stack: Vec<Value> = p
         .stack_frames(s.stack)
-        .map(|(_, f)| {
-            let module = f.module.and_then(|m| p.modules.get(m as usize)).map_or("", |m| crate::index::short(&m.path));
-            json!({ "function": f.function, "module": module, "file": f.file, "line": f.line, "inlined": f.inline_depth > 0 })
+        .map(|(st, f)| {
+            let frame = p.stacks.get(st as usize).map(|n| n.frame);
+            json!({ "function": f.function, "module": name(frame).1, "file": f.file, "line": f.line, "inlined": f.inline_depth > 0 })
         })
         .collect();
     let a = p.branches.partition_point(|b| b.sample < pick);
     let b = p.branches.partition_point(|b| b.sample <= pick);
     let recs = &p.branches[a..b.max(a)];
-    let name = |f: Option<u32>| -> (String, String) {
-        match f.and_then(|f| p.frames.get(f as usize)) {
-            Some(fr) => (
-                fr.function.clone(),
-                fr.module.and_then(|m| p.modules.get(m as usize)).map_or(String::new(), |m| crate::index::short(&m.path).to_string()),
-            ),
-            None => ("[unknown]".into(), String::new()),
-        }
-    };
     // Recorded newest first (position 0); shown oldest first.
     let mut ordered: Vec<(usize, &kairos_model::BranchRecord)> = recs.iter().enumerate().map(|(k, r)| (a + k, r)).collect();
     ordered.sort_by_key(|(_, r)| std::cmp::Reverse(r.position));

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::{data, derived, duration, thousands};
-use crate::agg::thread_mask;
+use crate::agg::ThreadMask;
 use crate::index::NONE;
 use crate::query::Query;
 use crate::{Error, State};
@@ -14,14 +14,14 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let ix = &dv.index;
     let sel = q.sel(d)?;
     let p = &ix.profile;
-    let mask = thread_mask(p, &sel.tids);
+    let mask = ThreadMask::new(p, &sel.tids);
     let nf = ix.funcs.len();
     let (mut self_w, mut self_c) = (vec![0u64; nf + 1], vec![0u64; nf + 1]);
     let (mut weight, mut count) = (0u64, 0u64);
     let mut threads = vec![false; p.threads.len()];
     for i in ix.range(sel.from, sel.to) {
         let s = &p.samples[i];
-        if mask.as_ref().is_some_and(|m| !m.get(s.thread as usize).copied().unwrap_or(false)) {
+        if !mask.admits(s.thread) {
             continue;
         }
         let f = match ix.func_of_node(ix.leaf_node(i)) {

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::{data, derived};
-use crate::agg::thread_mask;
+use crate::agg::ThreadMask;
 use crate::index::{Index, Lane, NONE};
 use crate::query::{Query, Sel};
 use crate::{Error, State};
@@ -33,20 +33,21 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
         .iter()
         .filter(|l| by_cpu || sel.tids.as_ref().is_none_or(|t| l.tid.is_some_and(|x| t.contains(&x))))
         .collect();
-    let mask = if by_cpu { thread_mask(&ix.profile, &sel.tids) } else { None };
+    // Thread lanes are filtered by choosing lanes; CPU lanes sample by sample.
+    let mask = if by_cpu { ThreadMask::new(&ix.profile, &sel.tids) } else { ThreadMask::all() };
     // Lanes are independent: split them over the cores when there is much to do.
     let work: usize = lanes.iter().map(|l| l.samples.len()).sum();
     let threads = if work > 1_000_000 { std::thread::available_parallelism().map_or(1, |n| n.get()).min(lanes.len()) } else { 1 };
     let mut out: Vec<Buckets> = Vec::with_capacity(lanes.len());
     if threads <= 1 {
-        out.extend(lanes.iter().map(|l| buckets(ix, l, &sel, width as usize, mask.as_deref())));
+        out.extend(lanes.iter().map(|l| buckets(ix, l, &sel, width as usize, &mask)));
     } else {
         let chunk = lanes.len().div_ceil(threads);
         std::thread::scope(|s| {
             let handles: Vec<_> = lanes
                 .chunks(chunk)
                 .map(|part| {
-                    let (sel, mask) = (&sel, mask.as_deref());
+                    let (sel, mask) = (&sel, &mask);
                     s.spawn(move || part.iter().map(|l| buckets(ix, l, sel, width as usize, mask)).collect::<Vec<_>>())
                 })
                 .collect();
@@ -77,7 +78,7 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     }))
 }
 
-fn buckets(ix: &Index, lane: &Lane, sel: &Sel, width: usize, mask: Option<&[bool]>) -> Buckets {
+fn buckets(ix: &Index, lane: &Lane, sel: &Sel, width: usize, mask: &ThreadMask) -> Buckets {
     let p = &ix.profile;
     let a = lane.samples.partition_point(|&i| ix.times[i as usize] < sel.from);
     let b = lane.samples.partition_point(|&i| ix.times[i as usize] < sel.to);
@@ -104,7 +105,7 @@ fn buckets(ix: &Index, lane: &Lane, sel: &Sel, width: usize, mask: Option<&[bool
     let mut next_start = 0u64;
     for &i in &lane.samples[a..b.max(a)] {
         let s = &p.samples[i as usize];
-        if mask.is_some_and(|m| !m.get(s.thread as usize).copied().unwrap_or(false)) {
+        if !mask.admits(s.thread) {
             continue;
         }
         if cur == usize::MAX || s.time_ns >= next_start {
@@ -179,7 +180,7 @@ mod tests {
             let ix = Index::new(Arc::new(p), funcs);
             let (a, b) = (ix.times[0] + cut, ix.times[ix.times.len() - 1] - cut / 2);
             let sel = Sel { from: a, to: b, tids: None };
-            let got = buckets(&ix, &ix.thread_lanes[0], &sel, width, None);
+            let got = buckets(&ix, &ix.thread_lanes[0], &sel, width, &ThreadMask::all());
             let span = (b - a) as u128;
             let mut want: std::collections::BTreeMap<usize, (u64, u64, Vec<u64>)> = Default::default();
             for (i, s) in ix.profile.samples.iter().enumerate().filter(|(_, s)| s.time_ns >= a && s.time_ns < b) {

@@ -151,7 +151,7 @@ fn bottom_up_level(ix: &Index, agg: &Agg, path: &[u32]) -> Vec<Row> {
 fn groups(ix: &Index, sel: &crate::query::Sel, g: Group) -> Vec<Row> {
     let p = &ix.profile;
     let pids = pids(p);
-    let mask = crate::agg::thread_mask(p, &sel.tids);
+    let mask = crate::agg::ThreadMask::new(p, &sel.tids);
     // Dense sums by group id (thread index, pid index, CPU, module id); the last slot
     // holds samples of no group.
     let slots = match g {
@@ -163,7 +163,7 @@ fn groups(ix: &Index, sel: &crate::query::Sel, g: Group) -> Vec<Row> {
     let (mut w, mut c, mut stacked) = (vec![0u64; slots], vec![0u64; slots], vec![false; slots]);
     for i in ix.range(sel.from, sel.to) {
         let s = &p.samples[i];
-        if mask.as_ref().is_some_and(|m| !m.get(s.thread as usize).copied().unwrap_or(false)) {
+        if !mask.admits(s.thread) {
             continue;
         }
         let id = crate::agg::group_of(ix, &pids, g, i);
