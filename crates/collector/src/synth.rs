@@ -66,71 +66,23 @@ pub fn comm_record(pid: i32, tid: i32, comm: &[u8], t: IdTrailer) -> Vec<u8> {
     out
 }
 
-/// One line of /proc/PID/maps, parsed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MapLine {
-    pub start: u64,
-    pub end: u64,
-    pub prot: u32,
-    pub shared: bool,
-    pub pgoff: u64,
-    pub maj: u32,
-    pub min: u32,
-    pub ino: u64,
-    pub path: String,
-}
-
-/// `start-end perms offset maj:min inode   path`
-pub fn parse_maps_line(line: &str) -> Option<MapLine> {
-    let mut it = line.splitn(6, ' ');
-    let range = it.next()?;
-    let perms = it.next()?.as_bytes();
-    let off = it.next()?;
-    let dev = it.next()?;
-    let ino = it.next()?;
-    let path = it.next().unwrap_or("").trim_start().to_string();
-    let (s, e) = range.split_once('-')?;
-    let (maj, min) = dev.split_once(':')?;
-    if perms.len() < 4 {
-        return None;
-    }
-    let mut prot = 0;
-    if perms[0] == b'r' {
-        prot |= libc::PROT_READ as u32;
-    }
-    if perms[1] == b'w' {
-        prot |= libc::PROT_WRITE as u32;
-    }
-    if perms[2] == b'x' {
-        prot |= libc::PROT_EXEC as u32;
-    }
-    Some(MapLine {
-        start: u64::from_str_radix(s, 16).ok()?,
-        end: u64::from_str_radix(e, 16).ok()?,
-        prot,
-        shared: perms[3] == b's',
-        pgoff: u64::from_str_radix(off, 16).ok()?,
-        maj: u32::from_str_radix(maj, 16).ok()?,
-        min: u32::from_str_radix(min, 16).ok()?,
-        ino: ino.parse().ok()?,
-        path,
-    })
-}
+/// One line of /proc/PID/maps, parsed (the shared parser's).
+pub use kairos_procfs::maps::{parse_line as parse_maps_line, Mapping as MapLine};
 
 pub fn mmap2_record(pid: i32, m: &MapLine, t: IdTrailer) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
-    let misc = if m.prot & libc::PROT_EXEC as u32 != 0 { MISC_USER } else { MISC_USER | MISC_MMAP_DATA };
+    let misc = if m.executable { MISC_USER } else { MISC_USER | MISC_MMAP_DATA };
     let start = header(&mut out, PERF_RECORD_MMAP2, misc);
     out.extend_from_slice(&(pid as u32).to_le_bytes());
     out.extend_from_slice(&(pid as u32).to_le_bytes());
     out.extend_from_slice(&m.start.to_le_bytes());
     out.extend_from_slice(&(m.end - m.start).to_le_bytes());
-    out.extend_from_slice(&m.pgoff.to_le_bytes());
-    out.extend_from_slice(&m.maj.to_le_bytes());
-    out.extend_from_slice(&m.min.to_le_bytes());
-    out.extend_from_slice(&m.ino.to_le_bytes());
+    out.extend_from_slice(&m.offset.to_le_bytes());
+    out.extend_from_slice(&m.major.to_le_bytes());
+    out.extend_from_slice(&m.minor.to_le_bytes());
+    out.extend_from_slice(&m.inode.to_le_bytes());
     out.extend_from_slice(&0u64.to_le_bytes()); // ino_generation: not in /proc
-    out.extend_from_slice(&m.prot.to_le_bytes());
+    out.extend_from_slice(&m.prot().to_le_bytes());
     let flags = if m.shared { libc::MAP_SHARED } else { libc::MAP_PRIVATE } as u32;
     out.extend_from_slice(&flags.to_le_bytes());
     // Anonymous executable memory (JITs) is named "//anon", as the kernel names it.
@@ -205,7 +157,7 @@ pub fn process_records(pid: i32, data_maps: bool, t: IdTrailer, out: &mut Vec<Ve
     }
     if let Ok(maps) = std::fs::read_to_string(base.join("maps")) {
         for m in maps.lines().filter_map(parse_maps_line) {
-            if m.prot & libc::PROT_EXEC as u32 != 0 || (data_maps && m.path.starts_with('/')) {
+            if m.executable || (data_maps && m.path.starts_with('/')) {
                 out.push(mmap2_record(pid, &m, t));
             }
         }
@@ -241,10 +193,10 @@ mod tests {
         )
         .expect("parse");
         assert_eq!(m.start, 0x7f0e1c000000);
-        assert_eq!(m.pgoff, 0x2000);
-        assert_eq!((m.maj, m.min, m.ino), (0xfd, 1, 1234567));
+        assert_eq!(m.offset, 0x2000);
+        assert_eq!((m.major, m.minor, m.inode), (0xfd, 1, 1234567));
         assert_eq!(m.path, "/usr/lib/x.so");
-        assert_eq!(m.prot, 5);
+        assert_eq!(m.prot(), 5);
         let a = parse_maps_line("7ffd1000-7ffd3000 r-xp 00000000 00:00 0").expect("anon");
         assert_eq!(a.path, "");
     }

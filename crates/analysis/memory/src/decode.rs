@@ -52,14 +52,8 @@ impl Stacks {
     }
 }
 
-/// One line of `/proc/PID/maps`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mapping {
-    pub start: u64,
-    pub end: u64,
-    pub offset: u64,
-    pub path: String,
-}
+/// One line of `/proc/PID/maps` (the shared parser's).
+pub use kairos_procfs::maps::Mapping;
 
 /// One process image (a PID, or the same PID again after exec or fork).
 #[derive(Debug, Clone, Default)]
@@ -178,20 +172,7 @@ fn parse_name(name: &str) -> Option<((u32, u64), Rest)> {
 
 /// Parses `/proc/PID/maps` text; malformed lines are skipped.
 pub fn parse_maps(text: &str) -> Vec<Mapping> {
-    text.lines()
-        .filter_map(|line| {
-            let mut it = line.splitn(6, ' ');
-            let (range, _perms, offset, _dev, _inode) = (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
-            let path = it.next().unwrap_or("").trim_start().to_string();
-            let (s, e) = range.split_once('-')?;
-            Some(Mapping {
-                start: u64::from_str_radix(s, 16).ok()?,
-                end: u64::from_str_radix(e, 16).ok()?,
-                offset: u64::from_str_radix(offset, 16).ok()?,
-                path,
-            })
-        })
-        .collect()
+    kairos_procfs::maps::parse(text)
 }
 
 fn word(b: &[u8], at: usize) -> Option<u64> {

@@ -1,0 +1,3 @@
+//! Readers of `/proc` text shared across Kairos; see the README.
+
+pub mod maps;
