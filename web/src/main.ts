@@ -29,10 +29,15 @@ function setupTreeControls(tree: TreeView): void {
   sync();
 }
 
-/** Hides the views a result that could not be opened cannot fill; names the other broken results. */
+/** Shows the views the result's analysis declares (all for an unknown kind), none of them for a
+ *  result that could not be opened; names the other broken results. */
 function showBroken(store: Store): void {
   const ok = store.result?.ok ?? false;
-  for (const id of ["timeline-section", "inspector", "tree-section"]) byId(id).hidden = !ok;
+  const views = store.result?.views;
+  const shows = (v: string) => !views || views.includes(v);
+  byId("timeline-section").hidden = !ok || !shows("timeline");
+  byId("inspector").hidden = !ok || !shows("sample inspector");
+  byId("tree-section").hidden = !ok || !shows("trees");
   const others = store.results.filter((r, i) => !r.ok && i !== store.r);
   const box = byId("page-error");
   if (others.length) showError(box, others.map(r => `${r.name}: ${r.error ?? "could not be opened"}`).join(" "));

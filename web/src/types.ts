@@ -7,7 +7,7 @@ export interface ResultInfo {
   kind?: string; command?: string; samples?: number; start_ns?: number; duration_ns?: number;
   weight_unit?: string; event?: string; threads?: ThreadInfo[]; cpus?: number[];
   has_branches?: boolean; branch_depth?: number | null; methods?: string[];
-  has_counters?: boolean; notes?: string[];
+  has_counters?: boolean; views?: string[] | null; notes?: string[];
 }
 
 export interface ResultsAnswer { results: ResultInfo[] }

@@ -440,6 +440,28 @@ describe("counters", () => {
   });
 });
 
+describe("a result of another analysis", () => {
+  let srv: Server | null = null;
+  before(async () => { if (BIN && env.KAIROS_RESULT_MEMORY) srv = await serve(env.KAIROS_RESULT_MEMORY); });
+  after(async () => { await srv?.stop(); });
+
+  it("shows only the views its analysis declares", T, async t => {
+    if (!need(t, "KAIROS_RESULT_MEMORY")) return;
+    const errors: string[] = [];
+    const page = await openPage(await getBrowser(), srv!.url, errors);
+    const res = await apiFromPage(page, "results") as { results: { kind: string; views: string[] }[] };
+    assert.equal(res.results[0]!.kind, "memory-consumption");
+    assert.deepEqual(res.results[0]!.views, ["summary"]);
+    assert.ok(await page.locator("#summary").isVisible(), "the summary is shown");
+    for (const id of ["#timeline-section", "#inspector", "#tree-section"]) {
+      assert.ok(!(await page.locator(id).isVisible()), `${id} is hidden: a memory-consumption result has no samples to draw`);
+    }
+    await screenshot(page, "memory-result");
+    noErrors(errors);
+    await page.close();
+  });
+});
+
 describe("a damaged result", () => {
   let srv: Server | null = null;
   let dir = "";

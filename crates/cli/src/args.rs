@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(name = "kairos", version, about = "Kairos: high-resolution time-series performance analysis for Linux")]
@@ -13,7 +13,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Collect a result: `kairos collect hotspots|trace [-r DIR] [-k NAME=VALUE]... -- PROGRAM ARGS`
+    /// Collect a result: `kairos collect ANALYSIS [-r DIR] [-k NAME=VALUE]... -- PROGRAM ARGS` (analyses listed in `collect --help`)
     Collect(CollectArgs),
     /// Turn a perf.data file recorded by perf into a result.
     Import(ImportArgs),
@@ -35,7 +35,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct CollectArgs {
-    /// Analysis to run: hotspots (sampling) or trace (every function call, exactly).
+    /// Analysis to run; the list, with each one's knobs, is below.
     pub analysis: String,
     /// Result directory (default: the next free rNNNhs in the current directory).
     #[arg(short = 'r', long = "result-dir")]
@@ -43,7 +43,7 @@ pub struct CollectArgs {
     /// Stop collecting after this many seconds.
     #[arg(short = 'd', long = "duration")]
     pub duration: Option<f64>,
-    /// Knob NAME=VALUE (sampling-interval-us, stack-unwinding, event); repeatable.
+    /// Knob NAME=VALUE of the analysis (listed below); repeatable.
     #[arg(short = 'k', long = "knob", value_name = "NAME=VALUE")]
     pub knobs: Vec<String>,
     /// Attach to every thread of a running process.
@@ -127,4 +127,24 @@ pub struct InfoArgs {
     /// text or json.
     #[arg(long, default_value = "text")]
     pub format: String,
+}
+
+/// The command line, with the analyses, their knobs and reports listed from the registry.
+pub fn parse() -> Result<Cli, clap::Error> {
+    let mut analyses = String::from("Analyses:\n");
+    let mut reports = String::from("Reports, by the analysis that made the result:\n");
+    for a in kairos_analyses::ANALYSES {
+        analyses.push_str(&format!("  {:<20} {}\n", a.name, a.summary));
+        for k in a.knobs {
+            analyses.push_str(&format!("      -k {}=... (default {}): {}\n", k.name, k.default, k.help));
+        }
+        reports.push_str(&format!("  {}:\n", a.name));
+        for r in a.reports {
+            reports.push_str(&format!("      {:<16} {}\n", r.name, r.help));
+        }
+    }
+    let cmd = Cli::command()
+        .mut_subcommand("collect", |c| c.after_help(analyses))
+        .mut_subcommand("report", |c| c.after_help(reports));
+    Cli::from_arg_matches(&cmd.try_get_matches()?)
 }

@@ -23,16 +23,14 @@ mod pipeline;
 mod progress;
 mod time_assign;
 
-use clap::Parser;
-
-use crate::args::{Cli, Command};
+use crate::args::Command;
 
 fn main() {
     // Reports are often piped into `head`; a closed pipe is not an error worth a panic.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = match Cli::try_parse() {
+    let cli = match args::parse() {
         Ok(cli) => cli,
         Err(e) => {
             // clap prints help/version to stdout with exit 0 and usage errors with exit 2.

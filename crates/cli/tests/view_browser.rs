@@ -35,6 +35,7 @@ fn the_page_works_in_chromium() {
     kairos_in(&fixtures(), &["import", "-q", "skylake-sp_any_32deep_cycles.perf.data", "-r", path_str(&d("lbr")), "--perf-map-dir", "."]).ok();
     kairos(&["lab", "synthesize", "--samples", "200000", "--functions", "100000", "-o", path_str(&d("wide"))]).ok();
     kairos(&["collect", "system-overview", "-q", "-r", path_str(&d("so")), "--", path_str(&sample("matrix")), "300", "interchange"]).ok();
+    kairos(&["collect", "memory-consumption", "-q", "-r", path_str(&d("mc")), "--", path_str(&sample("allocs"))]).ok();
     let artifacts = kairos_bin().parent().unwrap().parent().unwrap().join("view-screenshots");
     let _ = std::fs::remove_dir_all(&artifacts);
     std::fs::create_dir_all(&artifacts).unwrap();
@@ -47,6 +48,7 @@ fn the_page_works_in_chromium() {
         .env("KAIROS_RESULT_BRANCHES", d("lbr"))
         .env("KAIROS_RESULT_WIDE", d("wide"))
         .env("KAIROS_RESULT_COUNTERS", d("so"))
+        .env("KAIROS_RESULT_MEMORY", d("mc"))
         .env("KAIROS_ARTIFACTS", &artifacts)
         .env("KAIROS_CHROMIUM", &chromium)
         .status()

@@ -6,6 +6,8 @@ pub mod maps;
 pub mod pair;
 pub mod profile;
 pub mod runtime_file;
+mod spec;
+pub use spec::SPEC;
 
 pub use pair::{pair_thread, Event, EventKind, Paired, RawCall};
 pub use profile::{build_profile, FunctionLoc, ThreadInfo, TracedThread};

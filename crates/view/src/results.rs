@@ -67,9 +67,11 @@ impl Data {
             kairos_result::read_profile_of_event(&dir, None)
                 .map_err(|e| format!("result {} is damaged: {e}; collect or import it again", path.display()))?
         } else {
+            let kind = dir.manifest().kind.clone().unwrap_or_else(|| "unknown".into());
+            let reports = kairos_analyses::find(&kind).map(|a| a.report_names().join(", ")).unwrap_or_default();
             notes.push(format!(
-                "this {} result has no samples: the timeline and trees are empty",
-                dir.manifest().kind.as_deref().unwrap_or("unknown")
+                "this {kind} result has no samples to draw; its reports are {reports}: kairos report NAME -r {}",
+                path.display()
             ));
             Profile::default()
         };

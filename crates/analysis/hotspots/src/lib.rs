@@ -19,6 +19,7 @@ mod group;
 mod hotspots;
 mod summary;
 mod timeline;
+mod spec;
 mod top_down;
 mod weight;
 
@@ -31,4 +32,5 @@ pub use group::GroupBy;
 pub use hotspots::hotspots;
 pub use summary::summary;
 pub use timeline::{timeline, MAX_BUCKETS};
+pub use spec::SPEC;
 pub use top_down::top_down;

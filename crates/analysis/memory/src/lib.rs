@@ -13,6 +13,8 @@ pub mod build;
 pub mod decode;
 pub mod replay;
 pub mod reports;
+mod spec;
+pub use spec::SPEC;
 pub mod tables;
 
 /// One call the tracker intercepted.

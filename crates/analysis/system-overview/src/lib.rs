@@ -12,6 +12,8 @@
 //! - interrupt: irq:irq_handler_entry/exit and irq_vectors:local_timer_entry/exit on one CPU.
 
 mod build;
+mod spec;
+pub use spec::SPEC;
 pub mod reports;
 pub mod tables;
 

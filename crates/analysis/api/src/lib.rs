@@ -1,0 +1,44 @@
+//! What an analysis declares about itself; see the README.
+
+mod knobs;
+
+pub use knobs::{interval_us, one_of, KnobError, KnobSpec, Knobs};
+
+/// One report of an analysis: `kairos report NAME -r DIR`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportSpec {
+    pub name: &'static str,
+    pub help: &'static str,
+}
+
+/// An analysis as the rest of Kairos sees it.
+#[derive(Debug)]
+pub struct AnalysisSpec {
+    /// `kairos collect NAME`; also the manifest's `kind`.
+    pub name: &'static str,
+    /// One line for `kairos collect --help`.
+    pub summary: &'static str,
+    /// Result directories are named `rNNN<suffix>`.
+    pub result_suffix: &'static str,
+    pub knobs: &'static [KnobSpec],
+    /// What it records: events, preloaded runtime, side collectors.
+    pub collects: &'static str,
+    pub reports: &'static [ReportSpec],
+    /// Views of the page (`kairos view`) that show its results.
+    pub views: &'static [&'static str],
+    /// Capabilities (names of `kairos info`) without which it cannot run.
+    pub needs: &'static [&'static str],
+    /// Capabilities it uses where present, and does without otherwise.
+    pub uses: &'static [&'static str],
+}
+
+impl AnalysisSpec {
+    /// The names of its reports, for menus and sentences.
+    pub fn report_names(&self) -> Vec<&'static str> {
+        self.reports.iter().map(|r| r.name).collect()
+    }
+
+    pub fn has_report(&self, name: &str) -> bool {
+        self.reports.iter().any(|r| r.name == name)
+    }
+}
