@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -124,6 +125,7 @@ static pthread_key_t buf_key;
 static struct tbuf *bufs[MAX_BUFS];
 
 static TLS int in_hook;
+static TLS int in_flush;          /* this thread is inside flush_locked */
 static TLS struct tbuf *my_buf;
 static TLS uintptr_t stack_lo, stack_hi;
 
@@ -229,18 +231,20 @@ static void anchor_locked(struct tbuf *b)
 static void flush_locked(struct tbuf *b)
 {
     if (b->used == 0) return;
+    in_flush++;
     anchor_locked(b); /* emit and get_buf keep 16 bytes free for it */
     if (b->fd < 0) {
         char path[1200];
         path_of(path, sizeof path, ".kmt", b->seq);
         b->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (b->fd < 0) { __atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED); b->used = 0; return; }
+        if (b->fd < 0) { __atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED); b->used = 0; in_flush--; return; }
         struct { char magic[8]; uint32_t version, pid, tid, clock; uint64_t inst; } h = {
             {'K', 'A', 'I', 'R', 'O', 'S', 'M', 'T'}, KMT_VERSION, pid, b->tid, (uint32_t)use_tsc, inst };
         write_all(b->fd, &h, sizeof h);
     }
     write_all(b->fd, b->data, b->used);
     b->used = 0;
+    in_flush--;
 }
 
 /* The owner marks its buffer busy while appending; the exit flush waits for that to clear.
@@ -415,6 +419,13 @@ static void finish(void)
     for (uint32_t i = 0; i < MAX_BUFS; i++) {
         struct tbuf *b = __atomic_load_n(&bufs[i], __ATOMIC_ACQUIRE);
         if (!b) continue;
+        if (b == my_buf && b->busy) {
+            /* Called from the signal handler while this very thread was appending: its
+             * lock can never clear. Its records up to `used` are whole (used grows after
+             * the copy); unless it was interrupted while writing them out already. */
+            if (!in_flush) flush_locked(b);
+            continue;
+        }
         lock_buf(b);
         flush_locked(b);
         unlock_buf(b);
@@ -460,6 +471,8 @@ static void after_fork_child(void)
     lost = 0;
 }
 
+static void flush_on_signals(void);
+
 __attribute__((constructor)) static void memtrack_init(void)
 {
     in_hook++;
@@ -473,9 +486,43 @@ __attribute__((constructor)) static void memtrack_init(void)
         start_process();
         pthread_atfork(NULL, NULL, after_fork_child);
         atexit(finish);
+        flush_on_signals();
         active = 1;
     }
     in_hook--;
+}
+
+/* SIGTERM (how kairos ends a target it was told to stop) and SIGINT (Ctrl-C) would end the
+ * process without the exit flush, losing every buffer not yet full: flush, then let the
+ * signal end the process as it would have. Only where the program left the default
+ * action; a program with its own handler exits through exit() and the atexit flush. */
+static void on_fatal_signal(int sig)
+{
+    int saved = errno;
+    in_hook++;
+    finish();
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    /* Pending until the handler returns (the signal is blocked in its own handler). */
+    raise(sig);
+    in_hook--;
+    errno = saved;
+}
+
+static void flush_on_signals(void)
+{
+    int sigs[] = {SIGTERM, SIGINT};
+    for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sigfillset(&sa.sa_mask); /* one flush at a time */
+        sigaction(sigs[i], &sa, NULL);
+    }
 }
 
 __attribute__((destructor)) static void memtrack_fini(void)

@@ -21,8 +21,10 @@
  *
  * Hot path: thread-local buffer, no locks, no system calls but the clock. A buffer is
  * written out when full, when its thread ends (pthread key destructor), and at process
- * exit (atexit and a library destructor; both just flush what is there). Events lost:
- * the buffers of a process killed by a signal or ending in _exit/exec.
+ * exit (atexit and a library destructor; both just flush what is there), and on SIGTERM
+ * (how kairos ends a program it was told to stop) and SIGINT when the program left them at
+ * their default action. Events lost: the buffers of a process killed by another signal or
+ * ending in _exit/exec.
  *
  * Never traces itself: every function is no_instrument_function and the file is built
  * without -finstrument-functions.
@@ -31,6 +33,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +221,52 @@ NOINSTR static void flush_all(void)
     copy_maps();
 }
 
+/* SIGTERM/SIGINT with the default action: write what the buffers hold, then let the
+ * signal end the process as it would have. The interrupted code may hold list_lock (thread
+ * start or end): then the list is walked without it, as the process is ending anyway. A
+ * thread interrupted inside the runtime (state 1: possibly in the middle of writing its
+ * buffer) is left as is, rather than have records written twice. */
+NOINSTR static void on_fatal_signal(int sig)
+{
+    int saved = errno;
+    int was = state;
+    state = 1;
+    if (enabled) {
+        int locked = 0;
+        for (int i = 0; i < 1000 && !(locked = pthread_mutex_trylock(&list_lock) == 0); i++)
+            sched_yield();
+        for (struct ktr_thread *t = threads; t; t = t->next)
+            if (t != self || was == 0)
+                flush(t);
+        if (locked)
+            pthread_mutex_unlock(&list_lock);
+        copy_maps();
+    }
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    /* Pending until the handler returns (the signal is blocked in its own handler). */
+    raise(sig);
+    state = was;
+    errno = saved;
+}
+
+NOINSTR static void flush_on_signals(void)
+{
+    int sigs[] = {SIGTERM, SIGINT};
+    for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sigfillset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 /* fork: the child's copy of this thread's buffer holds the parent's events, and the other
  * threads do not exist in the child. Start the child afresh with its own files. */
 NOINSTR static void after_fork_child(void)
@@ -247,6 +297,7 @@ NOINSTR __attribute__((constructor(101))) static void init(void)
     atexit(flush_all);
     copy_maps();
     enabled = 1;
+    flush_on_signals();
 }
 
 /* Runs after the program's own destructors (the runtime was loaded first), catching the

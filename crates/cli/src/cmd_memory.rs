@@ -67,18 +67,16 @@ pub fn collect(args: CollectArgs) -> CliResult {
         _ => lib.clone().into_os_string(),
     };
     let started = Instant::now();
-    // Ctrl-C reaches the whole foreground group: the target ends, Kairos keeps what it wrote.
-    let old_int = unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+    // SIGINT/SIGTERM to kairos (alone, or with the whole terminal group) end the target
+    // (SIGTERM) at once; the result keeps what the tracker wrote up to then.
     let status = Command::new(&program)
         .args(&args.program[1..])
         .env("LD_PRELOAD", preload)
         .env("KAIROS_MEMTRACK_DIR", &raw)
         .env("KAIROS_MEMTRACK_MIN_SIZE", knobs.get("min-object-size"))
-        .status();
-    unsafe {
-        libc::signal(libc::SIGINT, old_int);
-    }
-    let status = match status {
+        .spawn()
+        .and_then(|mut child| crate::interrupt::wait(&mut child));
+    let (status, interrupted) = match status {
         Ok(s) => s,
         Err(e) => {
             let _ = std::fs::remove_dir_all(dir.path());
@@ -93,6 +91,9 @@ pub fn collect(args: CollectArgs) -> CliResult {
     let trace = decode::read_dir(&raw).map_err(|e| UserError::failed(format!("cannot read the tracker's files: {e}")))?;
     if trace.processes.is_empty() {
         let _ = std::fs::remove_dir_all(dir.path());
+        if let Some(sig) = interrupted {
+            return Err(UserError::failed(format!("interrupted by signal {sig} before the allocation tracker wrote anything; nothing was recorded")));
+        }
         return Err(UserError::failed(format!(
             "the allocation tracker was not loaded into {first} (it wrote nothing): the program may be setuid, \
              clear LD_PRELOAD, or be statically linked; run it as a dynamically linked program of your own user"
@@ -113,7 +114,10 @@ pub fn collect(args: CollectArgs) -> CliResult {
         use std::os::unix::process::ExitStatusExt;
         let m = dir.manifest_mut();
         m.duration_secs = Some(elapsed);
-        m.stopped_by = Some("target exited".into());
+        m.stopped_by = Some(match interrupted {
+            Some(sig) => crate::cmd_collect::stop_reason(&kairos_collector::StopReason::Signal(sig)),
+            None => "target exited".into(),
+        });
         m.target_exit = Some(match (status.code(), status.signal()) {
             (Some(code), _) => kairos_result::TargetExit::Code { code },
             (None, Some(signal)) => kairos_result::TargetExit::Signal { signal },

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::Args;
+use kairos_analysis_hugepages::pool::{self, PoolCounts, PoolReading};
 use kairos_analysis_hugepages::{parse_glibc, pool_file, MIB2};
 use kairos_platform::Prober;
 
@@ -71,6 +72,10 @@ fn meminfo(key: &str) -> Option<u64> {
     kairos_platform::parse::meminfo_field(&s, key)
 }
 
+fn pool_now() -> Option<PoolCounts> {
+    PoolCounts::from_meminfo(&std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
 fn read_u64(path: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
@@ -79,7 +84,9 @@ fn read_u64(path: &str) -> Option<u64> {
 fn reserve(n: u64) -> CliResult<Option<PoolGuard>> {
     let file = pool_file(MIB2);
     let old = read_u64(&file).ok_or_else(|| UserError::failed(format!("cannot read {file}: this kernel has no hugetlbfs pool; nothing was changed")))?;
-    let free = meminfo("HugePages_Free").unwrap_or(0);
+    // Free pages already promised to another process's mappings (HugePages_Rsvd) are not
+    // free for this program.
+    let free = pool_now().map_or(0, |p| p.free.saturating_sub(p.rsvd));
     if free >= n {
         println!("Huge-page pool: {free} pages free already (nr_hugepages {old}), nothing to reserve");
         return Ok(None);
@@ -204,7 +211,10 @@ pub fn run(args: RunArgs) -> CliResult {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGHUP, on_signal as *const () as libc::sighandler_t);
     }
-    let pool_free_before = meminfo("HugePages_Free").unwrap_or(0);
+    let pool_before = pool_now().unwrap_or_default();
+    let pool_free_before = pool_before.free;
+    let page_kb = meminfo("Hugepagesize").unwrap_or(2048);
+    let mut readings: Vec<PoolReading> = Vec::new();
     let started = Instant::now();
     let child = match cmd.spawn() {
         Ok(c) => c,
@@ -219,7 +229,8 @@ pub fn run(args: RunArgs) -> CliResult {
     };
     let pid = child.id() as libc::pid_t;
     let (status_path, smaps_path) = (format!("/proc/{pid}/status"), format!("/proc/{pid}/smaps_rollup"));
-    let (mut samples, mut hugetlb_peak, mut thp_peak, mut pool_used_peak) = (0u64, 0u64, 0u64, 0u64);
+    let maps_path = format!("/proc/{pid}/smaps");
+    let (mut samples, mut hugetlb_peak, mut thp_peak) = (0u64, 0u64, 0u64);
     let mut wstatus: libc::c_int = 0;
     // SAFETY: rusage is plain data, filled by wait4.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -230,11 +241,17 @@ pub fn run(args: RunArgs) -> CliResult {
         if r == pid || r < 0 {
             break;
         }
+        // The pool first, the program second (see pool::lost_to_others).
+        let pool_then = pool_now();
+        let mapped = std::fs::read_to_string(&maps_path).ok().and_then(|t| pool::smaps_huge(&t, page_kb));
         if let (Some(h), t) = (proc_kb(&status_path, "HugetlbPages"), proc_kb(&smaps_path, "AnonHugePages")) {
             samples += 1;
             hugetlb_peak = hugetlb_peak.max(h);
             thp_peak = thp_peak.max(t.unwrap_or(0));
-            pool_used_peak = pool_used_peak.max(pool_free_before.saturating_sub(meminfo("HugePages_Free").unwrap_or(pool_free_before)));
+            // No mapping listed: the program is exiting; its pages are on their way back.
+            if let (Some(pool), Some((mapped_kb, held_kb))) = (pool_then, mapped) {
+                readings.push(PoolReading { pool, mapped_kb, held_kb });
+            }
         }
         let sig = STOP.load(Ordering::SeqCst);
         if sig != 0 && !forwarded {
@@ -289,8 +306,13 @@ pub fn run(args: RunArgs) -> CliResult {
             "transparent huge pages were NOT used: AnonHugePages stayed 0 (check /sys/kernel/mm/transparent_hugepage/enabled is not \
              'never'; malloc advises only blocks of 2 MiB or more)"
         ));
-    } else if mode == Mode::Hugetlb && pool_used_peak > hugetlb_peak / 2048 {
-        warnings.push(format!("the pool lost up to {pool_used_peak} pages while the program ran, more than it held; another process may have used the pool"));
+    } else if mode == Mode::Hugetlb {
+        let lost = pool::lost_to_others(pool_before, &readings, page_kb);
+        if lost > 0 {
+            warnings.push(format!(
+                "the pool lost {lost} pages while the program ran that the program neither held nor had reserved; another process used the pool"
+            ));
+        }
     }
     for w in &warnings {
         eprintln!("kairos: warning: {w}");

@@ -42,6 +42,8 @@ struct Recorded {
     lost_events: u64,
     refused: Vec<(String, String)>,
     probed: Option<usize>,
+    /// The signal to kairos that ended the recording (and the program) early.
+    interrupted: Option<i32>,
 }
 
 pub fn run(args: CollectArgs) -> CliResult {
@@ -105,13 +107,17 @@ fn record_all(
 /// One untraced run, output discarded, for the overhead baseline.
 fn run_untraced(program: &Path, args: &[OsString]) -> CliResult<f64> {
     let start = Instant::now();
-    Command::new(program)
+    let (_, interrupted) = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .status()
+        .spawn()
+        .and_then(|mut child| crate::interrupt::wait(&mut child))
         .map_err(|e| UserError::failed(format!("cannot run {} ({e}); check that it is a program for this machine", program.display())))?;
+    if let Some(sig) = interrupted {
+        return Err(UserError::failed(format!("interrupted by signal {sig} during the untraced baseline run, before tracing started; nothing was recorded")));
+    }
     Ok(start.elapsed().as_secs_f64())
 }
 
@@ -158,12 +164,23 @@ fn record_instrument(dir: &ResultDir, program: &Path, args: &[OsString], elf: &E
         cmd.env("LD_PRELOAD", preload);
     }
     let start = Instant::now();
-    let status = cmd.status().map_err(|e| UserError::failed(format!("cannot run {} ({e})", program.display())))?;
+    // A signal to kairos ends the program (SIGTERM); the runtime writes its buffers
+    // first unless the program handles SIGTERM itself.
+    let (status, interrupted) = cmd
+        .spawn()
+        .and_then(|mut child| crate::interrupt::wait(&mut child))
+        .map_err(|e| UserError::failed(format!("cannot run {} ({e})", program.display())))?;
     let traced_seconds = start.elapsed().as_secs_f64();
 
     let trace = kairos_trace::runtime_file::read_dir(&raw).map_err(|e| UserError::failed(format!("cannot read the trace: {e}")))?;
     let mut notes = trace.notes.clone();
     if trace.threads.is_empty() {
+        if let Some(sig) = interrupted {
+            return Err(UserError::failed(format!(
+                "interrupted by signal {sig} before {} wrote any trace (the runtime writes a thread's events every 65536 calls and at exit); nothing was recorded",
+                program.display()
+            )));
+        }
         return Err(UserError::failed(format!(
             "{} wrote no trace: it ended before its first call, was killed, or ended through _exit/exec (the runtime writes at exit)",
             program.display()
@@ -202,7 +219,10 @@ fn record_instrument(dir: &ResultDir, program: &Path, args: &[OsString], elf: &E
             functions[*i as usize] = loc;
         }
     }
-    Ok(Recorded { threads, functions, traced_seconds, exit: exit_of(status), notes, lost_events: 0, refused: Vec::new(), probed: None })
+    if interrupted.is_some() {
+        notes.push("interrupted: the program was ended (SIGTERM) before it finished".to_string());
+    }
+    Ok(Recorded { threads, functions, traced_seconds, exit: exit_of(status), notes, lost_events: 0, refused: Vec::new(), probed: None, interrupted })
 }
 
 fn record_uprobes(program: &Path, args: &[OsString], elf: &ElfTraceInfo) -> CliResult<Recorded> {
@@ -273,6 +293,7 @@ fn record_uprobes(program: &Path, args: &[OsString], elf: &ElfTraceInfo) -> CliR
         lost_events: rec.lost,
         refused: rec.refused,
         probed: Some(rec.probed),
+        interrupted: rec.signal.or(rec.interrupted.then_some(libc::SIGINT)),
     })
 }
 
@@ -316,7 +337,10 @@ fn finish(dir: &mut ResultDir, mode: Mode, reason: &str, untraced: Option<f64>, 
     let m = dir.manifest_mut();
     m.duration_secs = Some(rec.traced_seconds);
     m.target_exit = Some(rec.exit);
-    m.stopped_by = Some("target exited".into());
+    m.stopped_by = Some(match rec.interrupted {
+        Some(sig) => crate::cmd_collect::stop_reason(&kairos_collector::StopReason::Signal(sig)),
+        None => "target exited".into(),
+    });
     m.notes.extend(rec.notes.iter().cloned());
     m.notes.extend(sym_notes);
     if open > 0 {

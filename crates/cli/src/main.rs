@@ -18,6 +18,7 @@ mod cmd_run;
 mod cmd_tlb;
 mod cmd_view;
 mod error;
+mod interrupt;
 mod knobs;
 mod pipeline;
 mod progress;

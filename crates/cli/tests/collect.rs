@@ -145,3 +145,172 @@ fn ctrl_c_ends_collection_with_a_valid_result() {
     kairos(&["report", "hotspots", "-r", path_str(&r)]).ok();
     perf_script_comms(&r);
 }
+
+/// The processes whose parent is `parent` (field 4 of /proc/PID/stat).
+fn children_of(parent: i32) -> Vec<i32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
+        if rest.split_whitespace().nth(1).and_then(|p| p.parse::<i32>().ok()) == Some(parent) {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+/// Running and not a zombie.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rfind(')').map(|i| s[i + 1..].trim_start().chars().next()))
+        .is_some_and(|state| !matches!(state, Some('Z') | Some('X')))
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// What happened when kairos alone got SIGINT about a second into a collection.
+struct Interrupted {
+    /// CLOCK_MONOTONIC when the signal was sent.
+    at_ns: u64,
+    /// From the signal to kairos's exit.
+    exit_after: Duration,
+    /// The program kairos had launched, if any.
+    launched: Option<i32>,
+}
+
+/// Runs `kairos ARGS`, sends SIGINT to kairos only (as `kill -INT` or `timeout -s INT`
+/// do) once it has run ~1 s, and waits up to 30 s for it to end.
+fn interrupt_kairos_alone(args: &[&str], launches: bool) -> Interrupted {
+    let mut k = Command::new(common::kairos_bin()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let kpid = k.id() as i32;
+    let mut launched = None;
+    for _ in 0..150 {
+        launched = children_of(kpid).first().copied();
+        if launched.is_some() || !launches {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!launches || launched.is_some(), "kairos {args:?} launched no program");
+    std::thread::sleep(Duration::from_millis(1000));
+    let at_ns = monotonic_ns();
+    let sent = std::time::Instant::now();
+    // SAFETY: plain kill(2) of our own child, to it alone.
+    assert_eq!(unsafe { libc::kill(kpid, libc::SIGINT) }, 0);
+    let status = loop {
+        if let Some(s) = k.try_wait().unwrap() {
+            break s;
+        }
+        if sent.elapsed() > Duration::from_secs(30) {
+            let _ = k.kill();
+            let _ = k.wait();
+            if let Some(c) = launched {
+                // SAFETY: cleaning up the program the test made kairos launch.
+                unsafe { libc::kill(c, libc::SIGKILL) };
+            }
+            panic!("kairos {args:?} still ran 30 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let exit_after = sent.elapsed();
+    let out = k.wait_with_output().unwrap();
+    assert!(status.success(), "kairos {args:?}: {status}\n{}", String::from_utf8_lossy(&out.stderr));
+    Interrupted { at_ns, exit_after, launched }
+}
+
+/// `kill -INT <kairos>` stops collecting at once, as perf record does, in every analysis
+/// that launches a program: the program gets SIGTERM and is gone, kairos ends within a
+/// few seconds with a valid result, and no sample comes from after the interrupt.
+#[test]
+fn sigint_to_kairos_alone_stops_at_once_and_ends_the_launched_program() {
+    let dir = tempdir();
+    let transitions = sample("transitions");
+    let instrumented = sample("transitions-instrumented");
+    let threads = sample("threads");
+    // Each would run for minutes on its own. The traces skip their untraced baseline run.
+    // Seconds allowed from the signal to kairos's exit: 5, but uprobes mode pays ~5 s more
+    // after any trace, interrupted or not, to close its probes (the kernel unregisters
+    // them one by one, ~80 ms each here).
+    let cases: [(&str, Vec<&str>, Vec<&str>, u64); 5] = [
+        ("hotspots", vec![], vec![path_str(&transitions), "1000000"], 5),
+        ("system-overview", vec![], vec![path_str(&transitions), "1000000"], 5),
+        ("memory-consumption", vec![], vec![path_str(&threads), "2", "1000"], 5),
+        ("trace", vec!["-k", "mode=instrument", "-k", "measure-overhead=off"], vec![path_str(&instrumented), "1000000"], 5),
+        ("trace", vec!["-k", "mode=uprobes", "-k", "measure-overhead=off"], vec![path_str(&transitions), "1000000"], 15),
+    ];
+    for (i, (analysis, knobs, program, max_exit)) in cases.iter().enumerate() {
+        let r = dir.path().join(format!("r{i}"));
+        let mut args = vec!["collect", analysis, "-q", "-r", path_str(&r)];
+        args.extend(knobs);
+        args.push("--");
+        args.extend(program);
+        let got = interrupt_kairos_alone(&args, true);
+        assert!(got.exit_after < Duration::from_secs(*max_exit), "{args:?}: kairos took {:?} to stop after SIGINT", got.exit_after);
+        let child = got.launched.unwrap();
+        assert!(!alive(child), "{args:?}: the launched program {child} still runs");
+        let m = manifest(&r);
+        assert!(m["stopped_by"].as_str().is_some_and(|s| s.contains("signal 2")), "{args:?}: {}", m["stopped_by"]);
+        assert_eq!(m["target_exit"]["signal"], 15, "{args:?}: {}", m["target_exit"]);
+        kairos(&["report", "summary", "-r", path_str(&r)]).ok();
+        let p = || kairos_result::read_profile(&kairos_result::ResultDir::open(&r).unwrap()).unwrap();
+        if *analysis == "trace" {
+            // The last traced call (open ones end at the last event) is from before the stop.
+            let p = p();
+            let last = p.calls.iter().map(|c| c.end_ns).max().unwrap_or(0);
+            assert!(p.calls.len() > 100, "{args:?}: {} calls", p.calls.len());
+            assert!(last < got.at_ns + 1_000_000_000, "{args:?}: calls until {:.3} s after the interrupt", (last as f64 - got.at_ns as f64) / 1e9);
+        }
+        if matches!(*analysis, "hotspots" | "system-overview") {
+            let p = p();
+            let last = p.samples.iter().map(|s| s.time_ns).max().unwrap_or(0);
+            assert!(p.samples.len() > 100, "{args:?}: {} samples", p.samples.len());
+            assert!(
+                last < got.at_ns + 1_000_000_000,
+                "{args:?}: samples until {:.3} s after the interrupt",
+                (last as f64 - got.at_ns as f64) / 1e9
+            );
+            perf_script_comms(&r);
+        }
+    }
+}
+
+/// With -p the attached process is not kairos's to end: SIGINT stops the collection and
+/// leaves it running.
+#[test]
+fn sigint_to_kairos_attached_leaves_the_process_running() {
+    let dir = tempdir();
+    let mut target = Command::new(sample("transitions")).arg("1000000").stdout(Stdio::null()).spawn().unwrap();
+    let pid = target.id() as i32;
+    let r = dir.path().join("r");
+    let pid_s = pid.to_string();
+    let got = interrupt_kairos_alone(&["collect", "hotspots", "-q", "-r", path_str(&r), "-p", &pid_s], false);
+    let still = alive(pid);
+    let _ = target.kill();
+    let _ = target.wait();
+    assert!(got.exit_after < Duration::from_secs(5), "kairos took {:?} to stop after SIGINT", got.exit_after);
+    assert!(still, "the attached process {pid} was ended");
+    assert!(manifest(&r)["stopped_by"].as_str().is_some_and(|s| s.contains("signal 2")));
+    kairos(&["report", "hotspots", "-r", path_str(&r)]).ok();
+}
+
+/// Distribution debug files come with zlib-compressed DWARF (Debian's libc6-dbg, which
+/// this machine has): a collection that samples libc must read them, not note on every
+/// report that the debug info of a /usr/lib/debug/.build-id file is unusable.
+#[test]
+fn compressed_distribution_debug_files_are_read() {
+    let dir = tempdir();
+    let r = dir.path().join("r");
+    kairos(&["collect", "hotspots", "-q", "-r", path_str(&r), "--", path_str(&sample("transitions")), "300"]).ok();
+    let notes = manifest(&r)["notes"].as_array().cloned().unwrap_or_default();
+    let bad: Vec<_> = notes.iter().filter_map(|n| n.as_str()).filter(|n| n.contains("unusable")).collect();
+    assert!(bad.is_empty(), "{bad:?}");
+    let summary = kairos(&["report", "summary", "-r", path_str(&r)]).ok().stdout;
+    assert!(!summary.contains("unusable"), "{summary}");
+}

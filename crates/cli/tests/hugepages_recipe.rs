@@ -84,3 +84,51 @@ fn bad_input_gets_one_sentence_and_changes_nothing() {
     let r = kairos_in(dir.path(), &["report", "tlb", "-r", "."]);
     assert!(r.code != 0, "{}", r.stderr);
 }
+
+/// `kairos run` warns that the pool lost pages to another process only when one did:
+/// a program that uses every reserved page itself (faults caught half-way by the 50 ms
+/// readings included) gets no such warning; pages this test takes from the pool while the
+/// program runs are reported, counted exactly.
+#[test]
+fn pool_pages_taken_by_another_process_are_told_apart_from_the_programs() {
+    let _turn = pool_turn();
+    let dir = tempdir();
+    let matrix = sample("matrix");
+    let m = matrix.to_str().unwrap();
+    let _restore = Restore(std::fs::read_to_string(POOL).expect("this kernel has no hugetlb pool (/proc/sys/vm/nr_hugepages)"));
+    // 1000 x 1000 doubles: three blocks of 4 pages, and glibc's arena page: 13.
+    for _ in 0..3 {
+        let _ = std::fs::write(POOL, "0\n");
+        let run = kairos_in(dir.path(), &["run", "--hugepages=hugetlb", "--reserve", "13", "--", m, "1000", "interchange"]).ok();
+        assert!(run.stdout.contains("(13 pages of 2 MiB)"), "{}\n{}", run.stdout, run.stderr);
+        assert!(!run.stderr.contains("pool lost"), "a false loss:\n{}", run.stderr);
+    }
+
+    // 15 free, the program takes 13, this test 2 while it runs.
+    std::fs::write(POOL, "15\n").unwrap();
+    let child = std::process::Command::new(common::kairos_bin())
+        .args(["run", "--hugepages=hugetlb", "--reserve", "13", "--", m, "1000", "naive"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let len = 2 * (2 << 20);
+    // SAFETY: a private anonymous huge-page mapping of our own, unmapped below.
+    let p = unsafe {
+        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB, -1, 0)
+    };
+    assert_ne!(p, libc::MAP_FAILED, "no 2 huge pages for the test: {}", std::io::Error::last_os_error());
+    for i in 0..2 {
+        // SAFETY: inside the mapping.
+        unsafe { (p as *mut u8).add(i * (2 << 20)).write_volatile(1) };
+    }
+    let out = child.wait_with_output().unwrap();
+    // SAFETY: unmapping what we mapped.
+    unsafe { libc::munmap(p, len) };
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("(13 pages of 2 MiB)"), "the program did not get its pages:\n{stdout}\n{stderr}");
+    assert!(stderr.contains("the pool lost 2 pages"), "the 2 pages taken meanwhile were not reported:\n{stderr}");
+}

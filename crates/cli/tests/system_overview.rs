@@ -88,3 +88,38 @@ fn bad_knob_is_refused_before_anything_runs() {
     assert!(r.stderr.contains("from 10 to 1000000"), "{}", r.stderr);
     assert!(!dir.exists(), "a refused collection left a result behind");
 }
+
+/// The number before the "%" of the summary line starting with `key`.
+fn summary_percent(summary: &str, key: &str) -> f64 {
+    let line = summary.lines().find(|l| l.trim_start().starts_with(key)).unwrap_or_else(|| panic!("no {key} line:\n{summary}"));
+    line.rsplit(':').next().unwrap().trim().trim_end_matches('%').parse().unwrap_or_else(|_| panic!("not a percentage: {line}"))
+}
+
+/// The program's own getrusage figure: "inkernel: rounds N utime_s U stime_s S kernel_share P".
+fn getrusage_share(out: &str) -> f64 {
+    let line = out.lines().find(|l| l.starts_with("inkernel: rounds")).unwrap_or_else(|| panic!("no inkernel line:\n{out}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// A program that lives in the kernel (page faults, cheap system calls, both): the
+/// measured kernel share agrees with getrusage's stime / (utime + stime) of the same run
+/// within 5 points, in the collection's summary and in `kairos report summary` alike.
+#[test]
+fn measured_kernel_share_agrees_with_getrusage() {
+    let prog = sample("inkernel");
+    let tmp = tempdir();
+    let mut seen = Vec::new();
+    for mode in ["faults", "syscalls", "both"] {
+        let dir = tmp.path().join(mode);
+        let s = kairos(&["collect", "system-overview", "-q", "-r", path_str(&dir), "--", path_str(&prog), "1.5", mode]).ok().stdout;
+        let truth = getrusage_share(&s);
+        let measured = summary_percent(&s, "Kernel share (measured, of CPU time):");
+        let sampled = summary_percent(&s, "Kernel share (samples in kernel mode):");
+        seen.push((mode, truth, measured, sampled));
+        assert!(truth > 60.0, "{mode}: inkernel spent only {truth}% in the kernel by getrusage:\n{s}");
+        assert!((measured - truth).abs() <= 5.0, "{mode}: measured kernel share {measured}% against getrusage {truth}% (sampled {sampled}%):\n{s}");
+        let r = kairos(&["report", "summary", "-r", path_str(&dir)]).ok().stdout;
+        assert_eq!(summary_percent(&r, "Kernel share (measured, of CPU time):"), measured, "{r}");
+    }
+    eprintln!("(mode, getrusage, measured, sampled): {seen:?}");
+}

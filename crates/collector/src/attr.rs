@@ -63,6 +63,8 @@ pub struct AttrSpec {
     pub branch_sample_type: u64,
     /// MMAP records of data mappings too (to name the object of a data address).
     pub mmap_data: bool,
+    /// PERF_RECORD_SWITCH records: when each task was switched out and back in.
+    pub context_switch: bool,
 }
 
 /// User-mode calls and returns, the filter the LBR method needs (what
@@ -154,6 +156,9 @@ pub fn build(spec: &AttrSpec) -> b::perf_event_attr {
     }
     if spec.mmap_data {
         a.set_mmap_data(1);
+    }
+    if spec.context_switch {
+        a.set_context_switch(1);
     }
     // Wake the poll loop at a fill level rather than at every sample (the loop also drains
     // on a timer, so this only bounds the latency of a burst).
@@ -249,6 +254,7 @@ mod tests {
             wakeup_bytes: 4096,
             branch_sample_type: 0,
             mmap_data: false,
+            context_switch: false,
         });
         assert_eq!(attr_bytes(&a).len(), 128);
         assert_eq!(a.sample_stack_user, 8192);
@@ -270,6 +276,7 @@ mod tests {
             wakeup_bytes: 0,
             branch_sample_type: BRANCH_CANDIDATES[0],
             mmap_data: false,
+            context_switch: false,
         });
         assert_ne!(a.sample_type & b::PERF_SAMPLE_BRANCH_STACK as u64, 0);
         assert_eq!(a.branch_sample_type & BRANCH_USER_CALL_RETURN, BRANCH_USER_CALL_RETURN);

@@ -65,6 +65,11 @@ impl ExtraEvent {
         Ok(ExtraEvent { name: format!("{system}:{event}"), type_: b::PERF_TYPE_TRACEPOINT, config: id, addr: false, raw, user_callchain })
     }
 
+    /// A tracepoint (as opposed to a software event such as minor-faults).
+    pub fn is_tracepoint(&self) -> bool {
+        self.type_ == b::PERF_TYPE_TRACEPOINT
+    }
+
     /// The attr: counting every occurrence, in the sampling event's clock and trailer layout.
     pub fn attr(&self, include_kernel: bool, enable_on_exec: bool, inherit: bool) -> b::perf_event_attr {
         // SAFETY: perf_event_attr is plain old data; all-zero is its documented default.

@@ -8,6 +8,7 @@
 //! finishes the file, so the result always opens in `perf script`.
 
 pub mod attr;
+pub mod calibrate;
 pub mod extra;
 pub mod launch;
 pub mod ring;
@@ -90,6 +91,10 @@ pub struct CollectOptions {
     /// MMAP records of data mappings too (mmap_data), to name the memory object of a
     /// faulting address.
     pub data_mmaps: bool,
+    /// PERF_RECORD_SWITCH records (context_switch): when each task was switched out and
+    /// back in, which no per-task tracepoint shows (sched_switch fires for the task
+    /// leaving only).
+    pub context_switches: bool,
 }
 
 /// `-k branch-records=`: every sample with the last user calls and returns (LBR).
@@ -126,6 +131,7 @@ impl CollectOptions {
             lbr_missing: None,
             extra_events: Vec::new(),
             data_mmaps: false,
+            context_switches: false,
         }
     }
 }
@@ -266,7 +272,8 @@ pub fn collect(
 }
 
 /// SIGINT/SIGTERM set a flag that the loop checks; the handlers are removed on return.
-/// Nothing is forwarded: the terminal already signals the whole process group.
+/// The signal is not forwarded as is: a launched program gets SIGTERM once recording has
+/// stopped (see `run`), whether the signal came from the terminal or to kairos alone.
 struct Signals {
     ids: Vec<signal_hook::SigId>,
     flags: Vec<(i32, Arc<AtomicBool>)>,
@@ -330,7 +337,7 @@ fn errno_name(e: i32) -> &'static str {
     }
 }
 
-fn open_fd(attr: &mut sys::bindings::perf_event_attr, pid: i32, cpu: i32) -> Result<OwnedFd, i32> {
+pub(crate) fn open_fd(attr: &mut sys::bindings::perf_event_attr, pid: i32, cpu: i32) -> Result<OwnedFd, i32> {
     // CLOEXEC: a program launched by another thread must not inherit our events.
     // SAFETY: attr is a valid, initialised perf_event_attr.
     let fd = unsafe { sys::perf_event_open(attr, pid, cpu, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as _) };
@@ -518,6 +525,7 @@ fn choose_and_open(
                 wakeup_bytes,
                 branch_sample_type,
                 mmap_data: opts.data_mmaps,
+                context_switch: opts.context_switches,
             };
             match open_events(&spec, &opts.target, child, cpus) {
                 Ok(ev) => {
@@ -645,10 +653,10 @@ struct Sink {
 
 const PERF_RECORD_LOST: u32 = 2;
 const PERF_RECORD_THROTTLE: u32 = 5;
-const PERF_RECORD_SAMPLE: u32 = 9;
+pub(crate) const PERF_RECORD_SAMPLE: u32 = 9;
 const PERF_RECORD_LOST_SAMPLES: u32 = 13;
 
-fn u64_at(b: &[u8], o: usize) -> u64 {
+pub(crate) fn u64_at(b: &[u8], o: usize) -> u64 {
     match b.get(o..o + 8) {
         Some(s) => u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]),
         None => 0,
@@ -864,8 +872,22 @@ fn run(
         }
     };
 
-    // End the launched program when we, not it, decided to stop, and reap it; keep
-    // draining meanwhile so its last samples are not lost.
+    let disable = |fds: &mut dyn Iterator<Item = &OwnedFd>| {
+        for fd in fds {
+            // SAFETY: disabling our own perf fd; no new records after this.
+            unsafe { sys::ioctls::DISABLE(fd.as_raw_fd(), 0) };
+        }
+    };
+    // When we, not the target, decided to stop (a signal to kairos, the duration, a write
+    // error), recording stops now, as perf record does: the target may take a while to
+    // end, or never end, and nothing it does after the stop belongs in the result.
+    let mut end_ns = None;
+    if stop != StopReason::TargetExited {
+        disable(&mut events.fds.iter().chain(&extra_fds));
+        end_ns = Some(monotonic_ns());
+    }
+    // Then end the program we launched (SIGTERM, SIGKILL after 2 s) and reap it. An
+    // attached process (-p) or the system (-a) is left running: there is no child.
     let mut target_exit = None;
     if let Some(c) = child.as_mut() {
         let mut tick = || {
@@ -873,19 +895,13 @@ fn run(
         };
         target_exit = match stop {
             StopReason::TargetExited => c.try_wait(),
-            // The terminal signalled the program too: give it time to exit on its own.
-            StopReason::Signal(_) => match c.wait_for(Duration::from_secs(10), &mut tick) {
-                Some(e) => Some(e),
-                None => c.terminate(Duration::from_secs(2), &mut tick),
-            },
-            StopReason::Duration | StopReason::WriteError(_) => c.terminate(Duration::from_secs(2), &mut tick),
+            StopReason::Signal(_) | StopReason::Duration | StopReason::WriteError(_) => {
+                c.terminate(Duration::from_secs(2), &mut tick)
+            }
         };
     }
-    for fd in events.fds.iter().chain(&extra_fds) {
-        // SAFETY: disabling our own perf fd; no new records after this.
-        unsafe { sys::ioctls::DISABLE(fd.as_raw_fd(), 0) };
-    }
-    let end_ns = monotonic_ns();
+    disable(&mut events.fds.iter().chain(&extra_fds));
+    let end_ns = end_ns.unwrap_or_else(monotonic_ns);
     sink.drain(&mut rings);
     let mut stopped_by = stop;
     if let Err(e) = sink.writer.flush_data() {

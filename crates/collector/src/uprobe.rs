@@ -78,6 +78,8 @@ pub struct UprobeRecording {
     pub wall_seconds: f64,
     /// Whether kairos was interrupted (SIGINT/SIGTERM) and stopped the target.
     pub interrupted: bool,
+    /// The signal that interrupted kairos, when `interrupted`.
+    pub signal: Option<i32>,
 }
 
 /// The uprobe PMU's type number and the config bit of return probes.
@@ -221,11 +223,13 @@ pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
         }
     }
     let (lead_fds, mut rings): (Vec<OwnedFd>, Vec<Ring>) = leaders.into_iter().flatten().unzip();
-    let stop = Arc::new(AtomicBool::new(false));
+    let mut stops = Vec::new();
     let mut hooks = Vec::new();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let stop = Arc::new(AtomicBool::new(false));
         if let Ok(h) = signal_hook::flag::register(sig, stop.clone()) {
             hooks.push(h);
+            stops.push((sig, stop));
         }
     }
     let start = Instant::now();
@@ -240,8 +244,15 @@ pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
             out.target_exit = Some(e);
             break;
         }
-        if stop.load(Ordering::Relaxed) {
+        if let Some((sig, _)) = stops.iter().find(|(_, f)| f.load(Ordering::Relaxed)) {
             out.interrupted = true;
+            out.signal = Some(*sig);
+            // Stop recording at once (nothing the program does while it ends belongs in
+            // the trace), then end it: SIGTERM, SIGKILL after 2 s.
+            for fd in lead_fds.iter().chain(&fds) {
+                // SAFETY: disabling our own perf fd.
+                unsafe { sys::ioctls::DISABLE(fd.as_raw_fd(), 0) };
+            }
             out.target_exit = child.terminate(Duration::from_secs(2), &mut || {});
             break;
         }
@@ -255,6 +266,7 @@ pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
     }
     // Rings before their fds.
     drop(rings);
+    // Closing takes long (the kernel unregisters one probe at a time, ~80 ms each here).
     drop((lead_fds, fds));
     Ok(out)
 }

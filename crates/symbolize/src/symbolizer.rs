@@ -196,7 +196,9 @@ impl Symbolizer {
         match result {
             Ok(Ok(frames)) if frames.len() == addrs.len() => Ok(frames),
             Ok(Ok(_)) => Err("symbolizer returned a wrong number of results".into()),
-            Ok(Err(e)) => Err(e.to_string()),
+            // The whole chain: the outer context alone ("failed to read ELF section with
+            // index 65") hides the cause, such as an unsupported compression.
+            Ok(Err(e)) => Err(format!("{e:#}")),
             Err(_) => Err("the ELF/DWARF reader crashed on this file".into()),
         }
     }

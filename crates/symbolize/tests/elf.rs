@@ -308,3 +308,47 @@ fn garbage_dwarf_does_not_panic_and_keeps_function_names() {
         );
     }
 }
+
+/// Whether readelf flags `.debug_info` of `bin` as compressed (SHF_COMPRESSED, "C").
+fn debug_info_compressed(bin: &Path) -> bool {
+    let out = run(Command::new("readelf").arg("-SW").arg(bin));
+    out.lines()
+        .find(|l| l.contains(" .debug_info "))
+        .is_some_and(|l| l.split_whitespace().rev().nth(3).is_some_and(|flags| flags.contains('C')))
+}
+
+/// Distributions ship debug files with zlib-compressed DWARF (Debian's libc6-dbg under
+/// /usr/lib/debug/.build-id): they must give lines and inlines like plain ones, with no
+/// note, whether the binary itself or its separate debug file carries them.
+#[test]
+fn zlib_compressed_debug_sections_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = gcc(dir.path(), "full", INLINE_C, &["-g", "-O2"]);
+    let packed = dir.path().join("packed");
+    run(Command::new("objcopy")
+        .arg("--compress-debug-sections=zlib")
+        .arg(&full)
+        .arg(&packed));
+    assert!(debug_info_compressed(&packed), "objcopy did not compress .debug_info");
+    let mut sym = Symbolizer::new(opts(vec![]));
+    assert!(check_outer_against_addr2line(&mut sym, &key(&packed, None), &full) > 0);
+    assert!(sym.notes().is_empty(), "{:?}", sym.notes());
+
+    // As libc6-dbg: a stripped binary and a compressed debug file found by build id.
+    let id = build_id(&full);
+    let debug_root = dir.path().join("debug");
+    let id_dir = debug_root.join(".build-id").join(&id[..2]);
+    std::fs::create_dir_all(&id_dir).unwrap();
+    let dbg = id_dir.join(format!("{}.debug", &id[2..]));
+    run(Command::new("objcopy")
+        .arg("--only-keep-debug")
+        .arg("--compress-debug-sections=zlib")
+        .arg(&full)
+        .arg(&dbg));
+    assert!(debug_info_compressed(&dbg));
+    let bin = dir.path().join("stripped");
+    run(Command::new("strip").arg("--strip-all").arg("-o").arg(&bin).arg(&full));
+    let mut sym = Symbolizer::new(opts(vec![debug_root]));
+    assert!(check_outer_against_addr2line(&mut sym, &key(&bin, None), &full) > 0);
+    assert!(sym.notes().is_empty(), "{:?}", sym.notes());
+}

@@ -6,6 +6,8 @@
 
 use std::collections::HashMap;
 
+pub mod pool;
+
 use kairos_analysis_memory::{AllocRow, Kind};
 
 pub const MIB2: u64 = 2 << 20;

@@ -70,7 +70,14 @@ fn kernel_address(a: u64) -> bool {
 /// Turns time-sorted side samples into kernel entries (sorted by time).
 pub fn build(side: &[SideSample], names: &EventNames) -> Vec<Entry> {
     let mut out: Vec<Entry> = Vec::new();
-    let mut open_fault: HashMap<u32, usize> = HashMap::default();
+    // Fault entries nest: the cpu-clock sample's walk of the user stack, in the timer
+    // interrupt, can fault (in kernel mode) while a user fault is being handled, and such
+    // a fault never completes. So the open faults of a thread are a stack, and a closing
+    // fault event closes the innermost open fault of its own mode (a user IP closes a
+    // user-mode fault, a kernel IP a kernel-mode one); faults opened inside it that never
+    // completed are dropped from the stack. One slot per thread made the nested entry
+    // take the close and left the user fault untimed.
+    let mut open_fault: HashMap<u32, Vec<usize>> = HashMap::default();
     let mut open_sys: HashMap<u32, usize> = HashMap::default();
     // Interrupts nest with nothing of their own kind on one CPU, so one open entry per
     // (CPU, kind) pairs them.
@@ -100,11 +107,20 @@ pub fn build(side: &[SideSample], names: &EventNames) -> Vec<Entry> {
                 // The tracepoint's first field is the faulting address.
                 e.addr = s.payload.map(|a| a as u64);
                 e.detail = None;
-                open_fault.insert(s.thread, out.len());
+                open_fault.entry(s.thread).or_default().push(out.len());
                 out.push(e);
             }
             k @ (Kind::MinorFault | Kind::MajorFault) => {
-                let opened = open_fault.remove(&s.thread);
+                let want = if kernel_address(s.ip) { Cause::KernelFault } else { Cause::UserFault };
+                let opened = open_fault.get_mut(&s.thread).and_then(|stack| {
+                    let at = stack
+                        .iter()
+                        .rposition(|&i| out.get(i).is_some_and(|e| e.cause == want))
+                        .or_else(|| stack.len().checked_sub(1))?;
+                    let i = stack.get(at).copied();
+                    stack.truncate(at);
+                    i
+                });
                 let i = match opened {
                     Some(i) => i,
                     // Without the tracepoints every software fault event is an entry; with
@@ -198,5 +214,21 @@ mod tests {
         assert_eq!(e.len(), 2);
         assert_eq!((e[0].cause, e[0].duration_ns, e[0].ip, e[0].addr), (Cause::UserFault, Some(50), 0x401000, Some(0x7000)));
         assert_eq!((e[1].cause, e[1].duration_ns), (Cause::Syscall, Some(290)));
+    }
+
+    /// A user fault interrupted by the timer, whose sample's user-stack walk faults in
+    /// kernel mode and never completes: the fault event (user IP) closes the user fault.
+    #[test]
+    fn a_fault_nested_in_an_interrupt_does_not_take_the_outer_close() {
+        let names = EventNames::new(&["cpu-clock".into(), "minor-faults".into(), "exceptions:page_fault_user".into(), "exceptions:page_fault_kernel".into()]);
+        let k = 0xffff_ffff_8100_0000;
+        let v = vec![side(2, 100, 1, k), side(3, 120, 1, k), side(1, 150, 1, 0x401000)];
+        let e = build(&v, &names);
+        assert_eq!(e.len(), 2);
+        assert_eq!((e[0].cause, e[0].duration_ns, e[0].completed), (Cause::UserFault, Some(50), true));
+        assert_eq!((e[1].cause, e[1].duration_ns, e[1].completed), (Cause::KernelFault, None, false));
+        // A kernel-mode fault that completes (copy_to_user in a system call) still pairs.
+        let v = vec![side(3, 100, 1, k), side(1, 130, 1, k)];
+        assert_eq!(build(&v, &names)[0].duration_ns, Some(30));
     }
 }

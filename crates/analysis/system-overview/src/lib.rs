@@ -8,16 +8,21 @@
 //! - page fault: exceptions:page_fault_user/kernel (fired on entry to the fault handler)
 //!   to the thread's next minor-faults/major-faults software event, which the kernel emits
 //!   at the end of handle_mm_fault (mm_account_fault); that event also carries the
-//!   faulting instruction, the data address and the user call chain;
+//!   faulting instruction and the data address, the entry tracepoint the user call chain;
 //! - interrupt: irq:irq_handler_entry/exit and irq_vectors:local_timer_entry/exit on one CPU.
+//!
+//! The measured kernel time of a thread ([`kernel_time`]) adds to these the entry and exit
+//! paths no event times, calibrated per entry at collection time ([`PathCost`]).
 
 mod build;
 mod spec;
 pub use spec::SPEC;
+pub mod kernel_time;
 pub mod reports;
 pub mod tables;
 
 pub use build::{build, EventNames};
+pub use kernel_time::PathCost;
 
 /// Why the thread entered the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

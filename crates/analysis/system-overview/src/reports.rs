@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 use kairos_model::{Mode, Profile};
 use kairos_report::{Cell, Column, Document, Section, Table};
 
+use crate::kernel_time::{self, PathCost, ThreadKernelTime};
 use crate::{Cause, Entry};
 
 /// The first user frame of a stack, leaf first: for a fault, the faulting function; for
@@ -78,12 +79,11 @@ impl Tally {
         self.major += e.major as u64;
         self.completed += e.completed as u64;
     }
-    fn measured_ns(&self) -> u64 {
-        // Kernel-mode faults happen inside system calls: their time is already in sys_ns
-        // only when they interrupted one, so all fault time is counted; the overlap is
-        // small next to user faults and said in the notes.
-        self.fault_ns + self.sys_ns + self.irq_ns
-    }
+}
+
+/// Measured kernel time of all threads inside [from, to).
+fn kernel_within(kt: &BTreeMap<u32, ThreadKernelTime>, from: u64, to: u64) -> u64 {
+    kt.values().map(|k| k.within(from, to)).sum()
 }
 
 fn pct(part: u64, whole: u64) -> Cell {
@@ -95,7 +95,9 @@ fn pct(part: u64, whole: u64) -> Cell {
 }
 
 /// `summary`: kernel entries by cause and kernel-time share, overall and per thread.
-pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, entries: &[Entry], meta: &[(K, V)]) -> Document {
+/// `cost` is the per-entry time of the kernel's entry and exit paths measured at
+/// collection (zero when unknown).
+pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, entries: &[Entry], cost: &PathCost, meta: &[(K, V)]) -> Document {
     let mut doc = Document::new("System overview");
     if !meta.is_empty() {
         let mut s = Section::new("Collection");
@@ -119,6 +121,11 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, entries: &[Entry
             }
         }
     }
+    let used = kernel_time::observed_cost(profile, entries, cost);
+    let ktime = kernel_time::per_thread(profile, entries, &used);
+    let measured = |t: Option<&ThreadKernelTime>| t.map_or(0, ThreadKernelTime::total_ns);
+    let all_measured: u64 = ktime.values().map(ThreadKernelTime::total_ns).sum();
+    let all_paths: u64 = ktime.values().map(|k| k.paths_ns).sum();
     let mut run = Section::new("Kernel entries");
     run.push("Elapsed", Cell::ns(end(profile, entries).saturating_sub(origin(profile, entries))));
     run.push("Page faults", Cell::UInt(all.completed));
@@ -135,7 +142,14 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, entries: &[Entry
     kt.push("Page-fault handling (measured)", Cell::ns(all.fault_ns));
     kt.push("System calls (measured)", Cell::ns(all.sys_ns));
     kt.push("Interrupts (measured)", Cell::ns(all.irq_ns));
-    kt.push("Kernel share (measured, of CPU time)", pct(all.measured_ns(), all.cpu_ns));
+    if cost.syscall_ns == 0 && cost.fault_ns == 0 {
+        kt.push("Entry and exit paths", Cell::text("not measured"));
+    } else {
+        kt.push("Entry and exit paths", Cell::ns(all_paths));
+        kt.push("  per system call", Cell::ns(used.syscall_ns));
+        kt.push("  per page fault", Cell::ns(used.fault_ns));
+    }
+    kt.push("Kernel share (measured, of CPU time)", pct(all_measured, all.cpu_ns));
     doc.push_section(kt);
 
     let mut t = Table::new(vec![
@@ -160,6 +174,7 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, entries: &[Entry
     rows.sort_by_key(|(_, t)| std::cmp::Reverse(t.user_faults + t.kernel_faults + t.syscalls + t.irqs));
     for (ti, x) in rows {
         let th = profile.threads.get(ti as usize);
+        let k = measured(ktime.get(&ti));
         t.push_row(vec![
             Cell::text(th.map_or("?", |t| t.process_name.as_str())),
             th.map_or(Cell::Empty, |t| Cell::Int(t.pid as i64)),
@@ -175,19 +190,20 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, entries: &[Entry
             Cell::ns(x.irq_ns),
             Cell::ns(x.cpu_ns),
             pct(x.kernel_cpu_ns, x.cpu_ns),
-            pct(x.measured_ns(), x.cpu_ns),
+            pct(k, x.cpu_ns),
         ]);
     }
     t.push_note("Page faults: faults handle_mm_fault completed (minor-faults + major-faults), what `perf stat -e page-faults` counts; fault-handler entries (exceptions tracepoints) also include faults on kernel addresses and faults that end in an error.");
-    t.push_note("Kernel sampled: share of cpu-clock samples taken in kernel mode. Kernel measured: page-fault, system-call and interrupt time, each measured from its entry to its exit event, as a share of the thread's CPU time.");
+    t.push_note("Kernel sampled: share of cpu-clock samples taken in kernel mode. Kernel measured: page-fault, system-call and interrupt time, each measured from its entry to its exit event (overlaps counted once, time switched out left out), plus the kernel's way in and out around each fault and system call that no event times (cost per entry measured at collection and in the recording; a way out that ended in a preemption or a held-back timer interrupt counted whole), as a share of the thread's CPU time.");
     doc.push_table(t);
     doc
 }
 
 /// `kernel-entries`: entries by cause per time bucket.
-pub fn kernel_entries(profile: &Profile, entries: &[Entry], bucket_ns: u64) -> Table {
+pub fn kernel_entries(profile: &Profile, entries: &[Entry], cost: &PathCost, bucket_ns: u64) -> Table {
     let t0 = origin(profile, entries);
     let bucket_ns = bucket_ns.max(1);
+    let kt = kernel_time::per_thread(profile, entries, &kernel_time::observed_cost(profile, entries, cost));
     let mut buckets: BTreeMap<u64, Tally> = BTreeMap::new();
     for e in entries {
         buckets.entry((e.time_ns.saturating_sub(t0)) / bucket_ns).or_default().add(e);
@@ -212,7 +228,7 @@ pub fn kernel_entries(profile: &Profile, entries: &[Entry], bucket_ns: u64) -> T
             Cell::UInt(x.irqs),
             Cell::UInt(x.switches),
             Cell::UInt(x.user_faults + x.kernel_faults + x.syscalls + x.irqs),
-            Cell::ns(x.measured_ns()),
+            Cell::ns(kernel_within(&kt, t0 + b * bucket_ns, t0 + (b + 1) * bucket_ns)),
         ]);
     }
     t
@@ -302,10 +318,11 @@ pub fn page_faults(profile: &Profile, entries: &[Entry], limit: Option<usize>) -
 }
 
 /// `timeline`: rates per bucket and the longest interruptions of the hottest user function.
-pub fn timeline(profile: &Profile, entries: &[Entry], bucket_ns: u64, limit: Option<usize>) -> Document {
+pub fn timeline(profile: &Profile, entries: &[Entry], cost: &PathCost, bucket_ns: u64, limit: Option<usize>) -> Document {
     let mut doc = Document::new("Timeline");
     let t0 = origin(profile, entries);
     let bucket_ns = bucket_ns.max(1);
+    let kt = kernel_time::per_thread(profile, entries, &kernel_time::observed_cost(profile, entries, cost));
     let mut buckets: BTreeMap<u64, Tally> = BTreeMap::new();
     for e in entries {
         buckets.entry(e.time_ns.saturating_sub(t0) / bucket_ns).or_default().add(e);
@@ -334,7 +351,7 @@ pub fn timeline(profile: &Profile, entries: &[Entry], bucket_ns: u64, limit: Opt
             per_s(x.syscalls),
             per_s(x.irqs),
             pct(x.kernel_cpu_ns, x.cpu_ns),
-            pct(x.measured_ns().min(x.cpu_ns.max(x.measured_ns())), x.cpu_ns),
+            pct(kernel_within(&kt, t0 + b * bucket_ns, t0 + (b + 1) * bucket_ns), x.cpu_ns),
         ]);
     }
     doc.push_table(t);
