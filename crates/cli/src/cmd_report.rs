@@ -10,21 +10,14 @@ use kairos_result::ResultDir;
 use crate::args::ReportArgs;
 use crate::error::{CliResult, UserError};
 
-const REPORTS: &[&str] = &["summary", "hotspots", "top-down", "timeline"];
-/// Reports that dispatch elsewhere, listed so a typo gets the whole menu.
-const OTHER_REPORTS: &[&str] = &["branches", "hugepages", "tlb", "allocations", "sizes", "heap-timeline", "kernel-entries", "page-faults"];
-
 pub fn run(args: ReportArgs) -> CliResult {
     refuse_trace_for_sampled_reports(&args)?;
+    check_report_name(&args)?;
     if args.report == "branches" { return crate::cmd_branches::run(&args); }
     if args.report == "hugepages" { return crate::cmd_hugepages::report(&args); }
     if args.report == "tlb" { return crate::cmd_tlb::report(&args); }
     if crate::cmd_memory::is_memory_result(&args.result_dir) { return crate::cmd_memory::report(&args); }
     if crate::cmd_system_overview::is_result(&args.result_dir) { return crate::cmd_system_overview::report(&args); }
-    if !REPORTS.contains(&args.report.as_str()) {
-        let all: Vec<&str> = REPORTS.iter().chain(OTHER_REPORTS).copied().collect();
-        return Err(UserError::usage(format!("unknown report '{}'; the reports are: {}", args.report, all.join(", "))));
-    }
     let format = Format::from_str(&args.format).map_err(|e| UserError::usage(format!("{e}")))?;
     let group_by = args
         .group_by
@@ -97,6 +90,30 @@ enum Rendered {
 impl From<Document> for Rendered {
     fn from(d: Document) -> Self {
         Rendered::Document(d)
+    }
+}
+
+/// The report must be one the result's analysis declares in the registry; when the result
+/// cannot be opened (its own error comes later), one of any analysis.
+fn check_report_name(args: &ReportArgs) -> CliResult {
+    let kind = ResultDir::open(&args.result_dir).ok().and_then(|d| d.manifest().kind.clone());
+    // Results of a kind no analysis claims (older or newer Kairos) are read as sampled profiles.
+    let spec = kind.as_deref().map(|k| kairos_analyses::find(k).or_else(|| kairos_analyses::find("hotspots")));
+    match spec.flatten() {
+        Some(spec) if !spec.has_report(&args.report) => Err(UserError::usage(format!(
+            "unknown report '{}' for a {} result; its reports are: {}",
+            args.report,
+            spec.name,
+            spec.report_names().join(", ")
+        ))),
+        Some(_) => Ok(()),
+        None if kairos_analyses::ANALYSES.iter().any(|a| a.has_report(&args.report)) => Ok(()),
+        None => {
+            let mut all: Vec<&str> = kairos_analyses::ANALYSES.iter().flat_map(|a| a.report_names()).collect();
+            all.sort_unstable();
+            all.dedup();
+            Err(UserError::usage(format!("unknown report '{}'; the reports are: {}", args.report, all.join(", "))))
+        }
     }
 }
 

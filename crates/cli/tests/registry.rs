@@ -38,3 +38,16 @@ fn info_says_what_each_analysis_needs_here() {
         assert!(text.lines().any(|l| l.starts_with(a.name)), "kairos info has a line for {}:\n{text}", a.name);
     }
 }
+
+#[test]
+fn a_report_the_results_analysis_lacks_is_refused_with_its_menu() {
+    let t = common::tempdir();
+    let r = t.path().join("r");
+    let file = common::fixtures().join("zen4_lbrextv2_16deep.perf.data");
+    kairos(&["import", "-q", common::path_str(&file), "-r", common::path_str(&r)]).ok();
+    let bad = kairos(&["report", "allocations", "-r", common::path_str(&r)]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    let hotspots = kairos_analyses::find("hotspots").unwrap();
+    let menu = hotspots.report_names().join(", ");
+    assert!(bad.stderr.contains("for a hotspots result") && bad.stderr.contains(&menu), "{}", bad.stderr);
+}

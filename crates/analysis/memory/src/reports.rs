@@ -6,9 +6,6 @@ use kairos_report::{Cell, Column, Document, Section, Table};
 use crate::replay::Stats;
 use crate::{MemoryData, Site};
 
-/// Report names, for `kairos report NAME` on a memory-consumption result.
-pub const REPORTS: &[&str] = &["summary", "allocations", "sizes", "heap-timeline"];
-
 fn b(v: u64) -> Cell {
     Cell::UInt(v)
 }
