@@ -1,16 +1,12 @@
 //! `tables/allocations.parquet` and `tables/sites.parquet` (schema in docs/SCHEMA.md):
 //! written at collection time, read back by the reports.
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow_array::{Array, ArrayRef, BooleanArray, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
+use kairos_table::{opt, Batch, WriteOptions};
 
 use crate::{AllocRow, Error, Kind, MemoryData, Site};
 
@@ -46,9 +42,6 @@ fn sites_schema() -> Schema {
         f("stack", DataType::Utf8),
     ])
 }
-
-/// Rows per batch handed to the writer: bounds the extra memory while writing.
-const BATCH: usize = 1 << 17;
 
 /// Writes both tables into `tables_dir`; returns (name, file name relative to the result, rows, bytes).
 pub fn write(tables_dir: &Path, data: &MemoryData) -> Result<Vec<(String, String, u64, u64)>, Error> {
@@ -93,81 +86,41 @@ fn write_one(
     rows: usize,
     cols: impl Fn(std::ops::Range<usize>) -> Result<Vec<ArrayRef>, Error>,
 ) -> Result<(String, String, u64, u64), Error> {
+    // Dictionaries only where values repeat (kind, ids, sizes, sites).
+    let opts = WriteOptions {
+        dictionary: &["kind", "process", "pid", "tid", "size", "site", "function", "file", "module"],
+        created_by: format!("kairos {}", env!("CARGO_PKG_VERSION")),
+        ..WriteOptions::default()
+    };
     let path = dir.join(format!("{name}.parquet"));
-    let werr = |d: String| Error::Write { path: path.display().to_string(), detail: d };
-    let file = File::create(&path).map_err(|e| werr(e.to_string()))?;
-    // Dictionaries only where values repeat (kind, ids, sizes, sites): on millions of
-    // distinct times and addresses the dictionary builder cost more than the rest of the
-    // write and then fell back to plain encoding anyway.
-    // Statistics per column chunk (not per page): enough for readers to skip row groups
-    // by time, and page statistics cost a fifth of the write.
-    let mut props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .set_dictionary_enabled(false)
-        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk);
-    for c in ["kind", "process", "pid", "tid", "size", "site", "function", "file", "module"] {
-        props = props.set_column_dictionary_enabled(parquet::schema::types::ColumnPath::from(c), true);
-    }
-    let props = props.build();
-    let schema = Arc::new(schema);
-    let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| werr(e.to_string()))?;
-    let mut start = 0;
-    while start < rows || (rows == 0 && start == 0) {
-        let end = (start + BATCH).min(rows);
-        let batch = RecordBatch::try_new(schema.clone(), cols(start..end)?).map_err(|e| werr(e.to_string()))?;
-        w.write(&batch).map_err(|e| werr(e.to_string()))?;
-        if rows == 0 {
-            break;
-        }
-        start = end;
-    }
-    w.close().map_err(|e| werr(e.to_string()))?;
-    let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let bytes = kairos_table::write(&path, schema, rows, &opts, |r| cols(r).map_err(|e| e.to_string()))?;
     Ok((name.to_string(), format!("tables/{name}.parquet"), rows as u64, bytes))
 }
 
-fn read_batches(path: &Path) -> Result<Vec<RecordBatch>, Error> {
-    let damaged = |d: String| Error::Damaged { path: path.display().to_string(), detail: d };
-    let file = File::open(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|b| b.build())
-        .map_err(|e| damaged(e.to_string()))?;
-    reader.map(|b| b.map_err(|e| damaged(e.to_string()))).collect()
-}
-
-fn col<'a, T: 'static>(b: &'a RecordBatch, name: &str, path: &Path) -> Result<&'a T, Error> {
-    b.column_by_name(name)
-        .and_then(|c| c.as_any().downcast_ref::<T>())
-        .ok_or_else(|| Error::Damaged { path: path.display().to_string(), detail: format!("column {name} is missing or of the wrong type") })
-}
-
-fn opt<T: arrow_array::ArrowPrimitiveType>(a: &arrow_array::PrimitiveArray<T>, i: usize) -> Option<T::Native> {
-    (!a.is_null(i)).then(|| a.value(i))
+/// Column `name` of batch `b`: nulls allowed, the schema says where they may be.
+fn col<'a, T: Array + 'static>(b: &Batch<'a>, name: &str) -> Result<&'a T, kairos_table::TableError> {
+    b.col::<T>(name, true)
 }
 
 /// Reads both tables from `tables_dir`.
 pub fn read(tables_dir: &Path) -> Result<MemoryData, Error> {
     let mut data = MemoryData::default();
     let apath = tables_dir.join(format!("{ALLOCATIONS}.parquet"));
-    for b in read_batches(&apath)? {
-        let p = &apath;
-        let time = col::<UInt64Array>(&b, "time_ns", p)?;
-        let rel = col::<UInt64Array>(&b, "release_time_ns", p)?;
-        let process = col::<UInt32Array>(&b, "process", p)?;
-        let pid = col::<UInt32Array>(&b, "pid", p)?;
-        let tid = col::<UInt32Array>(&b, "tid", p)?;
-        let kind = col::<StringArray>(&b, "kind", p)?;
-        let addr = col::<UInt64Array>(&b, "address", p)?;
-        let size = col::<UInt64Array>(&b, "size", p)?;
-        let old = col::<UInt64Array>(&b, "old_address", p)?;
-        let old_size = col::<UInt64Array>(&b, "old_size", p)?;
-        let anon = col::<BooleanArray>(&b, "anonymous", p)?;
-        let site = col::<UInt32Array>(&b, "site", p)?;
-        for i in 0..b.num_rows() {
-            let k = Kind::parse(kind.value(i)).ok_or_else(|| Error::Damaged {
-                path: p.display().to_string(),
-                detail: format!("unknown kind '{}' in row {i}", kind.value(i)),
-            })?;
+    kairos_table::read(&apath, 1 << 16, |b| {
+        let time = col::<UInt64Array>(b, "time_ns")?;
+        let rel = col::<UInt64Array>(b, "release_time_ns")?;
+        let process = col::<UInt32Array>(b, "process")?;
+        let pid = col::<UInt32Array>(b, "pid")?;
+        let tid = col::<UInt32Array>(b, "tid")?;
+        let kind = col::<StringArray>(b, "kind")?;
+        let addr = col::<UInt64Array>(b, "address")?;
+        let size = col::<UInt64Array>(b, "size")?;
+        let old = col::<UInt64Array>(b, "old_address")?;
+        let old_size = col::<UInt64Array>(b, "old_size")?;
+        let anon = col::<BooleanArray>(b, "anonymous")?;
+        let site = col::<UInt32Array>(b, "site")?;
+        for i in 0..b.rows {
+            let k = Kind::parse(kind.value(i)).ok_or_else(|| b.damaged(format!("unknown kind '{}' in row {i}", kind.value(i))))?;
             data.rows.push(AllocRow {
                 time_ns: time.value(i),
                 release_time_ns: opt(rel, i),
@@ -183,17 +136,17 @@ pub fn read(tables_dir: &Path) -> Result<MemoryData, Error> {
                 site: opt(site, i),
             });
         }
-    }
+        Ok(())
+    })?;
     let spath = tables_dir.join(format!("{SITES}.parquet"));
-    for b in read_batches(&spath)? {
-        let p = &spath;
-        let id = col::<UInt32Array>(&b, "id", p)?;
-        let function = col::<StringArray>(&b, "function", p)?;
-        let file = col::<StringArray>(&b, "file", p)?;
-        let line = col::<UInt32Array>(&b, "line", p)?;
-        let module = col::<StringArray>(&b, "module", p)?;
-        let stack = col::<StringArray>(&b, "stack", p)?;
-        for i in 0..b.num_rows() {
+    kairos_table::read(&spath, 1 << 16, |b| {
+        let id = col::<UInt32Array>(b, "id")?;
+        let function = col::<StringArray>(b, "function")?;
+        let file = col::<StringArray>(b, "file")?;
+        let line = col::<UInt32Array>(b, "line")?;
+        let module = col::<StringArray>(b, "module")?;
+        let stack = col::<StringArray>(b, "stack")?;
+        for i in 0..b.rows {
             data.sites.push(Site {
                 id: id.value(i),
                 function: function.value(i).to_string(),
@@ -203,7 +156,8 @@ pub fn read(tables_dir: &Path) -> Result<MemoryData, Error> {
                 stack: stack.value(i).to_string(),
             });
         }
-    }
+        Ok(())
+    })?;
     // Site ids are row numbers; anything else is a damaged table.
     if data.sites.iter().enumerate().any(|(i, s)| s.id as usize != i) {
         return Err(Error::Damaged { path: spath.display().to_string(), detail: "site ids are not row numbers".into() });

@@ -102,3 +102,15 @@ pub enum Error {
         source: std::io::Error,
     },
 }
+
+impl From<kairos_table::TableError> for Error {
+    fn from(e: kairos_table::TableError) -> Self {
+        use kairos_table::TableError as T;
+        match e {
+            T::Missing { path } => Error::Io { path: path.display().to_string(), source: std::io::ErrorKind::NotFound.into() },
+            T::Io { path, source } => Error::Io { path: path.display().to_string(), source },
+            T::Damaged { path, detail } => Error::Damaged { path: path.display().to_string(), detail },
+            T::Write { path, detail } => Error::Write { path: path.display().to_string(), detail },
+        }
+    }
+}

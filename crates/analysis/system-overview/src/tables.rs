@@ -1,16 +1,12 @@
 //! `tables/kernel_entries.parquet` (schema in docs/SCHEMA.md): written at collection or
 //! import time, read back by the reports.
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
+use kairos_table::{opt, Batch, WriteOptions};
 
 use crate::{Cause, Entry, Error};
 
@@ -39,70 +35,59 @@ fn schema() -> Schema {
 /// Writes the table into `tables_dir`; returns (name, file relative to the result, rows, bytes).
 pub fn write(tables_dir: &Path, rows: &[Entry]) -> Result<(String, String, u64, u64), Error> {
     let path = tables_dir.join(format!("{KERNEL_ENTRIES}.parquet"));
-    let werr = |d: String| Error::Write { path: path.display().to_string(), detail: d };
-    std::fs::create_dir_all(tables_dir).map_err(|e| werr(e.to_string()))?;
-    let file = File::create(&path).map_err(|e| werr(e.to_string()))?;
-    let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
-    let schema = Arc::new(schema());
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.time_ns))),
-        Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.duration_ns))),
-        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.cause.as_str()))),
-        Arc::new(BooleanArray::from_iter(rows.iter().map(|r| Some(r.major)))),
-        Arc::new(BooleanArray::from_iter(rows.iter().map(|r| Some(r.completed)))),
-        Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.thread))),
-        Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.cpu))),
-        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.ip))),
-        Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.stack))),
-        Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.addr))),
-        Arc::new(StringArray::from_iter(rows.iter().map(|r| r.object.as_deref()))),
-        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.object_start))),
-        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.object_end))),
-        Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.detail))),
-    ];
-    let batch = RecordBatch::try_new(schema.clone(), cols).map_err(|e| werr(e.to_string()))?;
-    let mut w = ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| werr(e.to_string()))?;
-    w.write(&batch).map_err(|e| werr(e.to_string()))?;
-    w.close().map_err(|e| werr(e.to_string()))?;
-    let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let opts = WriteOptions {
+        dictionary: &["cause", "thread", "cpu", "object"],
+        created_by: format!("kairos {}", env!("CARGO_PKG_VERSION")),
+        ..WriteOptions::default()
+    };
+    let bytes = kairos_table::write(&path, schema(), rows.len(), &opts, |r| {
+        let rows = &rows[r];
+        Ok(vec![
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.time_ns))) as ArrayRef,
+            Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.duration_ns))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.cause.as_str()))),
+            Arc::new(BooleanArray::from_iter(rows.iter().map(|r| Some(r.major)))),
+            Arc::new(BooleanArray::from_iter(rows.iter().map(|r| Some(r.completed)))),
+            Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.thread))),
+            Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.cpu))),
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.ip))),
+            Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.stack))),
+            Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.addr))),
+            Arc::new(StringArray::from_iter(rows.iter().map(|r| r.object.as_deref()))),
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.object_start))),
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.object_end))),
+            Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.detail))),
+        ])
+    })?;
     Ok((KERNEL_ENTRIES.to_string(), format!("tables/{KERNEL_ENTRIES}.parquet"), rows.len() as u64, bytes))
 }
 
-fn col<'a, T: 'static>(b: &'a RecordBatch, name: &str, path: &Path) -> Result<&'a T, Error> {
-    b.column_by_name(name)
-        .and_then(|c| c.as_any().downcast_ref::<T>())
-        .ok_or_else(|| Error::Damaged { path: path.display().to_string(), detail: format!("column {name} is missing or of the wrong type") })
-}
-
-fn opt<T: arrow_array::ArrowPrimitiveType>(a: &arrow_array::PrimitiveArray<T>, i: usize) -> Option<T::Native> {
-    (!a.is_null(i)).then(|| a.value(i))
+/// Column `name` of batch `b`: nulls allowed, the schema says where they may be.
+fn col<'a, T: Array + 'static>(b: &Batch<'a>, name: &str) -> Result<&'a T, kairos_table::TableError> {
+    b.col::<T>(name, true)
 }
 
 /// Reads the table from `tables_dir`.
 pub fn read(tables_dir: &Path) -> Result<Vec<Entry>, Error> {
-    let p = &tables_dir.join(format!("{KERNEL_ENTRIES}.parquet"));
-    let damaged = |d: String| Error::Damaged { path: p.display().to_string(), detail: d };
-    let file = File::open(p).map_err(|e| Error::Io { path: p.display().to_string(), source: e })?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file).and_then(|b| b.build()).map_err(|e| damaged(e.to_string()))?;
+    let p = tables_dir.join(format!("{KERNEL_ENTRIES}.parquet"));
     let mut out = Vec::new();
-    for b in reader {
-        let b = b.map_err(|e| damaged(e.to_string()))?;
-        let time = col::<UInt64Array>(&b, "time_ns", p)?;
-        let dur = col::<UInt64Array>(&b, "duration_ns", p)?;
-        let cause = col::<StringArray>(&b, "cause", p)?;
-        let major = col::<BooleanArray>(&b, "major", p)?;
-        let completed = col::<BooleanArray>(&b, "completed", p)?;
-        let thread = col::<UInt32Array>(&b, "thread", p)?;
-        let cpu = col::<UInt32Array>(&b, "cpu", p)?;
-        let ip = col::<UInt64Array>(&b, "ip", p)?;
-        let stack = col::<UInt32Array>(&b, "stack", p)?;
-        let addr = col::<UInt64Array>(&b, "addr", p)?;
-        let object = col::<StringArray>(&b, "object", p)?;
-        let ostart = col::<UInt64Array>(&b, "object_start", p)?;
-        let oend = col::<UInt64Array>(&b, "object_end", p)?;
-        let detail = col::<Int64Array>(&b, "detail", p)?;
-        for i in 0..b.num_rows() {
-            let c = Cause::parse(cause.value(i)).ok_or_else(|| damaged(format!("unknown cause '{}' in row {i}", cause.value(i))))?;
+    kairos_table::read(&p, 1 << 16, |b| {
+        let time = col::<UInt64Array>(b, "time_ns")?;
+        let dur = col::<UInt64Array>(b, "duration_ns")?;
+        let cause = col::<StringArray>(b, "cause")?;
+        let major = col::<BooleanArray>(b, "major")?;
+        let completed = col::<BooleanArray>(b, "completed")?;
+        let thread = col::<UInt32Array>(b, "thread")?;
+        let cpu = col::<UInt32Array>(b, "cpu")?;
+        let ip = col::<UInt64Array>(b, "ip")?;
+        let stack = col::<UInt32Array>(b, "stack")?;
+        let addr = col::<UInt64Array>(b, "addr")?;
+        let object = col::<StringArray>(b, "object")?;
+        let ostart = col::<UInt64Array>(b, "object_start")?;
+        let oend = col::<UInt64Array>(b, "object_end")?;
+        let detail = col::<Int64Array>(b, "detail")?;
+        for i in 0..b.rows {
+            let c = Cause::parse(cause.value(i)).ok_or_else(|| b.damaged(format!("unknown cause '{}' in row {i}", cause.value(i))))?;
             out.push(Entry {
                 time_ns: time.value(i),
                 duration_ns: opt(dur, i),
@@ -120,7 +105,8 @@ pub fn read(tables_dir: &Path) -> Result<Vec<Entry>, Error> {
                 detail: opt(detail, i),
             });
         }
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
