@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 # Tests run on the release build so that one compilation serves the binary and the tests.
 cargo build --release --workspace --locked
+# The fuzzer's regression inputs and seeds, replayed without AFL (fuzz/ is its own workspace).
+cargo test --release --manifest-path fuzz/Cargo.toml
 cargo test --release --workspace --locked 2>&1 | tee target/test.log
 # cargo stops at the first failing test binary; make its verdict the script's.
 exit "${PIPESTATUS[0]}"
