@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Import + report of a >= 1M-sample perf.data: kairos versus perf report, side by side.
-# See bench/README.md. Environment: BENCH_REPS (default 5), BENCH_MIN_SAMPLES (default
-# 1000000), BENCH_RECORD_SECONDS (default 10), BENCH_PERF_DATA (use this file instead of
-# recording one), KAIROS (binary).
+# Import + report of >= 1M-sample perf.data files (system-wide and deep call chains):
+# kairos versus perf report, side by side. See bench/README.md. Environment: BENCH_REPS
+# (default 5), BENCH_FILES ("system deep"), BENCH_MIN_SAMPLES (1000000),
+# BENCH_RECORD_SECONDS (10), BENCH_PERF_DATA / BENCH_DEEP_PERF_DATA (use these files
+# instead of recording), BENCH_PERF_DEFAULT=1 (also perf's default report), KAIROS (binary).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -15,4 +16,7 @@ command -v perf >/dev/null || die "perf not found; install it (e.g. apt-get inst
 [[ -x /usr/bin/time ]] || die "/usr/bin/time (GNU time) not found; install it (apt-get install time)"
 [[ -x "$kairos" ]] || die "kairos binary not found at $kairos; build it first: (cd $root && cargo build --release)"
 [[ -x "$samples/transitions" ]] || die "sample program $samples/transitions not found; build it first: (cd $root && cargo build --release)"
-exec python3 "$here/lib/import_report.py" "$kairos" "$samples" "$@"
+if [[ " ${BENCH_FILES:-system deep} " == *" deep "* && -z "${BENCH_DEEP_PERF_DATA:-}" ]]; then
+    command -v "${CC:-cc}" >/dev/null || die "no C compiler (${CC:-cc}) to build bench/lib/deep.c; install gcc or set CC"
+fi
+exec python3 "$here/lib/import_report.py" "$kairos" "$samples" "$here/lib/deep.c" "$@"

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use kairos_convert::ConvertOptions;
+use kairos_convert::{Background, ConvertOptions};
 use kairos_perf_data::PerfFile;
 use kairos_result::{Host, Source};
 use kairos_symbolize::SymbolizerOptions;
@@ -21,9 +21,15 @@ pub fn run(args: ImportArgs) -> CliResult {
         && features.os_release == here.kernel_release
         && features.hostname == here.name;
     let kernel_symbols = args.kallsyms.is_some() || same_kernel;
+    // The converter copies this machine's kallsyms on a thread of its own while records
+    // are decoded; kernel symbols then come from the copy.
+    let mut background = Background::default();
     let kallsyms = match (&args.kallsyms, same_kernel) {
         (Some(k), _) => Some(k.clone()),
-        (None, true) => pipeline::snapshot_kallsyms(dir.path()).ok(),
+        (None, true) => {
+            background.kallsyms_snapshot = Some(dir.path().to_path_buf());
+            None
+        }
         (None, false) => {
             dir.manifest_mut().notes.push(
                 "kernel frames are not symbolised: the file was recorded on another machine or kernel; pass --kallsyms FILE from that machine".into(),
@@ -57,8 +63,11 @@ pub fn run(args: ImportArgs) -> CliResult {
         },
         kernel_symbols,
     };
-    let profile = pipeline::convert_result(&mut dir, &opts, args.quiet)?;
-    crate::cmd_report::print_summary(&dir, &profile)
+    let profile = pipeline::convert_result_with(&mut dir, &opts, &background, args.quiet)?;
+    let r = crate::cmd_report::print_summary(&dir, &profile);
+    // The process ends next: freeing a large profile object by object would only cost time.
+    std::mem::forget(profile);
+    r
 }
 
 /// A perf.data file: its header is read first, so that a file that is not perf.data

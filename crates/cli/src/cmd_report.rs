@@ -79,6 +79,8 @@ pub fn run(args: ReportArgs) -> CliResult {
     if format == Format::Text {
         print_notes(&dir);
     }
+    // The process ends next: freeing a large profile object by object would only cost time.
+    std::mem::forget(profile);
     Ok(())
 }
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use kairos_convert::{ConvertOptions, Converted, Progress};
+use kairos_convert::{Background, ConvertOptions, Converted, Progress};
 use kairos_model::Profile;
 use kairos_perf_data::PerfFile;
 use kairos_result::{Counts, Event, ResultDir};
@@ -14,13 +14,17 @@ use crate::error::{CliResult, UserError};
 
 /// Name of the raw recording inside a result directory.
 pub const PERF_DATA: &str = "perf.data";
-/// Name of the kernel symbol snapshot inside a result directory.
-pub const KALLSYMS: &str = "kallsyms";
 
 /// Decodes, converts and symbolises `dir/perf.data`, writes the tables and fills the
 /// manifest's counts, event and notes.
 pub fn convert_result(dir: &mut ResultDir, opts: &ConvertOptions, quiet: bool) -> CliResult<Profile> {
     convert_result_with_side(dir, opts, quiet).map(|(p, _, _)| p)
+}
+
+/// As [`convert_result`], with more work for the converter's symbolising thread, which
+/// runs while records are decoded (the kallsyms snapshot of `kairos import`).
+pub fn convert_result_with(dir: &mut ResultDir, opts: &ConvertOptions, background: &Background, quiet: bool) -> CliResult<Profile> {
+    convert_inner(dir, opts, background, quiet).map(|(p, _, _)| p)
 }
 
 /// As [`convert_result`], also returning the side samples (page faults, tracepoints) and
@@ -30,12 +34,21 @@ pub fn convert_result_with_side(
     opts: &ConvertOptions,
     quiet: bool,
 ) -> CliResult<(Profile, Vec<kairos_convert::SideSample>, Vec<String>)> {
+    convert_inner(dir, opts, &Background::default(), quiet)
+}
+
+fn convert_inner(
+    dir: &mut ResultDir,
+    opts: &ConvertOptions,
+    background: &Background,
+    quiet: bool,
+) -> CliResult<(Profile, Vec<kairos_convert::SideSample>, Vec<String>)> {
     let perf_data = dir.path().join(PERF_DATA);
     let file = PerfFile::open(&perf_data).map_err(|e| {
         UserError::failed(format!("cannot read {}: {e}; is it a perf.data file written by perf record or kairos?", perf_data.display()))
     })?;
     let bar = progress_bar(quiet, file.data_size());
-    let Converted { mut profile, decode_error, notes, events, side_samples, left_out } = kairos_convert::convert(&file, opts, &mut |p: Progress| {
+    let Converted { mut profile, decode_error, notes, events, side_samples, left_out } = kairos_convert::convert_with(&file, opts, background, &mut |p: Progress| {
         bar.set_length(p.total.max(1));
         bar.set_position(p.done);
     });
@@ -100,14 +113,7 @@ pub fn create_result_dir(explicit: Option<&Path>, suffix: &str) -> CliResult<Res
 /// Copies /proc/kallsyms into the result when its addresses are visible, so kernel
 /// frames stay symbolisable later. Returns the copy's path, or why there is none.
 pub fn snapshot_kallsyms(dir: &Path) -> Result<PathBuf, String> {
-    let text = std::fs::read_to_string("/proc/kallsyms").map_err(|e| format!("/proc/kallsyms is not readable ({e})"))?;
-    let hidden = text.lines().take(100).all(|l| l.starts_with("0000000000000000"));
-    if hidden {
-        return Err("kernel addresses are hidden (kernel.kptr_restrict); run as root or set kernel.kptr_restrict=0".into());
-    }
-    let dest = dir.join(KALLSYMS);
-    std::fs::write(&dest, text).map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
-    Ok(dest)
+    kairos_convert::snapshot_kallsyms(dir)
 }
 
 fn progress_bar(quiet: bool, total: u64) -> ProgressBar {

@@ -25,10 +25,18 @@ pub struct ChainEntry {
 
 /// Turns a raw call chain (leaf first) into entries. When the chain is empty the sampled
 /// IP alone is used, with `ip_mode` taken from the record's misc bits.
+#[cfg(test)]
 pub fn split(callchain: &[u64], ip: u64, ip_mode: Mode) -> Vec<ChainEntry> {
-    let mut out = Vec::with_capacity(callchain.len().max(1));
+    let mut out = Vec::new();
+    split_into(&mut out, callchain.iter().copied(), ip, ip_mode);
+    out
+}
+
+/// [`split`] into a buffer the caller reuses (cleared first).
+pub fn split_into(out: &mut Vec<ChainEntry>, callchain: impl Iterator<Item = u64>, ip: u64, ip_mode: Mode) {
+    out.clear();
     let mut mode = ip_mode;
-    for &addr in callchain {
+    for addr in callchain {
         if addr >= PERF_CONTEXT_MAX {
             mode = match addr {
                 PERF_CONTEXT_HV => Mode::Hypervisor,
@@ -49,7 +57,6 @@ pub fn split(callchain: &[u64], ip: u64, ip_mode: Mode) -> Vec<ChainEntry> {
     if out.is_empty() && ip != 0 {
         out.push(ChainEntry { address: ip, mode: ip_mode, is_return_address: false });
     }
-    out
 }
 
 #[cfg(test)]

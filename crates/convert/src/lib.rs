@@ -8,31 +8,37 @@
 //! table at the moment it was taken. Symbolisation runs once per module at the end, over
 //! the unique addresses only.
 
+mod background;
 mod branches;
 mod callchain;
+mod chains;
 mod classify;
 mod frames;
 mod overlap;
 mod processes;
+mod resolve;
 mod read_values;
 pub mod side;
-mod stack_cache;
 mod elf_cache;
+mod tree;
 mod unwind;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
 use kairos_model::{BranchKind, LossCounts, Mode, Profile, Sample, Thread, ThreadIdx};
-use kairos_perf_data::{PerfFile, Record, PERF_SAMPLE_BRANCH_STACK, PERF_SAMPLE_BRANCH_TYPE_SAVE};
-use kairos_symbolize::{ModuleKey, Symbolizer, SymbolizerOptions};
+use kairos_perf_data::{Next, PerfFile, Record, PERF_SAMPLE_BRANCH_STACK, PERF_SAMPLE_BRANCH_TYPE_SAVE};
+use kairos_symbolize::SymbolizerOptions;
 
+use background::Part;
+pub use background::{snapshot_kallsyms, Background};
 pub use callchain::ChainEntry;
 pub use overlap::{overlap, Overlap};
 use branches::{PendingBranch, SampleBranches};
 use classify::Classifier;
 use elf_cache::ElfCache;
-use frames::{RawFrame, RawStacks};
+use frames::RawStacks;
+use resolve::{is_anonymous, PerfMaps};
 use processes::{Mapping, ProcessTable};
 pub use side::SideSample;
 
@@ -96,46 +102,81 @@ fn mode_of(misc: u16) -> Mode {
 
 /// Converts a whole perf.data file.
 pub fn convert(file: &PerfFile, opts: &ConvertOptions, on_progress: &mut dyn FnMut(Progress)) -> Converted {
-    let mut state = State::new(opts, file);
-    let total = file.data_size();
-    let mut decode_error = None;
-    let mut records = file.records();
-    let mut n: u64 = 0;
-    while let Some(record) = records.next() {
-        match record {
-            Ok(r) => state.record(r),
-            Err(e) => {
-                decode_error = Some(e.to_string());
-                break;
-            }
-        }
-        n += 1;
-        if n % 65536 == 0 {
-            on_progress(Progress { done: records.offset(), total });
-        }
-    }
-    on_progress(Progress { done: total, total });
-    state.finish(decode_error, file)
+    convert_with(file, opts, &Background::default(), on_progress)
 }
 
+/// New frames are sent to the symbolising thread in batches of about this many.
+const BATCH_FRAMES: usize = 2048;
+
+/// [`convert`], with more work for the symbolising thread (see [`Background`]).
+pub fn convert_with(file: &PerfFile, opts: &ConvertOptions, background: &Background, on_progress: &mut dyn FnMut(Progress)) -> Converted {
+    let mut state = State::new(opts, file);
+    let (decode_error, symbols) = std::thread::scope(|scope| {
+        let (to_worker, batches) = std::sync::mpsc::channel();
+        let worker = std::thread::Builder::new()
+            .name("kairos-symbolize".into())
+            .spawn_scoped(scope, || background::run(opts.symbolizer.clone(), Part::NotKernel, batches));
+        // Kernel symbols are read and indexed on a third thread meanwhile, after the copy
+        // of /proc/kallsyms (which takes the kernel tens of milliseconds to print).
+        let (to_kernel, kernel_batch) = std::sync::mpsc::channel();
+        let snapshot = background.kallsyms_snapshot.as_deref();
+        let kernel = std::thread::Builder::new()
+            .name("kairos-kallsyms".into())
+            .spawn_scoped(scope, move || background::kernel(opts.symbolizer.clone(), snapshot, opts.kernel_symbols, kernel_batch));
+        let decode_error = state.replay(file, on_progress, &mut |batch| {
+            // Without a thread (it could not start, or it died) the batches wait for the end.
+            to_worker.send(batch).map_err(|e| e.0)
+        });
+        let undelivered = to_worker.send(state.raw.take_batch()).is_err();
+        drop(to_worker);
+        let kernel_undelivered = to_kernel.send(state.raw.all_frames()).is_err();
+        state.sort_samples();
+        state.raw.build_tree();
+        let worker = worker.map(|w| w.join());
+        let kernel = kernel.map(|k| k.join());
+        let symbols = match (worker, kernel, undelivered || kernel_undelivered || state.batch_lost) {
+            (Ok(Ok(mut symbols)), Ok(Ok(kernel)), false) => {
+                symbols.merge(kernel);
+                symbols
+            }
+            // A thread failed: symbolise everything here, as it would have.
+            _ => {
+                let kallsyms = snapshot.and_then(|dir| snapshot_kallsyms(dir).ok()).or_else(|| opts.symbolizer.kallsyms.clone());
+                let mut w = background::Worker::new(SymbolizerOptions { kallsyms, ..opts.symbolizer.clone() }, Part::All);
+                w.add(state.raw.all_frames());
+                w.finish()
+            }
+        };
+        (decode_error, symbols)
+    });
+    state.finish(decode_error, file, symbols)
+}
+
+/// Kept small (40 bytes): there is one per sample, and they are sorted by time.
+#[derive(Clone, Copy)]
 struct PendingSample {
     time_ns: u64,
-    thread: ThreadIdx,
-    cpu: u32,
+    weight: u64,
     /// Raw stack node, resolved to a profile stack at the end.
     stack: Option<u32>,
-    weight: u64,
+    thread: ThreadIdx,
+    cpu: u32,
+    /// Index into `State::branch_stacks` when the sample has a branch stack (possibly
+    /// empty: nr = 0), else `NO_BRANCHES`.
+    branches: u32,
     /// Index of the sample's event (its attr).
     event: u16,
-    /// The branch stack, when the sample has one (possibly empty: nr = 0).
-    branches: Option<Vec<PendingBranch>>,
 }
 
+const NO_BRANCHES: u32 = u32::MAX;
 struct State {
+    /// A batch could not be sent to the symbolising thread (it failed).
+    batch_lost: bool,
+    /// Raw frames of branch records (leaves of no stack), in file order.
+    leaves: Vec<u32>,
     table: ProcessTable,
     raw: RawStacks,
     elves: ElfCache,
-    symbolizer: Symbolizer,
     threads: Vec<Thread>,
     thread_index: HashMap<(i32, i32), ThreadIdx>,
     samples: Vec<PendingSample>,
@@ -144,7 +185,15 @@ struct State {
     notes: Vec<String>,
     kernel_module: Option<u32>,
     kernel_symbols: bool,
-    stack_cache: stack_cache::StackCache,
+    chains: chains::ChainCache,
+    frame_cache: chains::FrameCache,
+    generations: chains::Generations,
+    /// Scratch buffers of the chain being converted.
+    chain: Vec<ChainEntry>,
+    ids: Vec<u32>,
+    /// Last thread seen on a few CPUs: consecutive samples of a CPU are mostly of one thread.
+    thread_memo: [Option<(i32, i32, ThreadIdx)>; 64],
+    branch_stacks: Vec<Vec<PendingBranch>>,
     perf_maps: PerfMaps,
     classifier: Classifier,
     /// branch_sample_type of each attr, by attr index.
@@ -164,10 +213,11 @@ struct State {
 impl State {
     fn new(opts: &ConvertOptions, file: &PerfFile) -> Self {
         State {
+            batch_lost: false,
+            leaves: Vec::new(),
             table: ProcessTable::default(),
             raw: RawStacks::default(),
             elves: ElfCache::new(opts.symbolizer.symfs.clone()),
-            symbolizer: Symbolizer::new(opts.symbolizer.clone()),
             threads: Vec::new(),
             thread_index: HashMap::default(),
             samples: Vec::new(),
@@ -176,7 +226,13 @@ impl State {
             notes: Vec::new(),
             kernel_module: None,
             kernel_symbols: opts.kernel_symbols,
-            stack_cache: stack_cache::StackCache::default(),
+            chains: chains::ChainCache::default(),
+            frame_cache: chains::FrameCache::default(),
+            generations: chains::Generations::default(),
+            chain: Vec::new(),
+            ids: Vec::new(),
+            thread_memo: [None; 64],
+            branch_stacks: Vec::new(),
             perf_maps: PerfMaps::new(opts.symbolizer.perf_map_dirs.clone()),
             classifier: Classifier::default(),
             branch_sample_types: file.attrs().iter().map(|a| a.attr.branch_sample_type).collect(),
@@ -189,20 +245,51 @@ impl State {
         }
     }
 
-    fn record(&mut self, record: Record<'_>) {
-        // Mappings may change: cached chain -> stack conversions are no longer safe.
-        if matches!(record, Record::Mmap(_) | Record::Fork(_) | Record::Comm(_)) {
-            self.stack_cache.clear();
+    /// Replays every record of the file; returns where decoding stopped early. New frames
+    /// go to `send` in batches.
+    fn replay(&mut self, file: &PerfFile, on_progress: &mut dyn FnMut(Progress), send: &mut dyn FnMut(background::Batch) -> Result<(), background::Batch>) -> Option<String> {
+        let total = file.data_size();
+        let mut records = file.records();
+        let mut n: u64 = 0;
+        // One sample slot for the whole file: samples are decoded in place, not moved.
+        let mut sample = kairos_perf_data::Sample::default();
+        while let Some(record) = records.next_into(&mut sample) {
+            match record {
+                Ok(Next::Sample) => self.sample(&sample),
+                Ok(Next::Record(r)) => self.record(*r),
+                Err(e) => return Some(e.to_string()),
+            }
+            n += 1;
+            if n % 4096 == 0 {
+                file.reading_at(records.offset());
+                if n % 65536 == 0 {
+                    on_progress(Progress { done: records.offset(), total });
+                }
+            }
+            if self.raw.unsent_frames() >= BATCH_FRAMES && send(self.raw.take_batch()).is_err() {
+                self.batch_lost = true;
+            }
         }
+        on_progress(Progress { done: total, total });
+        None
+    }
+
+    fn record(&mut self, record: Record<'_>) {
+        // Records that change a process's mappings give it a new generation, so that the
+        // cached conversions of its chains and addresses no longer apply (chains.rs).
         match record {
             Record::Sample(s) => self.sample(&s),
             Record::Comm(c) => {
                 if c.exec {
+                    self.generations.bump(c.pid);
                     self.unwinder.exec(c.pid);
                 }
                 self.table.comm(c.pid, c.tid, &c.comm, c.exec)
             }
             Record::Fork(f) => {
+                if f.pid != f.ppid {
+                    self.generations.bump(f.pid);
+                }
                 self.unwinder.fork(f.pid, f.ppid);
                 self.table.fork(f.pid, f.tid, f.ppid, f.ptid)
             }
@@ -216,6 +303,7 @@ impl State {
                     build_id: m.build_id.as_ref().map(|b| hex(b)),
                 };
                 if !kernel {
+                    self.generations.bump(m.pid);
                     // MMAP2 says PROT_EXEC; plain MMAP only flags non-code maps (mmap_data).
                     let executable = m.prot.map_or(!m.is_data(), |p| p & PROT_EXEC != 0);
                     self.unwinder.mmap(m.pid, executable, &mapping, &mut self.elves);
@@ -230,13 +318,19 @@ impl State {
         }
     }
 
-    fn thread(&mut self, pid: i32, tid: i32) -> ThreadIdx {
-        if let Some(&i) = self.thread_index.get(&(pid, tid)) {
-            return i;
+    fn thread(&mut self, pid: i32, tid: i32, cpu: u32) -> ThreadIdx {
+        let slot = cpu as usize % self.thread_memo.len();
+        if let Some((p, t, i)) = self.thread_memo[slot] {
+            if (p, t) == (pid, tid) {
+                return i;
+            }
         }
-        let i = self.threads.len() as ThreadIdx;
-        self.threads.push(Thread { pid, tid, name: String::new(), process_name: String::new() });
-        self.thread_index.insert((pid, tid), i);
+        let next = self.threads.len() as ThreadIdx;
+        let i = *self.thread_index.entry((pid, tid)).or_insert(next);
+        if i == next {
+            self.threads.push(Thread { pid, tid, name: String::new(), process_name: String::new() });
+        }
+        self.thread_memo[slot] = Some((pid, tid, i));
         i
     }
 
@@ -248,50 +342,44 @@ impl State {
         }
         let pid = s.pid.unwrap_or(-1);
         let tid = s.tid.unwrap_or(pid);
-        let mut chain = callchain::split(s.callchain.as_deref().unwrap_or(&[]), s.ip.unwrap_or(0), mode_of(s.misc));
-        if let (Some(regs), Some(stack)) = (s.regs_user.as_ref(), s.stack_user) {
-            // Only the first dyn_size bytes were copied; the rest of the buffer is padding.
-            let valid = s.stack_user_dyn_size.map_or(stack.len(), |n| usize::try_from(n).unwrap_or(usize::MAX).min(stack.len()));
-            self.unwinder.unwind(pid, regs, &stack[..valid], &mut chain);
-        }
-        let stack = match self.stack_cache.get(pid, &chain) {
-            Some(node) => node,
-            None => {
-                let ids: Vec<u32> = chain.iter().rev().map(|e| self.raw_frame(pid, e)).collect();
-                let node = self.raw.stack(ids);
-                self.stack_cache.insert_last(node);
-                node
-            }
-        };
-        let thread = self.thread(pid, tid);
+        let stack = self.stack_of(s, pid);
+        let cpu = s.cpu.unwrap_or(0);
+        let thread = self.thread(pid, tid, cpu);
         if self.side_attrs.get(s.attr_index).copied().unwrap_or(false) {
             let object = s.addr.map(|a| side::object_of(&self.table, pid, a));
             self.side.push(side::PendingSide::new(s, thread, stack, object));
         }
         // Without PERIOD in the sample (`-c N`), every sample stands for the attr's period.
         let fixed = self.fixed_periods.get(s.attr_index).copied().flatten();
-        let mut branches = s.branch_stack.as_ref().map(|bs| {
-            let bst = self.branch_sample_types.get(s.attr_index).copied().unwrap_or(0);
-            bs.entries.iter().map(|e| self.branch(pid, bst, e)).collect()
-        });
-        let weights = match self.read_deltas.split(s) {
-            read_values::Split::Plain => vec![(s.attr_index, s.period.or(fixed).unwrap_or(1))],
-            read_values::Split::Values { values, unknown } => {
-                self.unattributed_samples += unknown;
-                values
+        let mut branches = match &s.branch_stack {
+            Some(bs) => {
+                let bst = self.branch_sample_types.get(s.attr_index).copied().unwrap_or(0);
+                let entries = bs.entries.iter().map(|e| self.branch(pid, bst, e)).collect();
+                self.branch_stacks.push(entries);
+                (self.branch_stacks.len() - 1) as u32
             }
+            None => NO_BRANCHES,
         };
-        for (attr, weight) in weights {
-            self.samples.push(PendingSample {
+        let mut push = |samples: &mut Vec<PendingSample>, attr: usize, weight: u64| {
+            samples.push(PendingSample {
                 time_ns: s.time.unwrap_or(0),
                 thread,
-                cpu: s.cpu.unwrap_or(0),
+                cpu,
                 stack,
                 weight,
                 event: u16::try_from(attr).unwrap_or(u16::MAX),
                 // The branch stack belongs to the event that took the sample.
-                branches: if attr == s.attr_index { branches.take() } else { None },
+                branches: if attr == s.attr_index { std::mem::replace(&mut branches, NO_BRANCHES) } else { NO_BRANCHES },
             });
+        };
+        match self.read_deltas.split(s) {
+            read_values::Split::Plain => push(&mut self.samples, s.attr_index, s.period.or(fixed).unwrap_or(1)),
+            read_values::Split::Values { values, unknown } => {
+                self.unattributed_samples += unknown;
+                for (attr, weight) in values {
+                    push(&mut self.samples, attr, weight);
+                }
+            }
         }
     }
 
@@ -318,7 +406,8 @@ impl State {
         }
         // x86_64 and aarch64 kernels live in the upper half of the address space.
         let mode = if (address as i64) < 0 { Mode::Kernel } else { Mode::User };
-        let id = self.raw_frame(pid, &ChainEntry { address, mode, is_return_address: false });
+        let process = self.generations.key(pid);
+        let id = self.frame_id(pid, process, &ChainEntry { address, mode, is_return_address: false });
         self.raw.has_module(id).then_some(id)
     }
 
@@ -342,37 +431,24 @@ impl State {
         self.classifier.classify(&mut self.elves, &path, offset)
     }
 
-    fn raw_frame(&mut self, pid: i32, e: &ChainEntry) -> u32 {
-        let kernel = e.mode == Mode::Kernel;
-        let mut f = RawFrame {
-            module: None,
-            module_offset: e.address,
-            address: e.address,
-            mode: e.mode,
-            is_return_address: e.is_return_address,
-        };
-        if kernel {
-            let key = if self.kernel_symbols { ModuleKey::Kernel } else { ModuleKey::Anonymous };
-            let m = *self.kernel_module.get_or_insert_with(|| self.raw.module("[kernel.kallsyms]", None, key));
-            f.module = Some(m);
-        } else if let Some(map) = self.table.find(pid, false, e.address) {
-            let (module, offset) = resolve_user(&mut self.raw, &mut self.elves, &mut self.perf_maps, pid, map, e.address);
-            f.module = Some(module);
-            f.module_offset = offset;
-        }
-        self.raw.frame(f)
-    }
-
-    fn finish(mut self, decode_error: Option<String>, file: &PerfFile) -> Converted {
-        let mut profile = Profile::default();
-        let leaves: Vec<u32> = self
+    /// Puts the samples in time order. Records of different CPUs interleave; analyses
+    /// want time order (stable, so samples of equal time keep file order).
+    fn sort_samples(&mut self) {
+        // Branch addresses in file order, before the samples move.
+        self.leaves = self
             .samples
             .iter()
-            .flat_map(|p| p.branches.iter().flatten())
+            .filter_map(|p| self.branch_stacks.get(p.branches as usize))
+            .flatten()
             .flat_map(|b| [b.from_raw, b.to_raw])
             .flatten()
             .collect();
-        let (mapped, leaf_frames) = std::mem::take(&mut self.raw).finish(&mut self.symbolizer, &mut profile, &leaves);
+        self.samples.sort_by_key(|p| p.time_ns);
+    }
+
+    fn finish(mut self, decode_error: Option<String>, file: &PerfFile, mut symbols: background::Symbols) -> Converted {
+        let mut profile = Profile::default();
+        let (stacks, leaf_frames) = std::mem::take(&mut self.raw).finish(&symbols.frames, &mut profile, &self.leaves);
         for t in &mut self.threads {
             t.name = self.table.thread_name(t.tid).unwrap_or("").to_string();
             t.process_name = self.table.thread_name(t.pid).unwrap_or(&t.name).to_string();
@@ -388,10 +464,7 @@ impl State {
             }
         }
         profile.threads = self.threads;
-        // Records of different CPUs interleave; analyses want time order (stable, so
-        // samples of equal time keep file order).
-        let mut pending = self.samples;
-        pending.sort_by_key(|p| p.time_ns);
+        let pending = self.samples;
         let mut sample_branches = Vec::new();
         if pending.iter().any(|p| p.event != 0) {
             profile.sample_events = pending.iter().map(|p| p.event).collect();
@@ -400,20 +473,21 @@ impl State {
             .into_iter()
             .enumerate()
             .map(|(i, p)| {
-                if let Some(entries) = p.branches {
+                if let Some(entries) = self.branch_stacks.get_mut(p.branches as usize) {
+                    let entries = std::mem::take(entries);
                     sample_branches.push((i as u32, SampleBranches { thread: p.thread, entries }));
                 }
                 Sample {
                     time_ns: p.time_ns,
                     thread: p.thread,
                     cpu: p.cpu,
-                    stack: p.stack.and_then(|s| mapped.get(s as usize).copied()),
+                    stack: p.stack.and_then(|c| stacks.get(c as usize).copied().flatten()),
                     weight: p.weight,
                 }
             })
             .collect();
         profile.losses = self.losses;
-        let side_samples = side::finish(std::mem::take(&mut self.side), &mapped);
+        let side_samples = side::finish(std::mem::take(&mut self.side), &stacks);
         let mut notes = self.notes;
         let branch_attr = file.attrs().iter().find(|a| a.attr.sample_type & PERF_SAMPLE_BRANCH_STACK != 0);
         if let Some(a) = branch_attr {
@@ -435,7 +509,7 @@ impl State {
             profile.branches = records;
             profile.branch_info = Some(info);
         }
-        notes.extend(self.symbolizer.notes());
+        notes.extend(symbols.notes());
         notes.extend(self.unwinder.notes());
         if self.guest_samples > 0 {
             notes.push(format!(
@@ -458,59 +532,12 @@ impl State {
     }
 }
 
-/// Maps a user address to its module and ELF virtual address (or absolute address for
-/// code covered by a perf map: JIT code in anonymous memory, and binaries that are gone
-/// when a perf-PID.map describes the process instead).
-fn resolve_user(raw: &mut RawStacks, elves: &mut ElfCache, perf_maps: &mut PerfMaps, pid: i32, map: &Mapping, addr: u64) -> (u32, u64) {
-    let path = map.path.as_str();
-    if is_anonymous(path) {
-        let name = format!("[perf-{pid}.map]");
-        let m = raw.module(&name, None, ModuleKey::PerfMap { pid });
-        return (m, addr);
-    }
-    let file_offset = addr.wrapping_sub(map.start).wrapping_add(map.pgoff);
-    let info = elves.get(path);
-    if info.is_none() && !path.starts_with('[') && perf_maps.exists(pid) {
-        let name = format!("{path} [perf-{pid}.map]");
-        return (raw.module(&name, None, ModuleKey::PerfMap { pid }), addr);
-    }
-    let build_id = map.build_id.clone().or_else(|| info.and_then(|i| i.build_id.clone()));
-    let vaddr = info.and_then(|i| kairos_symbolize::file_offset_to_elf_vaddr(i, file_offset)).unwrap_or(file_offset);
-    let key = if path.starts_with('[') {
-        ModuleKey::Anonymous
-    } else {
-        ModuleKey::Elf { path: path.to_string(), build_id: build_id.clone() }
-    };
-    (raw.module(path, build_id.as_deref(), key), vaddr)
-}
-
-/// Which processes have a perf map file, asked once per pid.
-struct PerfMaps {
-    dirs: Vec<std::path::PathBuf>,
-    known: HashMap<i32, bool>,
-}
-
-impl PerfMaps {
-    fn new(dirs: Vec<std::path::PathBuf>) -> Self {
-        PerfMaps { dirs, known: HashMap::default() }
-    }
-
-    fn exists(&mut self, pid: i32) -> bool {
-        let dirs = &self.dirs;
-        *self.known.entry(pid).or_insert_with(|| dirs.iter().any(|d| d.join(format!("perf-{pid}.map")).is_file()))
-    }
-}
-
 /// Timer events (cpu-clock, task-clock) have periods in nanoseconds; any other event's
 /// weights are counts of that event.
 pub fn is_timer(attr: &kairos_perf_data::EventAttr) -> bool {
     const CPU_CLOCK: u64 = 0;
     const TASK_CLOCK: u64 = 1;
     attr.type_ == kairos_perf_data::PERF_TYPE_SOFTWARE && matches!(attr.config, CPU_CLOCK | TASK_CLOCK)
-}
-
-fn is_anonymous(path: &str) -> bool {
-    path.is_empty() || path.starts_with("//anon") || path.starts_with("[anon") || path.starts_with("/memfd:") || path == "[heap]" || path == "[stack]"
 }
 
 fn hex(bytes: &[u8]) -> String {

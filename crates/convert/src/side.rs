@@ -39,6 +39,7 @@ pub struct MemoryObject {
 
 pub(crate) struct PendingSide {
     s: SideSample,
+    /// The chain number of the sample's stack.
     raw_stack: Option<u32>,
 }
 
@@ -70,10 +71,11 @@ impl PendingSide {
 }
 
 /// Resolves raw stacks to the profile's and sorts by time.
-pub(crate) fn finish(pending: Vec<PendingSide>, mapped: &[StackIdx]) -> Vec<SideSample> {
+/// `stacks`: the profile stack of each chain number.
+pub(crate) fn finish(pending: Vec<PendingSide>, stacks: &[Option<StackIdx>]) -> Vec<SideSample> {
     let mut out: Vec<SideSample> = pending
         .into_iter()
-        .map(|p| SideSample { stack: p.raw_stack.and_then(|r| mapped.get(r as usize).copied()), ..p.s })
+        .map(|p| SideSample { stack: p.raw_stack.and_then(|c| stacks.get(c as usize).copied().flatten()), ..p.s })
         .collect();
     out.sort_by_key(|s| s.time_ns);
     out

@@ -366,13 +366,16 @@ impl<'a> Iterator for StackWalk<'a> {
 /// Builds the stack prefix tree and frame table without duplicates.
 #[derive(Debug, Default)]
 pub struct StackInterner {
-    stacks: rustc_hash::FxHashMap<(Option<StackIdx>, FrameIdx), StackIdx>,
+    /// Key: (parent + 1, or 0 for a root) << 32 | frame. One word hashes in one multiply;
+    /// interning is the hot loop of converting a large recording.
+    stacks: rustc_hash::FxHashMap<u64, StackIdx>,
 }
 
 impl StackInterner {
     /// Returns the node for `frame` called from `parent`, adding it to `stacks` if new.
     pub fn intern(&mut self, stacks: &mut Vec<Stack>, parent: Option<StackIdx>, frame: FrameIdx) -> StackIdx {
-        *self.stacks.entry((parent, frame)).or_insert_with(|| {
+        let key = (parent.map_or(0, |p| u64::from(p) + 1) << 32) | u64::from(frame);
+        *self.stacks.entry(key).or_insert_with(|| {
             stacks.push(Stack { parent, frame });
             (stacks.len() - 1) as StackIdx
         })

@@ -2,6 +2,7 @@
 //! features eagerly (they are small) and decodes records lazily.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::attr::{parse_attrs, AttrEntry};
 use crate::error::PerfDataError;
@@ -34,6 +35,8 @@ pub struct PerfFile {
     attribution: Attribution,
     /// The record stream with compressed records expanded, when the file has any.
     expanded: Option<Expanded>,
+    /// Bytes from the start of the map already given back by [`PerfFile::reading_at`].
+    released: AtomicUsize,
 }
 
 impl std::fmt::Debug for PerfFile {
@@ -75,7 +78,15 @@ impl PerfFile {
     fn from_storage(storage: Storage) -> Result<PerfFile, PerfDataError> {
         let bytes = storage.bytes();
         let header = FileHeader::parse(bytes)?;
-        let mut file = PerfFile { header, attrs: Vec::new(), features: Features::default(), attribution: Attribution::default(), expanded: None, storage: Storage::Owned(Vec::new()) };
+        let mut file = PerfFile {
+            header,
+            attrs: Vec::new(),
+            features: Features::default(),
+            attribution: Attribution::default(),
+            expanded: None,
+            storage: Storage::Owned(Vec::new()),
+            released: AtomicUsize::new(0),
+        };
         let (start, end) = data_range(&file.header, bytes.len());
         let data = bytes.get(start..end).unwrap_or(&[]);
         // A finished file says in its features whether it was compressed; a pipe-mode stream
@@ -107,6 +118,31 @@ impl PerfFile {
         file.attribution = Attribution::new(&file.attrs);
         file.storage = storage;
         Ok(file)
+    }
+
+    /// Says that records are being read at file offset `offset` (as [`Records::offset`]
+    /// gives), from start to end: the pages well behind it are given back, so that a
+    /// mapped file does not stay resident as a whole. Should anything given back be read
+    /// again, the kernel reads it again from the file, so records handed out earlier
+    /// stay valid. Does nothing for a file in memory or one with compressed records
+    /// (those are read from their expanded copy). Cheap to call often.
+    pub fn reading_at(&self, offset: u64) {
+        // A multiple of the page size (the map starts on a page), and far enough behind
+        // that no record being decoded is in what is given back.
+        const STEP: usize = 8 << 20;
+        let (Storage::Mapped(map), None) = (&self.storage, &self.expanded) else { return };
+        let at = usize::try_from(offset).unwrap_or(usize::MAX).min(map.len());
+        let (behind, end) = (self.released.load(Ordering::Relaxed), at.saturating_sub(STEP) / STEP * STEP);
+        if end <= behind {
+            return;
+        }
+        // SAFETY: the map is a read-only private mapping of a file that is never written
+        // through it, so MADV_DONTNEED only drops page-table entries: a later access
+        // faults the same bytes in again from the file. Nothing is freed that a reference
+        // could observe as changed. Failure is harmless: the pages just stay resident.
+        if unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, behind, end - behind) }.is_ok() {
+            self.released.store(end, Ordering::Relaxed);
+        }
     }
 
     /// Compressed records (`perf record -z`) the file holds; they are read expanded.

@@ -40,7 +40,8 @@ pub use features::{BuildIdEntry, EventDesc, Features};
 pub use file::PerfFile;
 pub use header::{FileHeader, FileSection};
 pub use record::{Comm, ForkExit, Inode, Lost, LostSamples, Mmap, Record, Throttle};
-pub use records::Records;
+pub use reader::U64s;
+pub use records::{Next, Records};
 pub use sample::{ReadValue, ReadValues, Regs, Sample, SampleId};
 
 #[cfg(test)]

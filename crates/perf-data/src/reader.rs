@@ -74,14 +74,74 @@ impl<'a> Cursor<'a> {
     /// `n` u64 values; checks the byte count first so a corrupt `n` cannot make us
     /// allocate gigabytes.
     pub(crate) fn u64s(&mut self, n: u64) -> Result<Vec<u64>, Short> {
+        Ok(self.u64_slice(n)?.to_vec())
+    }
+
+    /// `n` u64 values left in place.
+    pub(crate) fn u64_slice(&mut self, n: u64) -> Result<U64s<'a>, Short> {
         let bytes = n.checked_mul(8).ok_or(Short { at: self.pos })?;
-        let raw = self.bytes_u64(bytes)?;
-        Ok(raw.chunks_exact(8).map(le_u64).collect())
+        Ok(U64s { bytes: self.bytes_u64(bytes)? })
+    }
+}
+
+/// Little-endian u64 values read in place from a record (a call chain), so that decoding
+/// a sample allocates nothing. Compares, hashes and prints like a list of the values.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct U64s<'a> {
+    /// Always a multiple of 8 bytes long.
+    bytes: &'a [u8],
+}
+
+impl<'a> U64s<'a> {
+    /// Number of values.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.bytes.len() / 8
+    }
+
+    /// Whether there are no values.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.bytes.len() < 8
+    }
+
+    /// Value `i`, `None` past the end.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<u64> {
+        u64_at(self.bytes, i.checked_mul(8)?)
+    }
+
+    /// The values in order.
+    #[inline]
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = u64> + ExactSizeIterator + 'a {
+        // chunks_exact(8) gives 8-byte chunks: each is one load, no bounds checks.
+        self.bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+    }
+
+    /// The raw little-endian bytes (a cheap key for caches: equal bytes, equal values).
+    #[inline]
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The values copied out.
+    pub fn to_vec(&self) -> Vec<u64> {
+        self.iter().collect()
+    }
+}
+
+impl std::fmt::Debug for U64s<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
 /// Little-endian u64 from the first 8 bytes of `b`, 0 for missing bytes.
+#[inline]
 pub(crate) fn le_u64(b: &[u8]) -> u64 {
+    if let Some(a) = b.first_chunk::<8>() {
+        return u64::from_le_bytes(*a);
+    }
     let mut a = [0u8; 8];
     for (d, s) in a.iter_mut().zip(b) {
         *d = *s;
@@ -90,6 +150,7 @@ pub(crate) fn le_u64(b: &[u8]) -> u64 {
 }
 
 /// Little-endian u64 at `off`, `None` when out of bounds.
+#[inline]
 pub(crate) fn u64_at(buf: &[u8], off: usize) -> Option<u64> {
     let end = off.checked_add(8)?;
     buf.get(off..end).map(le_u64)

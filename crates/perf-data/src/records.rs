@@ -1,15 +1,13 @@
 //! The iterator over the data section: splits records by their headers, attributes each
 //! to its event the way perf does (evlist__event2id), and stops after the first error.
 
-use std::collections::HashMap;
-
 use crate::attr::AttrEntry;
 use crate::consts::*;
 use crate::error::{DecodeError, DecodeErrorKind};
 use crate::reader::{u64_at, Short};
 use crate::record::{decode_other, Record};
 use crate::stream::{self, RECORD_HEADER_SIZE};
-use crate::sample::{decode_sample, decode_sample_id, sample_id_size, FieldError, SampleId};
+use crate::sample::{decode_sample, decode_sample_id, decode_sample_into, sample_id_size, FieldError, Sample, SampleId};
 
 /// Record types from this value up are synthesised by perf and carry no sample_id trailer.
 const PERF_RECORD_USER_TYPE_START: u32 = 64;
@@ -18,7 +16,9 @@ const PERF_RECORD_USER_TYPE_START: u32 = 64;
 /// (all attrs of a file share the position of the id, or use IDENTIFIER).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Attribution {
-    id_to_attr: HashMap<u64, usize>,
+    /// (id, attr index) sorted by id, first attr of an id only: looked up once per
+    /// record, so a binary search over a few entries rather than a hash.
+    id_to_attr: Vec<(u64, usize)>,
     single: bool,
     /// u64 index of the id in a sample body.
     sample_id_pos: Option<usize>,
@@ -28,12 +28,10 @@ pub(crate) struct Attribution {
 
 impl Attribution {
     pub(crate) fn new(attrs: &[AttrEntry]) -> Self {
-        let mut id_to_attr = HashMap::new();
-        for (i, a) in attrs.iter().enumerate() {
-            for &id in &a.ids {
-                id_to_attr.entry(id).or_insert(i);
-            }
-        }
+        let mut id_to_attr: Vec<(u64, usize)> = attrs.iter().enumerate().flat_map(|(i, a)| a.ids.iter().map(move |&id| (id, i))).collect();
+        // Stable: the first attr naming an id stays first, and dedup keeps it.
+        id_to_attr.sort_by_key(|&(id, _)| id);
+        id_to_attr.dedup_by_key(|&mut (id, _)| id);
         let first = attrs.first().map(|a| &a.attr);
         let st = first.map_or(0, |a| a.sample_type);
         let sample_id_all = first.is_some_and(|a| a.sample_id_all());
@@ -51,11 +49,16 @@ impl Attribution {
         Attribution { id_to_attr, single: attrs.len() == 1, sample_id_pos, trailer_id_pos: trailer_id_pos.filter(|_| sample_id_all) }
     }
 
+    fn attr_of_id(&self, id: u64) -> Option<usize> {
+        let i = self.id_to_attr.binary_search_by_key(&id, |&(id, _)| id).ok()?;
+        Some(self.id_to_attr[i].1)
+    }
+
     /// The attr of a sample, `None` when its id is unknown.
     fn of_sample(&self, body: &[u8]) -> Option<usize> {
         match (self.single, self.sample_id_pos) {
             (true, _) | (false, None) => Some(0),
-            (false, Some(k)) => self.id_to_attr.get(&u64_at(body, k * 8)?).copied(),
+            (false, Some(k)) => self.attr_of_id(u64_at(body, k * 8)?),
         }
     }
 
@@ -65,7 +68,7 @@ impl Attribution {
             (true, _) | (false, None) => Some(0),
             (false, Some(k)) => {
                 let at = body.len().checked_sub(k * 8)?;
-                self.id_to_attr.get(&u64_at(body, at)?).copied()
+                self.attr_of_id(u64_at(body, at)?)
             }
         }
     }
@@ -102,12 +105,21 @@ impl<'a> Records<'a> {
         self.base + self.pos as u64
     }
 
-    fn fail(&mut self, at: usize, kind: DecodeErrorKind) -> Option<Result<Record<'a>, DecodeError>> {
+    /// As `next()`, but a sample is decoded into `slot` (and `Next::Sample` returned)
+    /// rather than moved out in a [`Record`]: the fast way through a large file.
+    pub fn next_into(&mut self, slot: &mut Sample<'a>) -> Option<Result<Next<'a>, DecodeError>> {
+        if self.done {
+            return None;
+        }
+        self.next_record(Some(slot))
+    }
+
+    fn fail<T>(&mut self, at: usize, kind: DecodeErrorKind) -> Option<Result<T, DecodeError>> {
         self.done = true;
         Some(Err(DecodeError { offset: self.base + at as u64, kind }))
     }
 
-    fn next_record(&mut self) -> Option<Result<Record<'a>, DecodeError>> {
+    fn next_record(&mut self, slot: Option<&mut Sample<'a>>) -> Option<Result<Next<'a>, DecodeError>> {
         let start = self.pos;
         let rest = self.data.get(start..).unwrap_or(&[]);
         if rest.is_empty() {
@@ -142,7 +154,7 @@ impl<'a> Records<'a> {
             return self.fail(start, DecodeErrorKind::RecordTruncated { record_type, needed, available: rest.len() as u64 });
         };
         let body_at = start + RECORD_HEADER_SIZE;
-        let decoded = self.decode(record_type, misc, rec, body);
+        let decoded = self.decode(record_type, misc, rec, body, slot);
         match decoded {
             Ok(r) => {
                 self.pos = start + advance as usize;
@@ -153,13 +165,16 @@ impl<'a> Records<'a> {
     }
 
     /// Decodes one record; errors carry the position in `body`.
-    fn decode(&self, record_type: u32, misc: u16, rec: &'a [u8], body: &'a [u8]) -> Result<Record<'a>, FieldError> {
-        let other = Record::Other { record_type, misc, bytes: rec };
+    fn decode(&self, record_type: u32, misc: u16, rec: &'a [u8], body: &'a [u8], slot: Option<&mut Sample<'a>>) -> Result<Next<'a>, FieldError> {
+        let other = || Next::Record(Box::new(Record::Other { record_type, misc, bytes: rec }));
         if record_type == PERF_RECORD_SAMPLE {
             let Some((i, a)) = self.attribution.of_sample(body).and_then(|i| Some((i, self.attrs.get(i)?))) else {
-                return Ok(other);
+                return Ok(other());
             };
-            return decode_sample(body, &a.attr, i, misc).map(Record::Sample);
+            return match slot {
+                Some(slot) => decode_sample_into(body, &a.attr, i, misc, slot).map(|()| Next::Sample),
+                None => decode_sample(body, &a.attr, i, misc).map(|s| Next::Record(Box::new(Record::Sample(s)))),
+            };
         }
         let (main, sample_id) = if record_type < PERF_RECORD_USER_TYPE_START {
             self.split_trailer(body)?
@@ -167,9 +182,9 @@ impl<'a> Records<'a> {
             (body, None)
         };
         match decode_other(record_type, misc, main, sample_id) {
-            Some(Ok(r)) => Ok(r),
+            Some(Ok(r)) => Ok(Next::Record(Box::new(r))),
             Some(Err(e)) => Err(e),
-            None => Ok(other),
+            None => Ok(other()),
         }
     }
 
@@ -191,6 +206,16 @@ impl<'a> Records<'a> {
     }
 }
 
+/// What [`Records::next_into`] read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next<'a> {
+    /// A sample, now in the slot given.
+    Sample,
+    /// Any other record (including samples of no known event, as `Record::Other`). Boxed:
+    /// these are few, and a small `Next` is not copied around record after record.
+    Record(Box<Record<'a>>),
+}
+
 impl<'a> Iterator for Records<'a> {
     type Item = Result<Record<'a>, DecodeError>;
 
@@ -198,7 +223,11 @@ impl<'a> Iterator for Records<'a> {
         if self.done {
             return None;
         }
-        self.next_record()
+        // Without a slot, samples come back inside the record.
+        self.next_record(None).map(|r| r.map(|n| match n {
+            Next::Record(r) => *r,
+            Next::Sample => Record::Other { record_type: PERF_RECORD_SAMPLE, misc: 0, bytes: &[] },
+        }))
     }
 }
 

@@ -5,7 +5,7 @@
 use crate::attr::EventAttr;
 use crate::branch::{self, BranchStack};
 use crate::consts::*;
-use crate::reader::{Cursor, Short};
+use crate::reader::{Cursor, Short, U64s};
 
 /// A decoded sample. `None` means the event did not record that field.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,8 +36,8 @@ pub struct Sample<'a> {
     pub period: Option<u64>,
     /// PERF_SAMPLE_READ.
     pub read: Option<ReadValues>,
-    /// PERF_SAMPLE_CALLCHAIN (with PERF_CONTEXT_* markers as recorded).
-    pub callchain: Option<Vec<u64>>,
+    /// PERF_SAMPLE_CALLCHAIN (with PERF_CONTEXT_* markers as recorded), read in place.
+    pub callchain: Option<U64s<'a>>,
     /// PERF_SAMPLE_RAW payload.
     pub raw: Option<&'a [u8]>,
     /// PERF_SAMPLE_BRANCH_STACK.
@@ -158,11 +158,22 @@ fn opt_u64(c: &mut Cursor<'_>, st: u64, bit: u64, name: &'static str) -> Result<
 
 /// Decodes a sample body (the record after its 8-byte header).
 pub(crate) fn decode_sample<'a>(body: &'a [u8], attr: &EventAttr, attr_index: usize, misc: u16) -> Result<Sample<'a>, FieldError> {
+    let mut s = Sample::default();
+    decode_sample_into(body, attr, attr_index, misc, &mut s)?;
+    Ok(s)
+}
+
+/// Decodes a sample body into `s`, setting every field, so that one `Sample` can be
+/// reused for a whole file without being moved around (it is over 500 bytes). After an
+/// error `s` is partly overwritten.
+pub(crate) fn decode_sample_into<'a>(body: &'a [u8], attr: &EventAttr, attr_index: usize, misc: u16, s: &mut Sample<'a>) -> Result<(), FieldError> {
     let st = attr.sample_type;
     let c = &mut Cursor::new(body);
-    let mut s = Sample { attr_index, misc, ..Sample::default() };
+    s.attr_index = attr_index;
+    s.misc = misc;
     s.identifier = opt_u64(c, st, PERF_SAMPLE_IDENTIFIER, "identifier")?;
     s.ip = opt_u64(c, st, PERF_SAMPLE_IP, "ip")?;
+    (s.pid, s.tid) = (None, None);
     if st & PERF_SAMPLE_TID != 0 {
         s.pid = Some(field(c.i32(), "pid")?);
         s.tid = Some(field(c.i32(), "tid")?);
@@ -171,29 +182,36 @@ pub(crate) fn decode_sample<'a>(body: &'a [u8], attr: &EventAttr, attr_index: us
     s.addr = opt_u64(c, st, PERF_SAMPLE_ADDR, "addr")?;
     s.id = opt_u64(c, st, PERF_SAMPLE_ID, "id")?;
     s.stream_id = opt_u64(c, st, PERF_SAMPLE_STREAM_ID, "stream_id")?;
+    s.cpu = None;
     if st & PERF_SAMPLE_CPU != 0 {
         s.cpu = Some(field(c.u32(), "cpu")?);
         field(c.u32(), "cpu.reserved")?;
     }
     s.period = opt_u64(c, st, PERF_SAMPLE_PERIOD, "period")?;
+    s.read = None;
     if st & PERF_SAMPLE_READ != 0 {
         s.read = Some(read_values(c, attr.read_format)?);
     }
+    s.callchain = None;
     if st & PERF_SAMPLE_CALLCHAIN != 0 {
         let nr = field(c.u64(), "callchain.nr")?;
-        s.callchain = Some(field(c.u64s(nr), "callchain.ips")?);
+        s.callchain = Some(field(c.u64_slice(nr), "callchain.ips")?);
     }
+    s.raw = None;
     if st & PERF_SAMPLE_RAW != 0 {
         // u32 size then the data; the kernel pads so that size + 4 keeps 8-byte alignment.
         let size = field(c.u32(), "raw.size")?;
         s.raw = Some(field(c.bytes(size as usize), "raw.data")?);
     }
+    s.branch_stack = None;
     if st & PERF_SAMPLE_BRANCH_STACK != 0 {
         s.branch_stack = Some(branch::decode(c, attr.branch_sample_type)?);
     }
+    s.regs_user = None;
     if st & PERF_SAMPLE_REGS_USER != 0 {
         s.regs_user = Some(regs(c, attr.sample_regs_user, "regs_user")?);
     }
+    (s.stack_user, s.stack_user_dyn_size) = (None, None);
     if st & PERF_SAMPLE_STACK_USER != 0 {
         let size = field(c.u64(), "stack_user.size")?;
         s.stack_user = Some(field(c.bytes_u64(size), "stack_user.data")?);
@@ -204,6 +222,7 @@ pub(crate) fn decode_sample<'a>(body: &'a [u8], attr: &EventAttr, attr_index: us
     s.weight = opt_u64(c, st, PERF_SAMPLE_WEIGHT | PERF_SAMPLE_WEIGHT_STRUCT, "weight")?;
     s.data_src = opt_u64(c, st, PERF_SAMPLE_DATA_SRC, "data_src")?;
     s.transaction = opt_u64(c, st, PERF_SAMPLE_TRANSACTION, "transaction")?;
+    s.regs_intr = None;
     if st & PERF_SAMPLE_REGS_INTR != 0 {
         s.regs_intr = Some(regs(c, attr.sample_regs_intr, "regs_intr")?);
     }
@@ -211,11 +230,12 @@ pub(crate) fn decode_sample<'a>(body: &'a [u8], attr: &EventAttr, attr_index: us
     s.cgroup = opt_u64(c, st, PERF_SAMPLE_CGROUP, "cgroup")?;
     s.data_page_size = opt_u64(c, st, PERF_SAMPLE_DATA_PAGE_SIZE, "data_page_size")?;
     s.code_page_size = opt_u64(c, st, PERF_SAMPLE_CODE_PAGE_SIZE, "code_page_size")?;
+    s.aux = None;
     if st & PERF_SAMPLE_AUX != 0 {
         let size = field(c.u64(), "aux.size")?;
         s.aux = Some(field(c.bytes_u64(size), "aux.data")?);
     }
-    Ok(s)
+    Ok(())
 }
 
 fn read_values(c: &mut Cursor<'_>, rf: u64) -> Result<ReadValues, FieldError> {

@@ -35,6 +35,7 @@ const BRANCHES: TableDef = TableDef {
     },
     dictionary: &["position", "kind", "cycles"],
     delta: &["sample"],
+    uncompressed: &[],
 };
 
 /// Writes the table when the profile has branch records (or says how they were

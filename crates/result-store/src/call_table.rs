@@ -30,6 +30,7 @@ const CALLS: TableDef = TableDef {
     },
     dictionary: &["thread", "depth"],
     delta: &["start_ns"],
+    uncompressed: &[],
 };
 
 /// Writes the table when the profile has calls; otherwise removes a stale file.

@@ -23,6 +23,7 @@
 mod dir;
 mod error;
 mod manifest;
+mod sample_table;
 mod branch_table;
 mod call_table;
 mod tables;

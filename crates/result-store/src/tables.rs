@@ -17,7 +17,7 @@ use arrow_array::{
     UInt32Array, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use kairos_model::{Frame, Mode, Module, Profile, Sample, Stack, Thread};
+use kairos_model::{Frame, Mode, Module, Profile, Stack, Thread};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding};
@@ -28,6 +28,7 @@ use parquet::schema::types::ColumnPath;
 use crate::dir::{tmp_path, ResultDir, TABLES_DIR};
 use crate::error::{io_err, Error, Result};
 use crate::manifest::{Counts, TableInfo, FORMAT_VERSION};
+use crate::sample_table;
 
 /// Rows per Parquet row group: large enough for good compression and few footer entries,
 /// small enough that a reader can skip through a long recording.
@@ -51,6 +52,9 @@ pub(crate) struct TableDef {
     pub(crate) dictionary: &'static [&'static str],
     /// Columns with delta encoding: sorted or nearly sorted integers (time, ids).
     pub(crate) delta: &'static [&'static str],
+    /// Columns left uncompressed: delta-encoded ones whose bit-packed deltas Snappy
+    /// would not shrink, so compressing them only costs time.
+    pub(crate) uncompressed: &'static [&'static str],
 }
 
 pub(crate) fn f(name: &str, t: DataType, nullable: bool) -> Field {
@@ -70,6 +74,7 @@ const THREADS: TableDef = TableDef {
     },
     dictionary: &["name", "process_name"],
     delta: &["id"],
+    uncompressed: &[],
 };
 
 const MODULES: TableDef = TableDef {
@@ -83,6 +88,7 @@ const MODULES: TableDef = TableDef {
     },
     dictionary: &[],
     delta: &["id"],
+    uncompressed: &[],
 };
 
 const FRAMES: TableDef = TableDef {
@@ -102,6 +108,7 @@ const FRAMES: TableDef = TableDef {
     },
     dictionary: &["module", "function", "file", "inline_depth", "mode"],
     delta: &["id"],
+    uncompressed: &[],
 };
 
 const STACKS: TableDef = TableDef {
@@ -115,28 +122,12 @@ const STACKS: TableDef = TableDef {
     },
     dictionary: &[],
     delta: &["id"],
+    uncompressed: &[],
 };
 
-const SAMPLES: TableDef = TableDef {
-    name: "samples",
-    schema: || {
-        Schema::new(vec![
-            f("time_ns", DataType::UInt64, false),
-            f("thread", DataType::UInt32, false),
-            f("cpu", DataType::UInt32, false),
-            // Int64 and nullable (null = no stack) so SQL joins see a plain signed id.
-            f("stack", DataType::Int64, true),
-            f("weight", DataType::UInt64, false),
-            // Index into the manifest's `events`; absent in results of one event.
-            f("event", DataType::UInt16, false),
-        ])
-    },
-    dictionary: &["thread", "cpu", "weight", "event"],
-    delta: &["time_ns"],
-};
 
 impl TableDef {
-    fn file(&self) -> String {
+    pub(crate) fn file(&self) -> String {
         format!("{TABLES_DIR}/{}.parquet", self.name)
     }
 
@@ -160,6 +151,9 @@ impl TableDef {
         for c in self.delta {
             b = b.set_column_encoding(ColumnPath::from(*c), Encoding::DELTA_BINARY_PACKED);
         }
+        for c in self.uncompressed {
+            b = b.set_column_compression(ColumnPath::from(*c), Compression::UNCOMPRESSED);
+        }
         b.build()
     }
 }
@@ -176,9 +170,33 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
     fs::create_dir_all(&tables_dir).map_err(io_err(&tables_dir))?;
     let root = dir.path().to_owned();
     let p = profile;
+    // The samples table takes as long as all the others: it is written meanwhile.
+    let (small, samples) = std::thread::scope(|scope| {
+        let samples = std::thread::Builder::new().name("kairos-write-samples".into()).spawn_scoped(scope, || sample_table::write(&root, p));
+        let small = write_small_tables(&root, p);
+        let samples = match samples {
+            Ok(thread) => thread.join().unwrap_or_else(|_| Err(thread_failed(&root, "writing"))),
+            Err(_) => sample_table::write(&root, p),
+        };
+        (small, samples)
+    });
+    let mut infos = small?;
+    infos.push(samples?);
+    infos.extend(crate::branch_table::write(&root, p)?);
+    infos.extend(crate::call_table::write(&root, p)?);
+    update_manifest(dir, p, &infos);
+    dir.save_manifest()?;
+    Ok(infos)
+}
 
+fn thread_failed(root: &Path, what: &str) -> Error {
+    Error::Io { path: root.join(sample_table::SAMPLES.file()), source: std::io::Error::other(format!("the thread {what} the samples table failed")) }
+}
+
+/// Threads, modules, frames and stacks, in this order.
+fn write_small_tables(root: &Path, p: &Profile) -> Result<Vec<TableInfo>> {
     let mut infos = Vec::with_capacity(TABLES.len());
-    infos.push(write_table(&root, &THREADS, p.threads.len(), |r| {
+    infos.push(write_table(root, &THREADS, p.threads.len(), |r| {
         let t = slice(&p.threads, &r);
         Ok(vec![
             ids(&r),
@@ -190,7 +208,7 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
             )),
         ])
     })?);
-    infos.push(write_table(&root, &MODULES, p.modules.len(), |r| {
+    infos.push(write_table(root, &MODULES, p.modules.len(), |r| {
         let m = slice(&p.modules, &r);
         Ok(vec![
             ids(&r),
@@ -198,7 +216,7 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
             Arc::new(StringArray::from_iter_values(m.iter().map(|m| &m.build_id))),
         ])
     })?);
-    infos.push(write_table(&root, &FRAMES, p.frames.len(), |r| {
+    infos.push(write_table(root, &FRAMES, p.frames.len(), |r| {
         let fr = slice(&p.frames, &r);
         Ok(vec![
             ids(&r),
@@ -220,7 +238,7 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
             )),
         ])
     })?);
-    infos.push(write_table(&root, &STACKS, p.stacks.len(), |r| {
+    infos.push(write_table(root, &STACKS, p.stacks.len(), |r| {
         let s = slice(&p.stacks, &r);
         Ok(vec![
             ids(&r),
@@ -228,23 +246,11 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
             Arc::new(UInt32Array::from_iter_values(s.iter().map(|s| s.frame))),
         ])
     })?);
-    infos.push(write_table(&root, &SAMPLES, p.samples.len(), |r| {
-        let s = slice(&p.samples, &r);
-        Ok(vec![
-            Arc::new(UInt64Array::from_iter_values(s.iter().map(|s| s.time_ns))),
-            Arc::new(UInt32Array::from_iter_values(s.iter().map(|s| s.thread))),
-            Arc::new(UInt32Array::from_iter_values(s.iter().map(|s| s.cpu))),
-            Arc::new(Int64Array::from_iter(
-                s.iter().map(|s| s.stack.map(i64::from)),
-            )),
-            Arc::new(UInt64Array::from_iter_values(s.iter().map(|s| s.weight))),
-            Arc::new(UInt16Array::from_iter_values(r.clone().map(|i| p.event_of(i)))),
-        ])
-    })?);
+    Ok(infos)
+}
 
-    infos.extend(crate::branch_table::write(&root, p)?);
-    infos.extend(crate::call_table::write(&root, p)?);
-
+/// Records the tables, counts and events in the manifest (saved by the caller).
+fn update_manifest(dir: &mut ResultDir, p: &Profile, infos: &[TableInfo]) {
     let m = dir.manifest_mut();
     m.tables.retain(|t| !TABLES.contains(&t.name.as_str()) && t.name != crate::branch_table::NAME && t.name != crate::call_table::NAME);
     m.tables.extend(infos.iter().cloned());
@@ -260,8 +266,6 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
             .map(|(e, t)| crate::EventSummary { name: e.name.clone(), time: e.time, samples: t.samples, weight: t.weight })
             .collect();
     }
-    dir.save_manifest()?;
-    Ok(infos)
 }
 
 /// Reads the profile back from the tables of `dir` (loss counts from the manifest).
@@ -281,6 +285,35 @@ pub fn read_profile(dir: &ResultDir) -> Result<Profile> {
         ..Default::default()
     };
 
+    // The samples table is as much work as all the others: it is read meanwhile.
+    let (small, samples) = std::thread::scope(|scope| {
+        let samples = std::thread::Builder::new().name("kairos-read-samples".into()).spawn_scoped(scope, || sample_table::read(dir, root));
+        let small = read_small_tables(dir, root, &mut p);
+        let samples = match samples {
+            Ok(thread) => thread.join().unwrap_or_else(|_| Err(thread_failed(root, "reading"))),
+            Err(_) => sample_table::read(dir, root),
+        };
+        (small, samples)
+    });
+    small?;
+    (p.samples, p.sample_events) = samples?;
+    crate::branch_table::read(dir, &mut p)?;
+    crate::call_table::read(dir, &mut p)?;
+
+    if let Err(e) = check_profile(&p) {
+        let table = e.split(':').next().unwrap_or("samples").to_owned();
+        let path = root.join(TABLES_DIR).join(format!("{table}.parquet"));
+        return Err(Error::DamagedTable {
+            table,
+            path,
+            detail: e,
+        });
+    }
+    Ok(p)
+}
+
+/// Threads, modules, frames and stacks, in this order.
+fn read_small_tables(dir: &ResultDir, root: &Path, p: &mut Profile) -> Result<()> {
     read_table(dir, root, &THREADS, |c| {
         let (id, pid, tid) = (c.u32("id")?, c.i32("pid")?, c.i32("tid")?);
         let (name, pname) = (c.str("name")?, c.str("process_name")?);
@@ -340,67 +373,7 @@ pub fn read_profile(dir: &ResultDir) -> Result<Profile> {
             });
         }
         Ok(())
-    })?;
-    let mut events: Vec<u16> = Vec::new();
-    read_table(dir, root, &SAMPLES, |c| {
-        let (time, thread, cpu, weight) = (
-            c.u64("time_ns")?,
-            c.u32("thread")?,
-            c.u32("cpu")?,
-            c.u64("weight")?,
-        );
-        let stack = c.opt_i64("stack")?;
-        p.samples.reserve(c.rows);
-        // Slices rather than value(i): this is the one table that is millions of rows.
-        let (time, thread, cpu, weight) = (
-            time.values(),
-            thread.values(),
-            cpu.values(),
-            weight.values(),
-        );
-        let stack_vals = stack.values();
-        // Results written before events were kept apart have no event column: all event 0.
-        if c.has("event") {
-            events.extend_from_slice(c.u16("event")?.values());
-        }
-        for i in 0..c.rows {
-            let st = if stack.is_null(i) {
-                None
-            } else {
-                let v = stack_vals[i];
-                Some(
-                    u32::try_from(v)
-                        .map_err(|_| c.damaged(format!("stack {v} is not a valid stack id")))?,
-                )
-            };
-            p.samples.push(Sample {
-                time_ns: time[i],
-                thread: thread[i],
-                cpu: cpu[i],
-                stack: st,
-                weight: weight[i],
-            });
-        }
-        Ok(())
-    })?;
-
-    if events.iter().any(|&e| e != 0) {
-        p.sample_events = events;
-        p.sample_events.resize(p.samples.len(), 0);
-    }
-    crate::branch_table::read(dir, &mut p)?;
-    crate::call_table::read(dir, &mut p)?;
-
-    if let Err(e) = check_profile(&p) {
-        let table = e.split(':').next().unwrap_or("samples").to_owned();
-        let path = root.join(TABLES_DIR).join(format!("{table}.parquet"));
-        return Err(Error::DamagedTable {
-            table,
-            path,
-            detail: e,
-        });
-    }
-    Ok(p)
+    })
 }
 
 pub(crate) fn slice<'a, T>(v: &'a [T], r: &Range<usize>) -> &'a [T] {

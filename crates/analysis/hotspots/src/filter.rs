@@ -94,12 +94,17 @@ impl<'p> Selection<'p> {
             let pid_ok = filter.pids.as_ref().is_none_or(|ids| t.is_some_and(|t| ids.contains(&t.pid)));
             tid_ok && pid_ok
         };
-        let samples: Vec<&Sample> = profile
-            .samples
-            .iter()
-            .filter(|s| range.is_none_or(|(a, b)| s.time_ns >= a && s.time_ns < b))
-            .filter(|s| thread_ok(s))
-            .collect();
+        let everything = range.is_none() && filter.threads.is_none() && filter.pids.is_none();
+        let samples: Vec<&Sample> = if everything {
+            profile.samples.iter().collect()
+        } else {
+            profile
+                .samples
+                .iter()
+                .filter(|s| range.is_none_or(|(a, b)| s.time_ns >= a && s.time_ns < b))
+                .filter(|s| thread_ok(s))
+                .collect()
+        };
         let mut total = Acc::default();
         samples.iter().for_each(|s| total.add(s));
         Ok(Selection { profile, t0, range, samples, total })

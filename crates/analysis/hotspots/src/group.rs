@@ -111,7 +111,13 @@ pub(crate) struct Grouper<'p> {
     by: GroupBy,
     keys: Vec<Key>,
     index: HashMap<Key, u32>,
+    /// Group of each frame index (`u32::MAX` not yet known); `by_frame` holds indices
+    /// past the frame table (a damaged profile).
+    frame_groups: Vec<u32>,
     by_frame: HashMap<FrameIdx, u32>,
+    /// Group by what decides a frame's key (function name unless unknown, module), so
+    /// that the many frames of one function build their key once.
+    by_identity: HashMap<(Option<&'p str>, Option<u32>), u32>,
     by_stack: HashMap<StackIdx, u32>,
     by_thread: HashMap<ThreadIdx, u32>,
     /// `seen[id] == stamp` marks ids already taken for the current sample (dedupe for
@@ -127,7 +133,9 @@ impl<'p> Grouper<'p> {
             by,
             keys: Vec::new(),
             index: HashMap::default(),
+            frame_groups: vec![u32::MAX; p.frames.len()],
             by_frame: HashMap::default(),
+            by_identity: HashMap::default(),
             by_stack: HashMap::default(),
             by_thread: HashMap::default(),
             seen: Vec::new(),
@@ -216,21 +224,44 @@ impl<'p> Grouper<'p> {
 
     /// Group of one frame (Function or Module grouping; others fall back to Function).
     pub fn frame_group(&mut self, f: FrameIdx) -> u32 {
-        if let Some(&id) = self.by_frame.get(&f) {
-            return id;
+        match self.frame_groups.get(f as usize) {
+            Some(&id) if id != u32::MAX => return id,
+            Some(_) => {}
+            None => {
+                if let Some(&id) = self.by_frame.get(&f) {
+                    return id;
+                }
+            }
         }
-        let frame = self.p.frames.get(f as usize);
+        let p = self.p;
+        let frame = p.frames.get(f as usize);
         let module = frame.and_then(|fr| fr.module);
-        let key = match self.by {
-            GroupBy::Module => Key { labels: vec![module_path(self.p, module).to_string()], id: module },
-            _ => Key { labels: vec![function_name(self.p, frame), module_base(self.p, module).to_string()], id: module },
+        let identity = match self.by {
+            GroupBy::Module => (None, module),
+            _ => (frame.map(|fr| fr.function.as_str()).filter(|name| !is_unknown(name)), module),
         };
-        let id = self.intern(key);
-        self.by_frame.insert(f, id);
+        let id = match self.by_identity.get(&identity) {
+            Some(&id) => id,
+            None => {
+                let key = match self.by {
+                    GroupBy::Module => Key { labels: vec![module_path(p, module).to_string()], id: module },
+                    _ => Key { labels: vec![function_name(p, frame), module_base(p, module).to_string()], id: module },
+                };
+                let id = self.intern(key);
+                self.by_identity.insert(identity, id);
+                id
+            }
+        };
+        match self.frame_groups.get_mut(f as usize) {
+            Some(slot) => *slot = id,
+            None => {
+                self.by_frame.insert(f, id);
+            }
+        }
         id
     }
 
-    fn no_stack(&mut self) -> u32 {
+    pub(crate) fn no_stack(&mut self) -> u32 {
         let labels = match self.by {
             GroupBy::Function => vec![NO_STACK.to_string(), String::new()],
             _ => vec![NO_STACK.to_string()],

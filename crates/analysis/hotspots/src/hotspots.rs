@@ -10,6 +10,8 @@ use crate::group::Grouper;
 use crate::weight::Weight;
 use crate::{Error, Filter, GroupBy};
 
+mod tree;
+
 /// Self samples, time and share per group, plus inclusive totals for Function and Module
 /// (each sample counted once per group on its stack). Sorted by self time descending, then
 /// by name; `limit` keeps the first rows (a note says how many were left out).
@@ -61,6 +63,16 @@ pub fn hotspots(profile: &Profile, filter: &Filter, group_by: GroupBy, limit: Op
 /// Self and inclusive accumulators per group id. For groupings without a total, the
 /// inclusive vector equals the self one.
 pub(crate) fn aggregate(sel: &Selection<'_>, g: &mut Grouper<'_>) -> (Vec<Acc>, Vec<Acc>) {
+    match g.by() {
+        GroupBy::Function | GroupBy::Module | GroupBy::Callstack if tree::parents_first(sel.profile) => tree::by_stack(sel, g),
+        GroupBy::Process | GroupBy::Thread => tree::by_thread(sel, g),
+        _ => per_sample(sel, g),
+    }
+}
+
+/// The definition, sample by sample (by distinct class); also the path for profiles
+/// whose stack parents do not come first.
+fn per_sample(sel: &Selection<'_>, g: &mut Grouper<'_>) -> (Vec<Acc>, Vec<Acc>) {
     // Groups depend only on a sample's stack, thread and CPU: add up each distinct class
     // first, then walk each class's stack once. Hot loops repeat the same stack thousands
     // of times, so this is what keeps large profiles fast.

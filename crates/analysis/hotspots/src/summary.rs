@@ -53,8 +53,20 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, meta: &[(K, V)])
         (GroupBy::Process, None, format!("{} by process", w.total_label())),
         (GroupBy::Thread, None, format!("{} by thread", w.total_label())),
     ];
-    for (g, limit, title) in tables {
-        if let Ok(mut t) = hotspots(profile, &all, g, limit) {
+    // The function table is most of the work: made on a second thread meanwhile.
+    let made: Vec<_> = std::thread::scope(|scope| {
+        let [first, rest @ ..] = &tables;
+        let table = |(g, limit, _): &(GroupBy, Option<usize>, String)| hotspots(profile, &all, *g, *limit);
+        let function = std::thread::Builder::new().spawn_scoped(scope, move || table(first));
+        let rest: Vec<_> = rest.iter().map(table).collect();
+        let function = match function {
+            Ok(thread) => thread.join().unwrap_or_else(|_| table(first)),
+            Err(_) => table(first),
+        };
+        std::iter::once(function).chain(rest).collect()
+    });
+    for ((_, _, title), made) in tables.into_iter().zip(made) {
+        if let Ok(mut t) = made {
             t.title = Some(title);
             // The selection note repeats the Run section; keep only notes about the rows.
             t.notes.retain(|n| !n.ends_with("samples selected."));
