@@ -186,19 +186,6 @@ pub fn open_event(path: &std::path::Path, event: Option<&str>) -> CliResult<(Res
     Ok((dir, profile))
 }
 
-/// 1234567 as "1,234,567".
-fn group_digits(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 pub(crate) fn meta(dir: &ResultDir) -> Vec<(String, String)> {
     let m = dir.manifest();
     let mut meta = Vec::new();
@@ -224,8 +211,8 @@ pub(crate) fn meta(dir: &ResultDir) -> Vec<(String, String)> {
     let sampled: Vec<&kairos_result::EventSummary> = m.events.iter().filter(|e| e.samples > 0).collect();
     if sampled.len() > 1 {
         for e in &sampled {
-            let total = if e.time { format!("{:.3} s of CPU time", e.weight as f64 / 1e9) } else { format!("{} events", group_digits(e.weight)) };
-            push("Events", format!("{}: {} samples, {total}", e.name, group_digits(e.samples)));
+            let total = if e.time { format!("{:.3} s of CPU time", e.weight as f64 / 1e9) } else { format!("{} events", kairos_report::thousands(e.weight)) };
+            push("Events", format!("{}: {} samples, {total}", e.name, kairos_report::thousands(e.samples)));
         }
     }
     if let Some(i) = m.knobs.get("sampling-interval-us") {

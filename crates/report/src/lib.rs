@@ -20,3 +20,16 @@ pub use format::{Format, ParseFormatError};
 pub use golden::{assert_golden, line_diff};
 pub use table::{Align, Cell, Column, Table};
 pub use text::DEFAULT_MAX_WIDTH;
+
+/// `1234567` as `1,234,567`, for counts written into sentences and labels.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -101,18 +101,7 @@ fn one(l: &crate::results::Loaded, d: &Data) -> Value {
     })
 }
 
-/// `1,234,567`.
-pub(crate) fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub(crate) use kairos_report::thousands;
 
 /// A duration in the unit that reads best.
 pub(crate) fn duration(ns: u64) -> String {
