@@ -263,7 +263,7 @@ impl State {
             if n % 4096 == 0 {
                 file.reading_at(records.offset());
                 if n % 65536 == 0 {
-                    on_progress(Progress { done: records.offset(), total });
+                    on_progress(Progress { done: records.consumed(), total });
                 }
             }
             if self.raw.unsent_frames() >= BATCH_FRAMES && send(self.raw.take_batch()).is_err() {

@@ -105,6 +105,11 @@ impl<'a> Records<'a> {
         self.base + self.pos as u64
     }
 
+    /// Bytes of the record stream read so far: counts against [`crate::PerfFile::data_size`].
+    pub fn consumed(&self) -> u64 {
+        self.pos as u64
+    }
+
     /// As `next()`, but a sample is decoded into `slot` (and `Next::Sample` returned)
     /// rather than moved out in a [`Record`]: the fast way through a large file.
     pub fn next_into(&mut self, slot: &mut Sample<'a>) -> Option<Result<Next<'a>, DecodeError>> {
