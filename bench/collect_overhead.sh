@@ -16,4 +16,4 @@ command -v perf >/dev/null || die "perf not found; install it (e.g. apt-get inst
 for p in transitions matrix; do
     [[ -x "$samples/$p" ]] || die "sample program $samples/$p not found; build it first: (cd $root && cargo build --release)"
 done
-exec python3 "$here/lib/collect_overhead.py" "$kairos" "$samples" "$@"
+exec python3 -B "$here/lib/collect_overhead.py" "$kairos" "$samples" "$@"

@@ -3,7 +3,8 @@
 # kairos versus perf report, side by side. See bench/README.md. Environment: BENCH_REPS
 # (default 5), BENCH_FILES ("system deep"), BENCH_MIN_SAMPLES (1000000),
 # BENCH_RECORD_SECONDS (10), BENCH_PERF_DATA / BENCH_DEEP_PERF_DATA (use these files
-# instead of recording), BENCH_PERF_DEFAULT=1 (also perf's default report), KAIROS (binary).
+# instead of recording), BENCH_PERF_DEFAULT=1 (also perf's default report), KAIROS (binary),
+# BENCH_KAIROS_BASE (another kairos build timed alongside, e.g. before a change).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -19,4 +20,4 @@ command -v perf >/dev/null || die "perf not found; install it (e.g. apt-get inst
 if [[ " ${BENCH_FILES:-system deep} " == *" deep "* && -z "${BENCH_DEEP_PERF_DATA:-}" ]]; then
     command -v "${CC:-cc}" >/dev/null || die "no C compiler (${CC:-cc}) to build bench/lib/deep.c; install gcc or set CC"
 fi
-exec python3 "$here/lib/import_report.py" "$kairos" "$samples" "$here/lib/deep.c" "$@"
+exec python3 -B "$here/lib/import_report.py" "$kairos" "$samples" "$here/lib/deep.c" "$@"

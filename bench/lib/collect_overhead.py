@@ -8,15 +8,15 @@ import os
 import random
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
+from benchlib import CpuMeter, env_reps, log, perf_stats, run_main, scratch_dir, wait_for_binary
+
 KAIROS, SAMPLES = sys.argv[1], sys.argv[2]
-REPS = int(os.environ.get("BENCH_REPS", "5"))
+REPS = env_reps("collect_overhead")
 INTERVALS = [int(x) for x in os.environ.get("BENCH_INTERVALS_US", "1000 100 10").split()]
 PROGRAMS = os.environ.get("BENCH_PROGRAMS", "transitions matrix").split()
 SEED = int(os.environ.get("BENCH_SEED", "1"))
@@ -28,28 +28,9 @@ PROGRAM_ARGS = {
     "matrix": os.environ.get("BENCH_MATRIX_ARGS", "1100 interchange").split(),
 }
 
-if REPS < 1:
-    sys.exit("collect_overhead: BENCH_REPS must be >= 1")
 for p in PROGRAMS:
     if p not in PROGRAM_ARGS:
         sys.exit(f"collect_overhead: unknown program {p!r} (known: transitions, matrix)")
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def wait_for_binary(path, limit_s=600):
-    """The binary may be rebuilt while we run (cargo replaces it): wait for it to come back."""
-    waited = 0
-    while not os.access(path, os.X_OK):
-        if waited >= limit_s:
-            raise RuntimeError(f"{path} disappeared and did not come back within {limit_s} s "
-                               f"(a rebuild that failed?)")
-        if waited == 0:
-            log(f"{path} is missing (being rebuilt?); waiting for it")
-        time.sleep(5)
-        waited += 5
 
 
 def parse_program_output(prog, out):
@@ -71,14 +52,6 @@ def parse_program_output(prog, out):
     if not m:
         raise RuntimeError("cannot find the multiply time in matrix output")
     return float(m.group(1)), 1.0
-
-
-def perf_sample_count(path):
-    r = subprocess.run(["perf", "report", "--stats", "-i", path], capture_output=True,
-                       text=True, timeout=TIMEOUT)
-    m = re.search(r"SAMPLE events:\s+(\d+)", r.stdout)
-    lost = re.search(r"LOST_SAMPLES events:\s+(\d+)", r.stdout)
-    return (int(m.group(1)) if m else None), (int(lost.group(1)) if lost else 0)
 
 
 def run_once(tmp, mode, interval_us, prog, tag):
@@ -118,7 +91,7 @@ def run_once(tmp, mode, interval_us, prog, tag):
         res["lost"] = counts.get("lost_samples", 0) + counts.get("lost_records", 0)
         shutil.rmtree(rdir, ignore_errors=True)
     elif mode == "perf":
-        res["samples"], res["lost"] = perf_sample_count(pfile)
+        res["samples"], res["lost"] = perf_stats(pfile, TIMEOUT)
         os.unlink(pfile)
     os.unlink(tfile)
     return res
@@ -131,29 +104,13 @@ def pct(x):
 LOAD = {}
 
 
-def cpu_stat():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    idle = v[3] + v[4]
-    steal = v[7] if len(v) > 7 else 0
-    return sum(v[:8]), idle, steal
-
-
 def main():
-    s0 = cpu_stat()
-    tmp = tempfile.mkdtemp(prefix="kairos-bench-collect-")
-
-    def on_signal(signum, _frame):
-        shutil.rmtree(tmp, ignore_errors=True)
-        sys.exit(128 + signum)
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    meter = CpuMeter()
     rng = random.Random(SEED)
     # results[(prog, N)][mode] = list over reps (same index = same repetition block)
     results = {(p, n): {"base": [], "kairos": [], "perf": []} for p in PROGRAMS for n in INTERVALS}
     started = time.monotonic()
-    try:
+    with scratch_dir("kairos-bench-collect-") as tmp:
         for rep in range(REPS):
             blocks = [(p, n) for p in PROGRAMS for n in INTERVALS]
             rng.shuffle(blocks)
@@ -168,12 +125,7 @@ def main():
                         f"{n:5d} us {mode:6s}: program {res['prog_s']:.3f} s, cpu "
                         f"{res['cpu'] * res['work']:.2f} s, end-to-end {res['tool_wall']:.2f} s"
                         + (f", {res['samples']} samples" if res["samples"] is not None else ""))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    s1 = cpu_stat()
-    total = max(1, s1[0] - s0[0])
-    LOAD["busy"] = 1 - (s1[1] - s0[1]) / total
-    LOAD["steal"] = (s1[2] - s0[2]) / total
+    LOAD["busy"], LOAD["steal"] = meter.stop()
     with open("/proc/loadavg") as f:
         LOAD["loadavg"] = " ".join(f.read().split()[:3])
     report(results)
@@ -269,7 +221,4 @@ def report(results):
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
-        sys.exit(f"collect_overhead: {e}")
+    run_main("collect_overhead", main)

@@ -10,57 +10,36 @@ Two kinds of recording, each of at least BENCH_MIN_SAMPLES samples with call cha
 """
 import os
 import random
-import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
+from benchlib import CpuMeter, env_reps, log, perf_stats, run_main, scratch_dir, wait_for_binary
+
 KAIROS, SAMPLES, DEEP_SOURCE = sys.argv[1], sys.argv[2], sys.argv[3]
-REPS = int(os.environ.get("BENCH_REPS", "5"))
+REPS = env_reps("import_report")
 MIN_SAMPLES = int(os.environ.get("BENCH_MIN_SAMPLES", "1000000"))
 RECORD_SECONDS = float(os.environ.get("BENCH_RECORD_SECONDS", "10"))
 FILES = os.environ.get("BENCH_FILES", "system deep").split()
 GIVEN = {"system": os.environ.get("BENCH_PERF_DATA"), "deep": os.environ.get("BENCH_DEEP_PERF_DATA")}
 PERF_DEFAULT = os.environ.get("BENCH_PERF_DEFAULT", "0") == "1"
+KAIROS_BASE = os.environ.get("BENCH_KAIROS_BASE")  # another build, timed alongside
 SEED = int(os.environ.get("BENCH_SEED", "1"))
 TIMEOUT = 3600
 PERIOD_NS = 10000  # cpu-clock every 10 us
 GOAL = 10.0
 
-if REPS < 1:
-    sys.exit("import_report: BENCH_REPS must be >= 1")
 if not FILES or any(f not in GIVEN for f in FILES):
     sys.exit("import_report: BENCH_FILES must list system and/or deep")
 
 
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def wait_for_binary(path, limit_s=600):
-    """The binary may be rebuilt while we run (cargo replaces it): wait for it to come back."""
-    waited = 0
-    while not os.access(path, os.X_OK):
-        if waited >= limit_s:
-            raise RuntimeError(f"{path} disappeared and did not come back within {limit_s} s "
-                               f"(a rebuild that failed?)")
-        if waited == 0:
-            log(f"{path} is missing (being rebuilt?); waiting for it")
-        time.sleep(5)
-        waited += 5
-
-
 def sample_count(path):
-    r = subprocess.run(["perf", "report", "--stats", "-i", path], capture_output=True,
-                       text=True, timeout=TIMEOUT)
-    m = re.search(r"SAMPLE events:\s+(\d+)", r.stdout)
-    if not m:
-        raise RuntimeError(f"perf report --stats -i {path} printed no sample count:\n{r.stderr[-2000:]}")
-    return int(m.group(1))
+    n, _ = perf_stats(path, TIMEOUT)
+    if n is None:
+        raise RuntimeError(f"perf report --stats -i {path} printed no sample count")
+    return n
 
 
 def perf_record(args, tmp):
@@ -136,15 +115,17 @@ def timed(cmd, tmp, tag):
     return float(wall), float(user) + float(sys_), int(rss)
 
 
-def arm_kairos(tmp, data, tag):
-    rdir = os.path.join(tmp, f"res-{tag}")
-    wait_for_binary(KAIROS)
-    w1, c1, m1 = timed([KAIROS, "import", data, "-q", "-r", rdir], tmp, tag + "-import")
-    w2, c2, m2 = timed([KAIROS, "report", "hotspots", "-r", rdir], tmp, tag + "-report")
-    shutil.rmtree(rdir, ignore_errors=True)
-    return {"wall": w1 + w2, "cpu": c1 + c2, "rss": max(m1, m2),
-            "import_wall": w1, "import_cpu": c1, "report_wall": w2, "report_cpu": c2,
-            "import_rss": m1, "report_rss": m2}
+def arm_kairos(binary):
+    def run(tmp, data, tag):
+        rdir = os.path.join(tmp, f"res-{tag}")
+        wait_for_binary(binary)
+        w1, c1, m1 = timed([binary, "import", data, "-q", "-r", rdir], tmp, tag + "-import")
+        w2, c2, m2 = timed([binary, "report", "hotspots", "-r", rdir], tmp, tag + "-report")
+        shutil.rmtree(rdir, ignore_errors=True)
+        return {"wall": w1 + w2, "cpu": c1 + c2, "rss": max(m1, m2),
+                "import_wall": w1, "import_cpu": c1, "report_wall": w2, "report_cpu": c2,
+                "import_rss": m1, "report_rss": m2}
+    return run
 
 
 def arm_perf(args):
@@ -156,18 +137,12 @@ def arm_perf(args):
 
 KAIROS_ARM = "kairos import + report hotspots"
 REFERENCE = "perf report --stdio --no-children --sort sym"
-ARMS = {KAIROS_ARM: arm_kairos, REFERENCE: arm_perf(["--no-children", "--sort", "sym"])}
+ARMS = {KAIROS_ARM: arm_kairos(KAIROS), REFERENCE: arm_perf(["--no-children", "--sort", "sym"])}
+BASE_ARM = "kairos (BENCH_KAIROS_BASE build)"
+if KAIROS_BASE:
+    ARMS[BASE_ARM] = arm_kairos(KAIROS_BASE)
 if PERF_DEFAULT:
     ARMS["perf report --stdio (default: children, comm,dso,sym)"] = arm_perf([])
-
-
-def cpu_times():
-    """(busy, steal, total) jiffies of all CPUs from /proc/stat."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    idle = v[3] + (v[4] if len(v) > 4 else 0)
-    steal = v[7] if len(v) > 7 else 0
-    return sum(v) - idle, steal, sum(v)
 
 
 def bench_file(kind, tmp, rng):
@@ -185,7 +160,7 @@ def bench_file(kind, tmp, rng):
         arm(tmp, data, "warmup")
     results = {name: [] for name in ARMS}
     started = time.monotonic()
-    before = cpu_times()
+    meter = CpuMeter()
     for rep in range(REPS):
         names = list(ARMS)
         rng.shuffle(names)
@@ -194,9 +169,8 @@ def bench_file(kind, tmp, rng):
             results[name].append(res)
             log(f"[{time.monotonic() - started:6.0f}s] {kind} rep {rep + 1}/{REPS} {name}: "
                 f"{res['wall']:.2f} s, cpu {res['cpu']:.2f} s, max RSS {res['rss'] / 1024:.0f} MiB")
-    after = cpu_times()
-    busy = [b - a for a, b in zip(before, after)]
-    load = (100 * busy[0] / max(busy[2], 1), 100 * busy[1] / max(busy[2], 1))
+    busy, steal = meter.stop()
+    load = (100 * busy, 100 * steal)
     if not GIVEN[kind]:
         os.unlink(data)
     return {"kind": kind, "samples": nsamples, "size_mb": size_mb, "results": results, "load": load}
@@ -233,8 +207,8 @@ def report(f):
         pw, pc, pm = meds[name]
         ratios = [p["wall"] / q["wall"] for p, q in zip(res[name], k)]
         print(f"vs {name}:")
-        print(f"  perf/kairos: wall {pw / kw:.2f}x (per-repetition range {min(ratios):.2f}..{max(ratios):.2f}), "
-              f"cpu {pc / kc:.2f}x; memory kairos/perf {km / pm:.2f}x")
+        print(f"  it/kairos: wall {pw / kw:.2f}x (per-repetition range {min(ratios):.2f}..{max(ratios):.2f}), "
+              f"cpu {pc / kc:.2f}x; memory kairos/it {km / pm:.2f}x")
     print(f"machine: {f['load'][0]:.0f}% of all CPU time busy during these runs (ours and anything "
           f"else), {f['load'][1]:.1f}% stolen by the hypervisor")
     pw, pc, pm = meds[REFERENCE]
@@ -242,19 +216,9 @@ def report(f):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="kairos-bench-import-")
-
-    def on_signal(signum, _frame):
-        shutil.rmtree(tmp, ignore_errors=True)
-        sys.exit(128 + signum)
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
     rng = random.Random(SEED)
-    try:
+    with scratch_dir("kairos-bench-import-") as tmp:
         files = [bench_file(kind, tmp, rng) for kind in FILES]
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     print()
     print(f"Import + report: kairos versus perf on the same files; {REPS} repetitions, tools "
           f"interleaved in random order, medians, after one untimed warm-up run each (page cache warm).")
@@ -270,7 +234,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
-        sys.exit(f"import_report: {e}")
+    run_main("import_report", main)

@@ -87,13 +87,17 @@ export class CompareView {
     heads.forEach((x, i) => hr.append(h("th", { class: i ? "num" : "", text: x })));
     t.append(h("thead", {}, hr));
     const body = h("tbody");
-    for (const f of d.facts) {
-      const tr = h("tr", {}, h("th", { text: f[0] ?? "" }));
+    // Figures neither result has (n/a on both sides: another analysis's) are only counted.
+    const shown = d.facts.filter(f => !(f[1] === "n/a" && f[2] === "n/a"));
+    for (const f of shown) {
+      const tr = h("tr", { "data-figure": f[0] ?? "" }, h("th", { text: f[0] ?? "" }));
       for (let i = 1; i < width; i++) tr.append(h("td", { class: "num", text: f[i] ?? "" }));
       body.append(tr);
     }
     t.append(body);
     this.facts.append(t);
+    const left = d.facts.length - shown.length;
+    if (left) this.facts.append(h("p", { class: "note", text: `${left} figure${left === 1 ? "" : "s"} that neither result has ${left === 1 ? "is" : "are"} left out.` }));
     this.rows = d.rows;
     const n = d.rows.name.length;
     byId("compare").dataset.rows = String(n);

@@ -1,36 +1,11 @@
 // Counters of system-overview results: a line chart per series over the view (or selection), a histogram per histogram.
 
 import { Latest, debounced, errorText } from "./api";
-import { ticks } from "./axis";
+import { CHART_H, PAD_L, frame, polyline, setupCanvas, timeLabels } from "./chart";
 import { byId, clear, h, showError } from "./dom";
-import { formatInt, formatNumber, formatTick, formatTime } from "./format";
+import { formatInt, formatNumber, formatTime } from "./format";
 import type { Store } from "./state";
 import type { CountersAnswer, Histogram, Range, Series } from "./types";
-
-const CHART_H = 110;
-const PAD_L = 70;
-
-function setupCanvas(c: HTMLCanvasElement, cssH: number): CanvasRenderingContext2D | null {
-  const dpr = window.devicePixelRatio || 1;
-  const w = c.clientWidth || 600;
-  c.width = Math.round(w * dpr);
-  c.height = Math.round(cssH * dpr);
-  c.style.height = cssH + "px";
-  const ctx = c.getContext("2d");
-  ctx?.setTransform(dpr, 0, 0, dpr, 0, 0);
-  return ctx;
-}
-
-/** A chart's box with its y labels (the top value and 0); leaves the label style set. */
-function frame(ctx: CanvasRenderingContext2D, top: string, pw: number, ph: number): void {
-  ctx.font = "11px system-ui, sans-serif";
-  ctx.fillStyle = "#3b4252";
-  ctx.textBaseline = "middle";
-  ctx.fillText(top, 4, 8);
-  ctx.fillText("0", 4, 4 + ph);
-  ctx.strokeStyle = "#c9ced8";
-  ctx.strokeRect(PAD_L + 0.5, 4.5, pw, ph);
-}
 
 export class Counters {
   private readonly el = byId("counters");
@@ -81,28 +56,8 @@ export class Counters {
     for (const v of s.values) if (v !== null && v > max) max = v;
     const top = max > 0 ? max * 1.05 : 1;
     frame(ctx, formatNumber(max), pw, ph);
-    const { step, times } = ticks(r, pw, 120);
-    ctx.textBaseline = "top";
-    for (const t of times) {
-      const x = PAD_L + ((t - r.from) / (r.to - r.from)) * pw;
-      ctx.fillText(formatTick(t, step), x + 2, ph + 8);
-    }
-    const n = s.values.length;
-    if (!n) return;
-    ctx.strokeStyle = "#2a6fdb";
-    ctx.fillStyle = "rgba(42, 111, 219, 0.15)";
-    ctx.beginPath();
-    let started = false;
-    for (let i = 0; i < n; i++) {
-      const v = s.values[i];
-      if (v === null || v === undefined) continue;
-      const x = PAD_L + ((i + 0.5) / n) * pw;
-      const y = 4 + ph - (v / top) * ph;
-      if (!started) { ctx.moveTo(x, y); started = true; } else ctx.lineTo(x, y);
-    }
-    ctx.lineWidth = 1.5;
-    ctx.stroke();
-    ctx.lineWidth = 1;
+    timeLabels(ctx, r, pw, ph);
+    polyline(ctx, s.values, top, pw, ph, "#2a6fdb");
   }
 
   private drawHistogram(ctx: CanvasRenderingContext2D, W: number, hi: Histogram): void {

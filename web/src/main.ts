@@ -7,6 +7,7 @@ import { byId, clear, showError } from "./dom";
 import { keepHash, readHash } from "./hash";
 import { Header } from "./header";
 import { Inspector } from "./inspector";
+import { MemoryView } from "./memory";
 import { Store } from "./state";
 import { Summary } from "./summary";
 import { Timeline } from "./timeline";
@@ -52,6 +53,7 @@ async function start(): Promise<void> {
   const summary = new Summary(store);
   const tree = new TreeView(store);
   const counters = new Counters(store);
+  const memory = new MemoryView(store);
   const compare = new CompareView(store);
   const inspector = new Inspector(store, (lane, t) => { timeline.marker = { key: lane, t }; timeline.draw(); });
   attachTimelineInput(timeline, store, (lane, t) => void inspector.show({ lane: lane.key, laneLabel: lane.label, t }));
@@ -65,6 +67,7 @@ async function start(): Promise<void> {
     void summary.refresh();
     void tree.refresh(false);
     void counters.refresh();
+    void memory.refresh();
   });
   store.on("method", () => {
     timeline.schedule();
@@ -83,7 +86,7 @@ async function start(): Promise<void> {
   store.on("view", () => {
     timeline.draw();
     timeline.schedule();
-    if (!store.selection) counters.schedule();
+    if (!store.selection) { counters.schedule(); memory.schedule(); }
   });
   store.on("selection", () => {
     header.onSelection();
@@ -91,11 +94,13 @@ async function start(): Promise<void> {
     void summary.refresh();
     void tree.refresh();
     counters.schedule();
+    memory.schedule();
   });
   store.on("mode", () => {
     header.onMode();
     void compare.refresh();
     void counters.refresh();
+    void memory.refresh();
   });
 
   try {

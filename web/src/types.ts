@@ -7,7 +7,7 @@ export interface ResultInfo {
   kind?: string; command?: string; samples?: number; start_ns?: number; duration_ns?: number;
   weight_unit?: string; event?: string; threads?: ThreadInfo[]; cpus?: number[];
   has_branches?: boolean; branch_depth?: number | null; methods?: string[];
-  has_counters?: boolean; views?: string[] | null; notes?: string[];
+  has_counters?: boolean; has_memory?: boolean; views?: string[] | null; notes?: string[];
 }
 
 export interface ResultsAnswer { results: ResultInfo[] }
@@ -52,6 +52,30 @@ export interface CompareRows {
 }
 /** `columns` (headings of `facts`, first one for the label) is sent by the server beyond VIEW_API.md. */
 export interface CompareAnswer { facts: string[][]; rows: CompareRows; columns?: string[] }
+
+export interface MemoryObject {
+  id: number; name: string; kind: string | null; size: number | null; samples: number; share: number;
+  weight: number; loads: number; stores: number; threads: number;
+}
+/** One thread's row of a line's grid: per byte of the line, the loads and stores that touched it. */
+export interface GridRow {
+  tid: number; loads: number[]; stores: number[]; offsets: [number, number][]; load_count: number; store_count: number;
+}
+export interface CacheLine {
+  addr: string; object: number; object_name: string; object_offset: number; verdict: string;
+  samples: number; share: number; weight: number; hitm: number; loads: number; stores: number;
+  functions: string[]; fix: string | null; threads_total: number; grid: GridRow[];
+}
+export interface MemorySeries {
+  from: number; to: number; width: number; bucket_ns: number;
+  objects: { object: number; name: string; counts: number[] }[];
+}
+export interface MemoryAnswer {
+  source: string; source_name: string; source_reason: string; memory_bound: string | null; weight_unit: string;
+  samples: number; unresolved: [string, number][]; false_sharing_lines: number; true_sharing_lines: number;
+  lines_total: number; shared_lines: number; objects_total: number;
+  objects: MemoryObject[]; lines: CacheLine[]; series: MemorySeries;
+}
 
 /** A time range in ns relative to the result's first sample, half-open. */
 export interface Range { from: number; to: number }

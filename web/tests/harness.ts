@@ -4,11 +4,15 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import assert from "node:assert/strict";
+import { after, type TestContext } from "node:test";
 import { chromium, type Browser, type Page } from "playwright-core";
 
 export const BIN = process.env.KAIROS_BIN ?? "";
 export const ARTIFACTS = process.env.KAIROS_ARTIFACTS || join(tmpdir(), "kairos-view-artifacts");
 export const SLOW = 120_000;
+/** Options of a test that drives the page: a few slow steps. */
+export const T = { timeout: 4 * SLOW };
 
 export interface Server { url: string; proc: ChildProcess; stop(): Promise<void>; log(): string }
 
@@ -94,3 +98,35 @@ export function withCommas(n: number): string {
   const s = Math.round(Math.abs(n)).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
   return (n < 0 ? "-" : "") + s;
 }
+
+/** Skips the test (with the reason) when an environment variable it needs is missing. */
+export function need(t: TestContext, ...vars: string[]): boolean {
+  if (!BIN) { t.skip("KAIROS_BIN is not set: the browser tests need the kairos binary (the Rust harness sets it)"); return false; }
+  const missing = vars.filter(v => !process.env[v]);
+  if (missing.length) { t.skip(`${missing.join(", ")} not set`); return false; }
+  return true;
+}
+
+export function noErrors(errors: string[]): void {
+  assert.deepEqual(errors, [], "the page reported errors");
+}
+
+// One browser and the servers of a test file, closed when the file's tests are done.
+let browser: Browser | null = null;
+const servers: Server[] = [];
+
+export async function serve(...results: string[]): Promise<Server> {
+  const s = await startServer(results);
+  servers.push(s);
+  return s;
+}
+
+export async function getBrowser(): Promise<Browser> {
+  browser ??= await launchBrowser();
+  return browser;
+}
+
+after(async () => {
+  await Promise.all(servers.map(s => s.stop()));
+  await browser?.close();
+});

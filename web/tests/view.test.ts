@@ -4,41 +4,13 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, it, type TestContext } from "node:test";
-import type { Browser, Page } from "playwright-core";
+import { after, before, describe, it } from "node:test";
+import type { Page } from "playwright-core";
 import {
-  BIN, SLOW, apiFromPage, launchBrowser, openPage, parseCount, screenshot, startServer, waitReady, withCommas, type Server,
+  BIN, SLOW, T, apiFromPage, getBrowser, need, noErrors, openPage, parseCount, screenshot, serve, waitReady, withCommas, type Server,
 } from "./harness";
 
 const env = process.env;
-const T = { timeout: 4 * SLOW };
-
-/** Skips the test (with the reason) when an environment variable it needs is missing. */
-function need(t: TestContext, ...vars: string[]): boolean {
-  if (!BIN) { t.skip("KAIROS_BIN is not set: the browser tests need the kairos binary (the Rust harness sets it)"); return false; }
-  const missing = vars.filter(v => !env[v]);
-  if (missing.length) { t.skip(`${missing.join(", ")} not set`); return false; }
-  return true;
-}
-
-let browser: Browser | null = null;
-const servers: Server[] = [];
-
-async function serve(...results: string[]): Promise<Server> {
-  const s = await startServer(results);
-  servers.push(s);
-  return s;
-}
-
-async function getBrowser(): Promise<Browser> {
-  browser ??= await launchBrowser();
-  return browser;
-}
-
-after(async () => {
-  await Promise.all(servers.map(s => s.stop()));
-  await browser?.close();
-});
 
 async function viewRange(page: Page): Promise<[number, number]> {
   const c = page.locator("#timeline");
@@ -57,9 +29,6 @@ async function summarySamples(page: Page): Promise<number> {
   return parseCount(await row.locator("td").first().innerText());
 }
 
-function noErrors(errors: string[]): void {
-  assert.deepEqual(errors, [], "the page reported errors");
-}
 
 describe("result A (hotspots, several threads)", () => {
   let srv: Server | null = null;

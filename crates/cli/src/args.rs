@@ -17,7 +17,7 @@ pub enum Command {
     Collect(CollectArgs),
     /// Turn a perf.data file recorded by perf into a result.
     Import(ImportArgs),
-    /// Print a report of a result: summary, hotspots, top-down, timeline, branches, and the reports of other analyses.
+    /// Print a report of a result; the reports of each analysis are listed in `report --help`.
     Report(ReportArgs),
     /// List what this machine can measure and, for what it cannot, why.
     Info(InfoArgs),
@@ -37,7 +37,7 @@ pub enum Command {
 pub struct CollectArgs {
     /// Analysis to run; the list, with each one's knobs, is below.
     pub analysis: String,
-    /// Result directory (default: the next free rNNNhs in the current directory).
+    /// Result directory (default: the next free rNNN<suffix> in the current directory, the suffix naming the analysis).
     #[arg(short = 'r', long = "result-dir")]
     pub result_dir: Option<PathBuf>,
     /// Stop collecting after this many seconds.
@@ -86,7 +86,7 @@ pub struct ImportArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// summary, hotspots, top-down, timeline, branches; memory-consumption: allocations, sizes, heap-timeline, hugepages; system-overview: kernel-entries, page-faults, timeline; tlb.
+    /// Report to print: one of the result's analysis, listed below.
     pub report: String,
     #[arg(short = 'r', long = "result-dir", required = true)]
     pub result_dir: PathBuf,

@@ -30,8 +30,8 @@ pub fn run(args: ExportArgs) -> CliResult {
     let format = Format::from_str(&args.format).map_err(|_| {
         UserError::usage(format!("unknown export format '{}'; the formats are: {}", args.format, FORMATS.join(", ")))
     })?;
-    let (dir, profile) = crate::cmd_report::open(&args.result_dir)?;
-    let range = args.time_range.as_deref().map(|r| crate::cmd_report::parse_time_range(r, &profile)).transpose()?;
+    let (dir, profile) = kairos_session::open(&args.result_dir)?;
+    let range = args.time_range.as_deref().map(|r| kairos_analysis_hotspots::parse_time_range(r, &profile)).transpose()?;
     let wall = dir.manifest().start_time.as_deref().and_then(unix_ns_from_rfc3339);
     kairos_export::export_file(&profile, range, wall, format, &args.output).map_err(|e| match e {
         kairos_export::Error::Write { path, source } => UserError::failed(format!(

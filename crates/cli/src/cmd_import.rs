@@ -10,13 +10,14 @@ use kairos_symbolize::SymbolizerOptions;
 
 use crate::args::ImportArgs;
 use crate::error::{CliResult, UserError};
-use crate::pipeline::{self, PERF_DATA};
+use kairos_analysis_hotspots::SPEC as SAMPLED;
+use kairos_session::{self as session, PERF_DATA};
 
 pub fn run(args: ImportArgs) -> CliResult {
     let from_stdin = args.file.as_os_str() == "-";
     let (mut dir, features) = if from_stdin { take_stdin(&args)? } else { take_file(&args)? };
 
-    let here = pipeline::this_host();
+    let here = session::this_host();
     let same_kernel = features.os_release.is_some()
         && features.os_release == here.kernel_release
         && features.hostname == here.name;
@@ -39,7 +40,8 @@ pub fn run(args: ImportArgs) -> CliResult {
     };
     {
         let m = dir.manifest_mut();
-        m.kind = Some("hotspots".into());
+        // A perf.data file holds a sampled profile: the hotspots analysis reads it.
+        m.kind = Some(SAMPLED.name.into());
         m.command_line = Some(std::env::args().collect());
         let file = if from_stdin { "standard input".to_string() } else { args.file.display().to_string() };
         m.source = Some(Source::Imported { file });
@@ -53,7 +55,7 @@ pub fn run(args: ImportArgs) -> CliResult {
             m.notes.push(format!("recorded with: {}", cmdline.join(" ")));
         }
     }
-    pipeline::save(&dir)?;
+    session::save(&dir)?;
     let opts = ConvertOptions {
         symbolizer: SymbolizerOptions {
             symfs: args.symfs.clone(),
@@ -63,11 +65,16 @@ pub fn run(args: ImportArgs) -> CliResult {
         },
         kernel_symbols,
     };
-    let profile = pipeline::convert_result_with(&mut dir, &opts, &background, args.quiet)?;
-    let r = crate::cmd_report::print_summary(&dir, &profile);
+    let c = session::convert_result_full(&mut dir, &opts, &background, args.quiet)?;
+    if !c.data_accesses.is_empty() {
+        // Samples with data addresses (perf mem, --user-regs): a memory-access recording.
+        kairos_analysis_memory_access::finish_import(&mut dir, &c)?;
+    } else {
+        kairos_analysis_hotspots::print_summary(&dir, &c.profile);
+    }
     // The process ends next: freeing a large profile object by object would only cost time.
-    std::mem::forget(profile);
-    r
+    std::mem::forget(c);
+    Ok(())
 }
 
 /// A perf.data file: its header is read first, so that a file that is not perf.data
@@ -78,7 +85,7 @@ fn take_file(args: &ImportArgs) -> CliResult<(kairos_result::ResultDir, kairos_p
     })?;
     let features = file.features().clone();
     drop(file);
-    let dir = pipeline::create_result_dir(args.result_dir.as_deref(), "hs")?;
+    let dir = session::create_result_dir(args.result_dir.as_deref(), SAMPLED.result_suffix)?;
     let dest = dir.path().join(PERF_DATA);
     // The raw records travel with the result; a hard link costs nothing when possible.
     if std::fs::hard_link(&args.file, &dest).is_err() {
@@ -96,7 +103,7 @@ fn take_stdin(args: &ImportArgs) -> CliResult<(kairos_result::ResultDir, kairos_
     if std::io::stdin().is_terminal() {
         return Err(UserError::usage("`kairos import -` reads perf.data from standard input; pipe it in: perf record -o - -- PROGRAM | kairos import -"));
     }
-    let dir = pipeline::create_result_dir(args.result_dir.as_deref(), "hs")?;
+    let dir = session::create_result_dir(args.result_dir.as_deref(), SAMPLED.result_suffix)?;
     let dest = dir.path().join(PERF_DATA);
     let discard = |dir: &kairos_result::ResultDir| {
         let _ = std::fs::remove_dir_all(dir.path());

@@ -12,7 +12,7 @@ use kairos_report::Format;
 use kairos_result::{Counts, Event, ResultDir};
 use kairos_time_assignment::Method;
 
-use crate::cmd_report::open;
+use kairos_session::open;
 use crate::error::{CliResult, UserError};
 
 #[derive(Debug, Args)]
@@ -128,13 +128,13 @@ fn synthesize(a: SynthesizeArgs) -> CliResult {
         seed: a.seed,
         ..Default::default()
     };
-    let bar = crate::progress::spinner(false, "synthesizing");
+    let bar = kairos_session::spinner(false, "synthesizing");
     let p = kairos_lab::synthesize(&opts).map_err(|e| UserError::usage(e.to_string()))?;
     let mut dir = ResultDir::create(&a.output).map_err(|e| {
         UserError::failed(format!("cannot create the result {}: {e}; choose a new directory with -o", a.output.display()))
     })?;
     let m = dir.manifest_mut();
-    m.kind = Some("hotspots".into());
+    m.kind = Some(kairos_analysis_hotspots::SPEC.name.into());
     m.command_line = Some(std::env::args().collect());
     m.event = Some(Event { name: "synthetic".into(), reason: Some("made by `kairos lab synthesize`; nothing was measured".into()) });
     m.counts = Some(Counts::new(p.samples.len() as u64, p.losses));
@@ -189,7 +189,7 @@ fn emulate(a: EmulateArgs) -> CliResult {
     kairos_result::write_profile(&mut dir, &emulated)
         .map_err(|e| UserError::failed(format!("cannot write the result {}: {e}", a.output.display())))?;
     check_round_trip(&dir, &emulated)?;
-    crate::cmd_report::print_summary(&dir, &emulated)?;
+    kairos_analysis_hotspots::print_summary(&dir, &emulated);
     println!("Score it: kairos lab score -r {}", dir.path().display());
     Ok(())
 }
@@ -201,7 +201,7 @@ fn write_manifest(dir: &mut ResultDir, trace: &kairos_result::Manifest, a: &Emul
     let m = dir.manifest_mut();
     *m = trace.clone();
     m.tables.clear();
-    m.kind = Some("hotspots".into());
+    m.kind = Some(kairos_analysis_hotspots::SPEC.name.into());
     m.command_line = Some(std::env::args().collect());
     m.event = Some(Event {
         name: "cpu-clock (emulated)".into(),

@@ -116,18 +116,6 @@ fn reserve(n: u64) -> CliResult<Option<PoolGuard>> {
     Ok(Some(guard))
 }
 
-/// Page faults and CPU times of the children waited for, as the manifest's `process` section.
-pub fn children_rusage() -> serde_json::Value {
-    // SAFETY: rusage is plain data that getrusage fills.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
-        return serde_json::Value::Null;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    serde_json::json!({"minor_faults": ru.ru_minflt, "major_faults": ru.ru_majflt, "user_s": tv(ru.ru_utime),
-                       "system_s": tv(ru.ru_stime), "source": "getrusage(RUSAGE_CHILDREN)"})
-}
-
 /// A number from a `Key:   1234 kB` line of a /proc file.
 fn proc_kb(path: &str, key: &str) -> Option<u64> {
     let s = std::fs::read_to_string(path).ok()?;
@@ -172,7 +160,7 @@ pub fn run(args: RunArgs) -> CliResult {
         )));
     }
     let mut dir = match &args.result_dir {
-        Some(p) => Some(crate::pipeline::create_result_dir(Some(p), "run")?),
+        Some(p) => Some(kairos_session::create_result_dir(Some(p), "run")?),
         None => None,
     };
 
@@ -302,10 +290,11 @@ pub fn run(args: RunArgs) -> CliResult {
              malloc uses them only for blocks of 2 MiB or more, and falls back to 4 KiB pages when the pool is short)"
         ));
     } else if mode == Mode::Thp && thp_peak == 0 {
-        warnings.push(format!(
+        warnings.push(
             "transparent huge pages were NOT used: AnonHugePages stayed 0 (check /sys/kernel/mm/transparent_hugepage/enabled is not \
              'never'; malloc advises only blocks of 2 MiB or more)"
-        ));
+                .to_string(),
+        );
     } else if mode == Mode::Hugetlb {
         let lost = pool::lost_to_others(pool_before, &readings, page_kb);
         if lost > 0 {
@@ -324,7 +313,7 @@ pub fn run(args: RunArgs) -> CliResult {
         m.target = Some(kairos_result::Target::Program { program: first.clone(), args: args.program[1..].to_vec() });
         m.start_time = Some(kairos_result::rfc3339_utc(SystemTime::now() - Duration::from_secs_f64(elapsed)));
         m.duration_secs = Some(elapsed);
-        m.host = Some(crate::pipeline::this_host());
+        m.host = Some(kairos_session::this_host());
         m.target_exit = Some(exit);
         m.stopped_by = Some(if forwarded { "signal".into() } else { "target exited".into() });
         m.extra.insert(
@@ -337,7 +326,7 @@ pub fn run(args: RunArgs) -> CliResult {
                                "hugetlb_peak_kb": hugetlb_peak, "anon_huge_peak_kb": thp_peak, "warnings": warnings}),
         );
         m.notes.extend(warnings.iter().cloned());
-        crate::pipeline::save(&d)?;
+        kairos_session::save(&d)?;
         println!("\nResult: {}  (see `kairos compare A {}`)", d.path().display(), d.path().display());
     }
     Ok(())

@@ -26,7 +26,7 @@ pub fn run(a: ViewArgs) -> CliResult {
     if a.result_dirs.len() > 8 {
         return Err(UserError::usage("kairos view takes at most 8 result directories"));
     }
-    let bar = crate::progress::spinner(false, "loading");
+    let bar = kairos_session::spinner(false, "loading");
     let server = kairos_view::Server::start(&a.result_dirs, a.port, |d| bar.set_message(format!("loading {}", d.display())))
         .map_err(|e| UserError::failed(e.to_string()))?;
     bar.finish_and_clear();

@@ -28,14 +28,14 @@ impl fmt::Display for UserError {
     }
 }
 
-pub type CliResult<T = ()> = Result<T, UserError>;
-
-/// Explains perf_event_paranoid in one sentence, for permission failures.
-pub fn paranoid_advice(paranoid: Option<i32>) -> String {
-    let level = paranoid.map(|p| p.to_string()).unwrap_or_else(|| "unknown".into());
-    format!(
-        "kernel.perf_event_paranoid is {level} (it limits who may profile: 2 = own user-space code only, \
-         1 = also kernel, 0 = also CPU-wide, -1 = everything); run as root, grant CAP_PERFMON, or lower it with \
-         `sudo sysctl kernel.perf_event_paranoid=1`"
-    )
+/// An analysis's failure keeps its sentence; its kind gives the exit status.
+impl From<kairos_analyses::Failure> for UserError {
+    fn from(f: kairos_analyses::Failure) -> Self {
+        match f {
+            kairos_analyses::Failure::Usage(s) => UserError::usage(s),
+            kairos_analyses::Failure::Failed(s) => UserError::failed(s),
+        }
+    }
 }
+
+pub type CliResult<T = ()> = Result<T, UserError>;

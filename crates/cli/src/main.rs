@@ -2,27 +2,17 @@
 //! library error into one sentence with the fix and a non-zero exit status.
 
 mod args;
-mod cmd_branches;
 mod cmd_collect;
 mod cmd_export;
 mod cmd_import;
 mod cmd_info;
 mod cmd_lab;
-mod cmd_memory;
 mod cmd_report;
-mod cmd_system_overview;
-mod cmd_trace;
 mod cmd_compare;
-mod cmd_hugepages;
 mod cmd_run;
-mod cmd_tlb;
 mod cmd_view;
 mod error;
-mod interrupt;
 mod knobs;
-mod pipeline;
-mod progress;
-mod time_assign;
 
 use crate::args::Command;
 

@@ -1,7 +1,8 @@
 //! The page of `kairos view` in a real browser: prepares real results (a multi-threaded
 //! collection, a second one to compare, an imported LBR recording, a 100,000-function
-//! synthetic result and a system-overview collection) and runs `web/tests` (Playwright
-//! driving Debian's Chromium headless). Screenshots are kept in `target/view-screenshots`.
+//! synthetic result, a system-overview collection, memory-access runs of false sharing and
+//! of its fix) and runs `web/tests` (Playwright driving Debian's Chromium headless).
+//! Screenshots are kept in `target/view-screenshots`.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 mod common;
@@ -36,6 +37,14 @@ fn the_page_works_in_chromium() {
     kairos(&["lab", "synthesize", "--samples", "200000", "--functions", "100000", "-o", path_str(&d("wide"))]).ok();
     kairos(&["collect", "system-overview", "-q", "-r", path_str(&d("so")), "--", path_str(&sample("matrix")), "300", "interchange"]).ok();
     kairos(&["collect", "memory-consumption", "-q", "-r", path_str(&d("mc")), "--", path_str(&sample("allocs"))]).ok();
+    let false_sharing = sample("false_sharing");
+    for (name, padded) in [("fs", &[][..]), ("fs-padded", &["--padded"][..])] {
+        let dir = d(name);
+        let mut a = vec!["collect", "memory-access", "-q", "-r", path_str(&dir), "-k", "sampling-interval-us=200", "--", path_str(&false_sharing)];
+        a.extend(padded);
+        a.extend(["2", "300000000"]);
+        kairos(&a).ok();
+    }
     let artifacts = kairos_bin().parent().unwrap().parent().unwrap().join("view-screenshots");
     let _ = std::fs::remove_dir_all(&artifacts);
     std::fs::create_dir_all(&artifacts).unwrap();
@@ -49,6 +58,8 @@ fn the_page_works_in_chromium() {
         .env("KAIROS_RESULT_WIDE", d("wide"))
         .env("KAIROS_RESULT_COUNTERS", d("so"))
         .env("KAIROS_RESULT_MEMORY", d("mc"))
+        .env("KAIROS_RESULT_MEMACCESS", d("fs"))
+        .env("KAIROS_RESULT_MEMACCESS_PADDED", d("fs-padded"))
         .env("KAIROS_ARTIFACTS", &artifacts)
         .env("KAIROS_CHROMIUM", &chromium)
         .status()

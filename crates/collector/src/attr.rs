@@ -28,6 +28,9 @@ pub enum EventKind {
     Cycles,
     /// PERF_TYPE_SOFTWARE / CPU_CLOCK (an hrtimer); period in ns.
     CpuClock,
+    /// PERF_TYPE_SOFTWARE / DUMMY: never samples; carries the side-band records and owns
+    /// the ring buffers when PMU events replace the timer (see `pmu`).
+    Dummy,
 }
 
 impl EventKind {
@@ -37,6 +40,7 @@ impl EventKind {
         let base = match self {
             EventKind::Cycles => "cycles",
             EventKind::CpuClock => "cpu-clock",
+            EventKind::Dummy => "dummy",
         };
         if include_kernel {
             base.to_string()
@@ -65,6 +69,9 @@ pub struct AttrSpec {
     pub mmap_data: bool,
     /// PERF_RECORD_SWITCH records: when each task was switched out and back in.
     pub context_switch: bool,
+    /// User registers every sample carries (a `PERF_REG_*` mask; 0 for none) besides those
+    /// DWARF unwinding needs: address sampling decodes the sampled instruction with them.
+    pub user_regs: u64,
 }
 
 /// User-mode calls and returns, the filter the LBR method needs (what
@@ -113,6 +120,10 @@ pub fn build(spec: &AttrSpec) -> b::perf_event_attr {
             a.type_ = b::PERF_TYPE_SOFTWARE;
             a.config = b::PERF_COUNT_SW_CPU_CLOCK as u64;
         }
+        EventKind::Dummy => {
+            a.type_ = b::PERF_TYPE_SOFTWARE;
+            a.config = b::PERF_COUNT_SW_DUMMY as u64;
+        }
     }
     a.__bindgen_anon_1.sample_period = spec.period.max(1);
     a.sample_type = sample_type(spec.unwinding);
@@ -156,6 +167,10 @@ pub fn build(spec: &AttrSpec) -> b::perf_event_attr {
     }
     if spec.mmap_data {
         a.set_mmap_data(1);
+    }
+    if spec.user_regs != 0 {
+        a.sample_type |= b::PERF_SAMPLE_REGS_USER as u64;
+        a.sample_regs_user |= spec.user_regs;
     }
     if spec.context_switch {
         a.set_context_switch(1);
@@ -255,6 +270,7 @@ mod tests {
             branch_sample_type: 0,
             mmap_data: false,
             context_switch: false,
+            user_regs: 0,
         });
         assert_eq!(attr_bytes(&a).len(), 128);
         assert_eq!(a.sample_stack_user, 8192);
@@ -277,6 +293,7 @@ mod tests {
             branch_sample_type: BRANCH_CANDIDATES[0],
             mmap_data: false,
             context_switch: false,
+            user_regs: 0,
         });
         assert_ne!(a.sample_type & b::PERF_SAMPLE_BRANCH_STACK as u64, 0);
         assert_eq!(a.branch_sample_type & BRANCH_USER_CALL_RETURN, BRANCH_USER_CALL_RETURN);

@@ -76,6 +76,12 @@ fn close(fd: i32) {
 
 /// Forks the child, stopped before exec until `release`.
 pub fn spawn_waiting(program: &Path, args: &[OsString]) -> Result<Launched, CollectError> {
+    spawn_waiting_with(program, args, &[])
+}
+
+/// [`spawn_waiting`], with `env` set (or replaced) in the program's environment, e.g. an
+/// `LD_PRELOAD` runtime that records next to the sampling.
+pub fn spawn_waiting_with(program: &Path, args: &[OsString], env: &[(OsString, OsString)]) -> Result<Launched, CollectError> {
     let resolved = resolve(program)?;
     // Everything the child needs is allocated here: after fork, in a multi-threaded
     // process, the child may only call async-signal-safe functions.
@@ -86,6 +92,15 @@ pub fn spawn_waiting(program: &Path, args: &[OsString]) -> Result<Launched, Coll
     }
     let mut argv: Vec<*const libc::c_char> = argv_c.iter().map(|c| c.as_ptr()).collect();
     argv.push(std::ptr::null());
+    let mut envp_c = Vec::new();
+    for (k, v) in std::env::vars_os().filter(|(k, _)| !env.iter().any(|(e, _)| e == k)).chain(env.iter().cloned()) {
+        let mut kv = k;
+        kv.push("=");
+        kv.push(v);
+        envp_c.push(cstr(&kv)?);
+    }
+    let mut envp: Vec<*const libc::c_char> = envp_c.iter().map(|c| c.as_ptr()).collect();
+    envp.push(std::ptr::null());
 
     let io = |e: std::io::Error| CollectError::Io { context: "creating the launch pipes".into(), source: e };
     let (go_r, go_w) = pipe_cloexec().map_err(io)?;
@@ -124,7 +139,7 @@ pub fn spawn_waiting(program: &Path, args: &[OsString]) -> Result<Launched, Coll
                 // The parent gave up (error path or died): never run the program.
                 libc::_exit(127);
             }
-            libc::execv(path_c.as_ptr(), argv.as_ptr());
+            libc::execve(path_c.as_ptr(), argv.as_ptr(), envp.as_ptr());
             let errno = *libc::__errno_location();
             let b = errno.to_le_bytes();
             libc::write(err_w, b.as_ptr() as *const libc::c_void, 4);

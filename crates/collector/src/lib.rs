@@ -11,9 +11,12 @@ pub mod attr;
 pub mod calibrate;
 pub mod extra;
 pub mod launch;
+pub mod pmu;
 pub mod ring;
+pub mod sample_hook;
 pub mod synth;
 pub mod uprobe;
+pub mod watch;
 
 use std::ffi::OsString;
 use std::fs::OpenOptions;
@@ -95,6 +98,19 @@ pub struct CollectOptions {
     /// back in, which no per-task tracepoint shows (sched_switch fires for the task
     /// leaving only).
     pub context_switches: bool,
+    /// User registers in every sample (`PERF_REG_*` mask, 0 for none), for address sampling.
+    pub user_regs: u64,
+    /// Set in a launched program's environment (a preloaded runtime and its settings).
+    pub env: Vec<(OsString, OsString)>,
+    /// PMU events (memory-access sampling), opened on every CPU or per task with inherit;
+    /// they replace the timer unless `pmu_with_timer`. Each refusal fails the collection.
+    /// Their stacks are their CALLCHAIN bit; DWARF unwinding and `user_regs` are the timer's.
+    pub pmu_events: Vec<pmu::PmuGroup>,
+    /// Sample with the timer (`event`) too, next to the PMU events.
+    pub pmu_with_timer: bool,
+    /// Receives a copy of each sample of the sampling event as it is drained (pid, tid,
+    /// time, IP, user registers), for analyses that act during the collection.
+    pub on_sample: Option<sample_hook::SampleSender>,
 }
 
 /// `-k branch-records=`: every sample with the last user calls and returns (LBR).
@@ -132,6 +148,11 @@ impl CollectOptions {
             extra_events: Vec::new(),
             data_mmaps: false,
             context_switches: false,
+            user_regs: 0,
+            env: Vec::new(),
+            pmu_events: Vec::new(),
+            pmu_with_timer: false,
+            on_sample: None,
         }
     }
 }
@@ -169,11 +190,13 @@ pub enum TargetExit {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CollectSummary {
-    /// perf's name of the event ("cpu-clock", "cycles:u", ...).
+    /// perf's name of the event ("cpu-clock", "cycles:u", ...); the PMU events' names,
+    /// comma-separated, when they replace the timer.
     pub event_name: String,
     /// Why this event was used, for the report.
     pub event_reason: String,
-    /// Sample period in the event's unit (ns for cpu-clock, cycles for cycles).
+    /// Sample period in the event's unit (ns for cpu-clock, cycles for cycles); 0 when PMU
+    /// events replace the timer.
     pub sample_period: u64,
     pub include_kernel: bool,
     pub samples: u64,
@@ -197,6 +220,8 @@ pub struct CollectSummary {
     pub branch_records: BranchOutcome,
     /// Each extra event: recorded or why not.
     pub extra_events: Vec<extra::ExtraOutcome>,
+    /// Each PMU event (group leaders included) as recorded.
+    pub pmu_events: Vec<pmu::PmuOutcome>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -216,6 +241,8 @@ pub enum CollectError {
     /// Branch records were required (`On`) and cannot be recorded here; says why.
     #[error("branch records (LBR) cannot be recorded here: {0}")]
     NoBranchRecords(String),
+    #[error(transparent)]
+    Pmu(#[from] pmu::PmuError),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -442,8 +469,11 @@ fn open_with_branches(
         (BranchRecords::Auto, Some(why)) => return without(why.clone()),
         _ => {}
     }
-    if opts.event == EventChoice::CpuClock {
-        let why = "branch stacks need a hardware event, and cpu-clock was chosen".to_string();
+    if opts.event == EventChoice::CpuClock || pmu::replaces_timer(opts) {
+        let why = match pmu::replaces_timer(opts) {
+            true => "not recorded with PMU events replacing the timer".to_string(),
+            false => "branch stacks need a hardware event, and cpu-clock was chosen".to_string(),
+        };
         return match opts.branch_records {
             BranchRecords::On => Err(CollectError::NoBranchRecords(why)),
             _ => without(why),
@@ -486,6 +516,7 @@ fn choose_and_open(
         None => vec![false],
     };
     let mut kinds: Vec<EventKind> = match opts.event {
+        _ if pmu::replaces_timer(opts) => vec![EventKind::Dummy],
         // Branch stacks come with hardware events only.
         EventChoice::Auto if branch_sample_type != 0 => vec![EventKind::Cycles],
         EventChoice::Auto => vec![EventKind::Cycles, EventKind::CpuClock],
@@ -511,7 +542,7 @@ fn choose_and_open(
     };
     for (ki, &kind) in kinds.iter().enumerate() {
         let period = match kind {
-            EventKind::CpuClock => opts.interval_us.saturating_mul(1000),
+            EventKind::CpuClock | EventKind::Dummy => opts.interval_us.saturating_mul(1000),
             EventKind::Cycles => (opts.interval_us as f64 * mhz.unwrap_or(1000.0)).round() as u64,
         };
         for (oi, &include_kernel) in kernel_options.iter().enumerate() {
@@ -526,10 +557,12 @@ fn choose_and_open(
                 branch_sample_type,
                 mmap_data: opts.data_mmaps,
                 context_switch: opts.context_switches,
+                user_regs: opts.user_regs,
             };
             match open_events(&spec, &opts.target, child, cpus) {
                 Ok(ev) => {
                     reason.push_str(&match (kind, opts.event) {
+                        (EventKind::Dummy, _) => pmu::DUMMY_REASON.to_string(),
                         (EventKind::Cycles, _) => format!(
                             "hardware cycles, period {period} cycles = {} us at the nominal {:.0} MHz",
                             opts.interval_us,
@@ -649,6 +682,7 @@ struct Sink {
     first_time: u64,
     last_time: u64,
     write_error: Option<String>,
+    hook: Option<sample_hook::Hook>,
 }
 
 const PERF_RECORD_LOST: u32 = 2;
@@ -678,6 +712,9 @@ impl Sink {
                     self.first_time = t;
                 }
                 self.last_time = self.last_time.max(t);
+                if let Some(h) = &self.hook {
+                    h.offer(rec);
+                }
             }
             // Both carry {u64 id, u64 lost} first.
             PERF_RECORD_LOST | PERF_RECORD_LOST_SAMPLES => self.lost += u64_at(rec, 16),
@@ -723,7 +760,7 @@ fn run(
 
     // Launch: the child exists (blocked before exec) while the events are opened on it.
     let mut child = match &opts.target {
-        Target::Launch { program, args } => Some(launch::spawn_waiting(program, args)?),
+        Target::Launch { program, args } => Some(launch::spawn_waiting_with(program, args, &opts.env)?),
         _ => None,
     };
     let pages = opts.ring_buffer_pages.max(1).next_power_of_two();
@@ -761,7 +798,8 @@ fn run(
     let event_name = events.kind.name(events.include_kernel);
     let include_kernel = events.include_kernel;
     writer.add_attr(attr::attr_bytes(&events.attr), ids.clone(), event_name.clone());
-    let mut extra_fds: Vec<OwnedFd> = Vec::new();
+    // PMU fds are enabled, disabled and closed with the extra events'.
+    let (mut extra_fds, pmu_outcomes) = pmu::open_all(opts, &events, cpus, &mut writer)?;
     let mut extra_outcomes = Vec::with_capacity(opts.extra_events.len());
     for x in &opts.extra_events {
         let enable_on_exec = matches!(opts.target, Target::Launch { .. });
@@ -790,7 +828,8 @@ fn run(
         }
     }
 
-    let mut sink = Sink { writer, samples: 0, lost: 0, throttled: 0, first_time: 0, last_time: 0, write_error: None };
+    let hook = opts.on_sample.clone().map(|tx| sample_hook::Hook::new(tx, &events.attr, &ids));
+    let mut sink = Sink { writer, samples: 0, lost: 0, throttled: 0, first_time: 0, last_time: 0, write_error: None, hook };
     let start_ns = monotonic_ns();
     let trailer = IdTrailer { time: start_ns, id: ids.first().copied().unwrap_or(0) };
     // Side-band records of what exists already. Written before anything from the
@@ -924,10 +963,14 @@ fn run(
     if let Some(c) = child.as_mut() {
         target_exit = target_exit.or_else(|| c.try_wait());
     }
+    let pmu_only = pmu::replaces_timer(opts);
     let summary = CollectSummary {
-        event_name,
+        event_name: match pmu_only {
+            true => pmu_outcomes.iter().map(|o| o.name.as_str()).collect::<Vec<_>>().join(","),
+            false => event_name,
+        },
         event_reason,
-        sample_period: period,
+        sample_period: if pmu_only { 0 } else { period },
         include_kernel,
         samples: sink.samples,
         lost_records: sink.lost,
@@ -941,6 +984,7 @@ fn run(
         cpus: cpus.len(),
         branch_records,
         extra_events: extra_outcomes,
+        pmu_events: pmu_outcomes,
     };
     on_progress(&Progress {
         samples: summary.samples,

@@ -21,6 +21,9 @@ pub struct Facts {
     pub allocated_bytes: Option<u64>,
     pub hugetlb_peak_kb: Option<u64>,
     pub anon_huge_peak_kb: Option<u64>,
+    /// memory-access: cache lines with each verdict.
+    pub false_sharing_lines: Option<u64>,
+    pub true_sharing_lines: Option<u64>,
 }
 
 fn u(v: &Value, k: &str) -> Option<u64> {
@@ -63,6 +66,11 @@ impl Facts {
             if let Some(s) = so.get("kernel_time_share_pct").and_then(Value::as_f64) {
                 f.kernel_share = Some((s, "system-overview"));
             }
+        }
+        // The memory-access analysis's section: its verdicts per cache line.
+        if let Some(ma) = m.extra.get("memory_access") {
+            f.false_sharing_lines = u(ma, "false_sharing_lines");
+            f.true_sharing_lines = u(ma, "true_sharing_lines");
         }
         if let Some(h) = m.extra.get("hugepages") {
             f.hugetlb_peak_kb = u(h, "hugetlb_peak_kb");
@@ -162,6 +170,8 @@ pub fn compare(a: &Facts, b: &Facts) -> Table {
         counts(&mut t, &format!("kernel entries: {c}"), a.kernel_entries.get(c).copied(), b.kernel_entries.get(c).copied(), "fewer", "more");
     }
     counts(&mut t, "allocated bytes", a.allocated_bytes, b.allocated_bytes, "less", "more");
+    counts(&mut t, "cache lines with false sharing", a.false_sharing_lines, b.false_sharing_lines, "fewer", "more");
+    counts(&mut t, "cache lines with true sharing", a.true_sharing_lines, b.true_sharing_lines, "fewer", "more");
     counts(&mut t, "samples", a.samples, b.samples, "fewer", "more");
     counts(&mut t, "huge pages in use, peak (kB)", a.hugetlb_peak_kb, b.hugetlb_peak_kb, "less", "more");
     counts(&mut t, "THP in use, peak (kB)", a.anon_huge_peak_kb, b.anon_huge_peak_kb, "less", "more");

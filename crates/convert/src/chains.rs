@@ -13,31 +13,55 @@
 
 use rustc_hash::FxHashMap;
 
-/// Bound on the words kept as keys (8 bytes each): past it the cache starts over, so a
-/// recording whose chains never repeat cannot make it grow without limit.
-const MAX_WORDS: usize = 16 << 20;
+/// Bound on the key bytes kept: past it the cache starts over, so a recording whose
+/// chains never repeat cannot make it grow without limit.
+const MAX_BYTES: usize = 128 << 20;
+/// Bound on the frame cache's entries, for the same reason.
+const MAX_FRAMES: usize = 4 << 20;
 
-/// A hash of a key, four words at a time in independent lanes: a chain of a deep
-/// recursion is a hundred words, and one multiply chain through all of them would take
-/// longer than the rest of the sample's conversion. (Equal keys are still compared.)
-fn hash_words(words: &[u64]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+#[inline]
+fn mix(lane: u64, w: u64) -> u64 {
+    (lane ^ w).wrapping_mul(K).rotate_left(31)
+}
+
+/// A hash of a key given as a few leading words and the little-endian bytes of the rest,
+/// read in place (the call chain as it lies in the record: nothing is copied). The rest
+/// goes four words at a time into independent lanes: a chain of a deep recursion is a
+/// hundred words, and one multiply chain through all of them would take longer than the
+/// rest of the sample's conversion. (Equal keys are still compared.)
+fn hash_key(head: &[u64], rest: &[u8]) -> u64 {
     let mut lanes = [0x243f_6a88_85a3_08d3u64, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89];
-    let chunks = words.chunks_exact(4);
-    let rest = chunks.remainder();
+    for (i, &w) in head.iter().enumerate() {
+        lanes[i % 4] = mix(lanes[i % 4], w);
+    }
+    let chunks = rest.chunks_exact(32);
+    let tail = chunks.remainder();
     for c in chunks {
-        for (lane, &w) in lanes.iter_mut().zip(c) {
-            *lane = (*lane ^ w).wrapping_mul(K).rotate_left(31);
+        for (lane, w) in lanes.iter_mut().zip(c.chunks_exact(8)) {
+            *lane = mix(*lane, le(w));
         }
     }
-    for (lane, &w) in lanes.iter_mut().zip(rest) {
-        *lane = (*lane ^ w).wrapping_mul(K).rotate_left(31);
+    for (lane, w) in lanes.iter_mut().zip(tail.chunks(8)) {
+        *lane = mix(*lane, le(w));
     }
-    let mut h = words.len() as u64;
+    let mut h = (head.len() * 8 + rest.len()) as u64;
     for lane in lanes {
         h = (h ^ lane).wrapping_mul(K).rotate_left(29);
     }
     h ^ (h >> 32)
+}
+
+/// Little-endian u64 of up to 8 bytes (missing high bytes are 0).
+#[inline]
+fn le(b: &[u8]) -> u64 {
+    if let Some(a) = b.first_chunk::<8>() {
+        return u64::from_le_bytes(*a);
+    }
+    let mut a = [0u8; 8];
+    a[..b.len()].copy_from_slice(b);
+    u64::from_le_bytes(a)
 }
 
 /// Per-process generations of the mappings.
@@ -62,7 +86,7 @@ impl Generations {
     }
 }
 
-/// Where a key's words are in `ChainCache::words`, and its node.
+/// Where a key's bytes are in `ChainCache::bytes`, and its node.
 #[derive(Clone, Copy)]
 struct Entry {
     start: u32,
@@ -70,15 +94,32 @@ struct Entry {
     node: Option<u32>,
 }
 
-/// Chain (as a list of words) -> raw stack node.
+/// See `ChainCache::recent`.
+#[derive(Default)]
+struct Recent {
+    head: [u64; 3],
+    rest: Vec<u8>,
+    node: Option<u32>,
+}
+
+/// Slots of `ChainCache::recent`.
+const RECENT_SLOTS: usize = 256;
+
+/// Chain (a few leading words, then the raw bytes of the rest) -> raw stack node.
 #[derive(Default)]
 pub struct ChainCache {
-    /// By hash of the words. Distinct keys with one hash (rare) go to `collisions`.
+    /// By hash of the key. Distinct keys with one hash (rare) go to `collisions`.
     map: FxHashMap<u64, Entry>,
     collisions: FxHashMap<u64, Vec<Entry>>,
-    words: Vec<u64>,
-    /// The key being looked up, built by [`ChainCache::key`].
-    scratch: Vec<u64>,
+    /// Every key, as the little-endian bytes of its words.
+    bytes: Vec<u8>,
+    /// A key built by the caller (see [`ChainCache::own_key`]).
+    own: Vec<u8>,
+    /// The last key seen in each slot (by CPU) and its node: consecutive samples of a CPU
+    /// mostly have the very same chain (three in four in system-wide recordings), which a
+    /// comparison with the previous one finds without hashing or probing the map.
+    recent: Vec<Recent>,
+    /// Hash of the key last looked up.
     hash: u64,
     /// Tests: every key gets this hash, to exercise collisions.
     #[cfg(test)]
@@ -86,40 +127,93 @@ pub struct ChainCache {
 }
 
 impl ChainCache {
-    /// Starts a new key; push its words, then call [`ChainCache::get`].
-    pub fn key(&mut self) -> &mut Vec<u64> {
-        self.scratch.clear();
-        &mut self.scratch
+    fn matches(&self, e: &Entry, head: &[u64], rest: &[u8]) -> bool {
+        let Some(key) = self.bytes.get(e.start as usize..e.start as usize + e.len as usize) else { return false };
+        let n = head.len() * 8;
+        key.len() == n + rest.len() && key[n..] == *rest && key.chunks_exact(8).zip(head).all(|(k, &w)| le(k) == w)
     }
 
-    fn words_of(&self, e: &Entry) -> &[u64] {
-        self.words.get(e.start as usize..e.start as usize + e.len as usize).unwrap_or(&[])
-    }
-
-    /// The node of the key just built, if cached.
-    pub fn get(&mut self) -> Option<Option<u32>> {
-        self.hash = hash_words(&self.scratch);
+    /// The node of the key made of `head` then `rest` (little-endian words), if cached.
+    pub fn get(&mut self, head: &[u64], rest: &[u8]) -> Option<Option<u32>> {
+        self.hash = hash_key(head, rest);
         #[cfg(test)]
         if self.same_hash {
             self.hash = 0;
         }
         let e = self.map.get(&self.hash)?;
-        if self.words_of(e) == self.scratch {
+        if self.matches(e, head, rest) {
             return Some(e.node);
         }
         let others = self.collisions.get(&self.hash)?;
-        others.iter().find(|e| self.words_of(e) == self.scratch).map(|e| e.node)
+        others.iter().find(|e| self.matches(e, head, rest)).map(|e| e.node)
+    }
+
+    /// [`ChainCache::get`] for a key of three leading words, trying first the last key
+    /// of `slot` (the sample's CPU). [`ChainCache::insert_recent`] after a miss.
+    pub fn get_recent(&mut self, slot: u32, head: &[u64; 3], rest: &[u8]) -> Option<Option<u32>> {
+        let slot = slot as usize % RECENT_SLOTS;
+        if let Some(r) = self.recent.get(slot) {
+            if r.head == *head && r.rest == rest {
+                return Some(r.node);
+            }
+        }
+        let node = self.get(head, rest)?;
+        self.remember(slot, head, rest, node);
+        Some(node)
+    }
+
+    /// [`ChainCache::insert_last`] after a miss of [`ChainCache::get_recent`].
+    pub fn insert_recent(&mut self, slot: u32, head: &[u64; 3], rest: &[u8], node: Option<u32>) {
+        self.insert_last(head, rest, node);
+        self.remember(slot as usize % RECENT_SLOTS, head, rest, node);
+    }
+
+    fn remember(&mut self, slot: usize, head: &[u64; 3], rest: &[u8], node: Option<u32>) {
+        if self.recent.len() <= slot {
+            self.recent.resize_with(slot + 1, Recent::default);
+        }
+        let r = &mut self.recent[slot];
+        r.head = *head;
+        r.rest.clear();
+        r.rest.extend_from_slice(rest);
+        r.node = node;
+    }
+
+    /// A buffer, cleared, for a key that is not in a record as is (an unwound chain):
+    /// fill it, then call [`ChainCache::get_own`].
+    pub fn own_key(&mut self) -> &mut Vec<u8> {
+        self.own.clear();
+        &mut self.own
+    }
+
+    /// [`ChainCache::get`] with the key `head` then the buffer of [`ChainCache::own_key`].
+    pub fn get_own(&mut self, head: &[u64]) -> Option<Option<u32>> {
+        let own = std::mem::take(&mut self.own);
+        let found = self.get(head, &own);
+        self.own = own;
+        found
+    }
+
+    /// [`ChainCache::insert_last`] for the key of [`ChainCache::get_own`].
+    pub fn insert_own(&mut self, head: &[u64], node: Option<u32>) {
+        let own = std::mem::take(&mut self.own);
+        self.insert_last(head, &own, node);
+        self.own = own;
     }
 
     /// Remembers `node` for the key last passed to [`ChainCache::get`] (which missed).
-    pub fn insert_last(&mut self, node: Option<u32>) {
-        if self.words.len() + self.scratch.len() > MAX_WORDS {
+    pub fn insert_last(&mut self, head: &[u64], rest: &[u8], node: Option<u32>) {
+        let len = head.len() * 8 + rest.len();
+        if self.bytes.len() + len > MAX_BYTES {
             self.map.clear();
             self.collisions.clear();
-            self.words.clear();
+            self.bytes.clear();
         }
-        let e = Entry { start: self.words.len() as u32, len: self.scratch.len() as u32, node };
-        self.words.extend_from_slice(&self.scratch);
+        let e = Entry { start: self.bytes.len() as u32, len: len as u32, node };
+        for w in head {
+            self.bytes.extend_from_slice(&w.to_le_bytes());
+        }
+        self.bytes.extend_from_slice(rest);
         match self.map.entry(self.hash) {
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(e);
@@ -141,7 +235,7 @@ impl FrameCache {
     }
 
     pub fn insert(&mut self, process: u64, address: u64, flags: u16, id: u32) {
-        if self.map.len() >= MAX_WORDS / 4 {
+        if self.map.len() >= MAX_FRAMES {
             self.map.clear();
         }
         self.map.insert((process, address, flags), id);
@@ -152,21 +246,47 @@ impl FrameCache {
 mod tests {
     use super::*;
 
+    fn bytes(words: &[u64]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
     fn lookup(c: &mut ChainCache, words: &[u64]) -> Option<Option<u32>> {
-        c.key().extend_from_slice(words);
-        c.get()
+        let (head, rest) = words.split_at(words.len().min(2));
+        c.get(head, &bytes(rest))
+    }
+
+    fn insert(c: &mut ChainCache, words: &[u64], node: Option<u32>) {
+        let (head, rest) = words.split_at(words.len().min(2));
+        c.insert_last(head, &bytes(rest), node);
     }
 
     #[test]
     fn hits_only_for_the_same_words() {
         let mut c = ChainCache::default();
         assert_eq!(lookup(&mut c, &[1, 2, 3]), None);
-        c.insert_last(Some(7));
+        insert(&mut c, &[1, 2, 3], Some(7));
         assert_eq!(lookup(&mut c, &[1, 2]), None);
-        c.insert_last(None);
+        insert(&mut c, &[1, 2], None);
         assert_eq!(lookup(&mut c, &[1, 2, 3]), Some(Some(7)));
         assert_eq!(lookup(&mut c, &[1, 2]), Some(None));
         assert_eq!(lookup(&mut c, &[1, 2, 3, 0]), None);
+        assert_eq!(lookup(&mut c, &[2, 1, 3]), None);
+    }
+
+    #[test]
+    fn the_recent_key_of_a_slot_is_only_a_shortcut() {
+        let mut c = ChainCache::default();
+        let (a, b) = ([1, 2, 3], [1, 2, 4]);
+        assert_eq!(c.get_recent(0, &a, &bytes(&[9])), None);
+        c.insert_recent(0, &a, &bytes(&[9]), Some(1));
+        assert_eq!(c.get_recent(0, &a, &bytes(&[9])), Some(Some(1)));
+        assert_eq!(c.get_recent(0, &b, &bytes(&[9])), None);
+        c.insert_recent(0, &b, &bytes(&[9]), Some(2));
+        // Another slot, and the first key again through the map.
+        assert_eq!(c.get_recent(7, &b, &bytes(&[9])), Some(Some(2)));
+        assert_eq!(c.get_recent(0, &a, &bytes(&[9])), Some(Some(1)));
+        assert_eq!(c.get_recent(0, &a, &bytes(&[9, 0])), None);
+        assert_eq!(c.get_recent(0, &a, &[]), None);
     }
 
     #[test]
@@ -174,7 +294,7 @@ mod tests {
         let mut c = ChainCache { same_hash: true, ..ChainCache::default() };
         for (i, key) in [[1, 2], [3, 4], [5, 6]].iter().enumerate() {
             assert_eq!(lookup(&mut c, key), None);
-            c.insert_last(Some(i as u32));
+            insert(&mut c, key, Some(i as u32));
         }
         assert_eq!(lookup(&mut c, &[3, 4]), Some(Some(1)));
         assert_eq!(lookup(&mut c, &[5, 6]), Some(Some(2)));

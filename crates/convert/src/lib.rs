@@ -8,11 +8,14 @@
 //! table at the moment it was taken. Symbolisation runs once per module at the end, over
 //! the unique addresses only.
 
+mod access;
 mod background;
 mod branches;
 mod callchain;
 mod chains;
 mod classify;
+mod code;
+mod data_symbols;
 mod frames;
 mod overlap;
 mod processes;
@@ -20,6 +23,7 @@ mod resolve;
 mod read_values;
 pub mod side;
 mod elf_cache;
+mod time_order;
 mod tree;
 mod unwind;
 
@@ -41,6 +45,8 @@ use frames::RawStacks;
 use resolve::{is_anonymous, PerfMaps};
 use processes::{Mapping, ProcessTable};
 pub use side::SideSample;
+pub use access::{AccessSource, DataAccess};
+pub use data_symbols::StaticVar;
 
 /// What the converter needs besides the file.
 #[derive(Debug, Clone)]
@@ -71,6 +77,11 @@ pub struct Converted {
     /// when the first event is a timer: see [`side::is_side_attr`]. Sorted by time.
     /// They are also in the profile's samples, under their own event.
     pub side_samples: Vec<SideSample>,
+    /// Data accesses of samples that have a data address (PMU) or the user registers
+    /// without a stack copy (address sampling), sorted by time; see [`access`].
+    pub data_accesses: Vec<DataAccess>,
+    /// Samples of those events that gave no address, by reason.
+    pub unresolved_accesses: std::collections::BTreeMap<String, u64>,
     /// Samples of the file that are not in the profile (guest mode, unknown event); the
     /// notes say why.
     pub left_out: u64,
@@ -201,6 +212,8 @@ struct State {
     /// Whether each attr's samples are also side samples (kernel entries of a timer profile).
     side_attrs: Vec<bool>,
     side: Vec<side::PendingSide>,
+    access_attrs: Vec<Option<AccessSource>>,
+    accesses: access::Accesses,
     /// The fixed period of each attr (`perf record -c N`), for samples without PERIOD.
     fixed_periods: Vec<Option<u64>>,
     /// Samples taken while a guest ran, left out as perf report does.
@@ -238,6 +251,8 @@ impl State {
             branch_sample_types: file.attrs().iter().map(|a| a.attr.branch_sample_type).collect(),
             side_attrs: side::side_attrs(file),
             side: Vec::new(),
+            access_attrs: access::access_attrs(file),
+            accesses: access::Accesses::new(file),
             fixed_periods: file.attrs().iter().map(|a| a.attr.sample_period().filter(|&p| p > 0)).collect(),
             guest_samples: 0,
             unattributed_samples: 0,
@@ -295,17 +310,18 @@ impl State {
             }
             Record::Mmap(m) => {
                 let kernel = m.misc & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_KERNEL;
+                // MMAP2 says PROT_EXEC; plain MMAP only flags non-code maps (mmap_data).
+                let executable = kernel || m.prot.map_or(!m.is_data(), |p| p & PROT_EXEC != 0);
                 let mapping = Mapping {
                     start: m.start,
                     end: m.start.saturating_add(m.len),
                     pgoff: m.pgoff,
                     path: m.filename.clone(),
                     build_id: m.build_id.as_ref().map(|b| hex(b)),
+                    executable,
                 };
                 if !kernel {
                     self.generations.bump(m.pid);
-                    // MMAP2 says PROT_EXEC; plain MMAP only flags non-code maps (mmap_data).
-                    let executable = m.prot.map_or(!m.is_data(), |p| p & PROT_EXEC != 0);
                     self.unwinder.mmap(m.pid, executable, &mapping, &mut self.elves);
                 }
                 self.table.mmap(m.pid, kernel, mapping);
@@ -351,6 +367,11 @@ impl State {
         }
         // Without PERIOD in the sample (`-c N`), every sample stands for the attr's period.
         let fixed = self.fixed_periods.get(s.attr_index).copied().flatten();
+        if let Some(source) = self.access_attrs.get(s.attr_index).copied().flatten() {
+            let period = s.period.or(fixed).unwrap_or(1);
+            let cx = access::Context { table: &self.table, elves: &mut self.elves, pid, thread, raw_stack: stack, period };
+            self.accesses.sample(s, source, cx);
+        }
         let mut branches = match &s.branch_stack {
             Some(bs) => {
                 let bst = self.branch_sample_types.get(s.attr_index).copied().unwrap_or(0);
@@ -415,7 +436,7 @@ impl State {
         if (address as i64) < 0 {
             return BranchKind::Unknown; // kernel code: no binary to read
         }
-        let Some(map) = self.table.find(pid, false, address) else { return BranchKind::Unknown };
+        let Some(map) = self.table.find(pid, false, address).filter(|m| m.executable) else { return BranchKind::Unknown };
         if is_anonymous(&map.path) || map.path.starts_with('[') {
             return BranchKind::Unknown;
         }
@@ -443,7 +464,7 @@ impl State {
             .flat_map(|b| [b.from_raw, b.to_raw])
             .flatten()
             .collect();
-        self.samples.sort_by_key(|p| p.time_ns);
+        time_order::sort_by_time(&mut self.samples, |p| p.time_ns);
     }
 
     fn finish(mut self, decode_error: Option<String>, file: &PerfFile, mut symbols: background::Symbols) -> Converted {
@@ -488,6 +509,8 @@ impl State {
             .collect();
         profile.losses = self.losses;
         let side_samples = side::finish(std::mem::take(&mut self.side), &stacks);
+        let data_accesses = access::finish(std::mem::take(&mut self.accesses.pending), &stacks);
+        let unresolved_accesses = std::mem::take(&mut self.accesses.unresolved);
         let mut notes = self.notes;
         let branch_attr = file.attrs().iter().find(|a| a.attr.sample_type & PERF_SAMPLE_BRANCH_STACK != 0);
         if let Some(a) = branch_attr {
@@ -528,7 +551,7 @@ impl State {
         let default = profile.default_event() as usize;
         profile.weight_event = profile.events.get(default).filter(|e| !e.time).map(|e| e.name.clone());
         let left_out = self.guest_samples + self.unattributed_samples;
-        Converted { profile, decode_error, notes, events, side_samples, left_out }
+        Converted { profile, decode_error, notes, events, side_samples, data_accesses, unresolved_accesses, left_out }
     }
 }
 

@@ -12,6 +12,9 @@ pub struct Mapping {
     pub pgoff: u64,
     pub path: String,
     pub build_id: Option<String>,
+    /// PROT_EXEC (code). Data mappings (recorded with mmap_data) name the memory objects
+    /// of data addresses; code addresses are never resolved in them.
+    pub executable: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -100,7 +103,7 @@ mod tests {
     use super::*;
 
     fn map(start: u64, end: u64, path: &str) -> Mapping {
-        Mapping { start, end, pgoff: 0, path: path.into(), build_id: None }
+        Mapping { start, end, pgoff: 0, path: path.into(), build_id: None, executable: true }
     }
 
     #[test]
@@ -121,7 +124,7 @@ mod tests {
         assert_eq!(t.find(10, false, 0x17ff).map(|m| m.path.as_str()), Some("/bin/a"));
         assert_eq!(t.find(10, false, 0x1900).map(|m| m.path.as_str()), Some("/bin/c"));
         // A mapping punched into the middle leaves both ends, the right one at its offset.
-        t.mmap(10, false, Mapping { start: 0x10000, end: 0x20000, pgoff: 0x1000, path: "/lib/d".into(), build_id: None });
+        t.mmap(10, false, Mapping { start: 0x10000, end: 0x20000, pgoff: 0x1000, path: "/lib/d".into(), build_id: None, executable: true });
         t.mmap(10, false, map(0x14000, 0x15000, "/lib/e"));
         assert_eq!(t.find(10, false, 0x13fff).map(|m| (m.start, m.pgoff)), Some((0x10000, 0x1000)));
         assert_eq!(t.find(10, false, 0x15000).map(|m| (m.start, m.pgoff, m.path.as_str())), Some((0x15000, 0x6000, "/lib/d")));

@@ -34,35 +34,44 @@ impl State {
                 // Only the first dyn_size bytes were copied; the rest of the buffer is padding.
                 let valid = s.stack_user_dyn_size.map_or(stack.len(), |n| usize::try_from(n).unwrap_or(usize::MAX).min(stack.len()));
                 self.unwinder.unwind(pid, regs, &stack[..valid], &mut self.chain);
-                let key = self.chains.key();
-                key.extend([process, UNWOUND_CHAIN]);
+                let key = self.chains.own_key();
                 for e in &self.chain {
-                    key.extend([e.address, u64::from(entry_flags(e))]);
+                    key.extend_from_slice(&e.address.to_le_bytes());
+                    key.extend_from_slice(&u64::from(entry_flags(e)).to_le_bytes());
                 }
-                if let Some(node) = self.chains.get() {
+                let head = [process, UNWOUND_CHAIN];
+                if let Some(node) = self.chains.get_own(&head) {
                     return node;
                 }
+                let node = self.intern_chain(pid, process);
+                self.chains.insert_own(&head, node);
+                node
             }
             _ => {
-                // The node depends only on these: the words as recorded suffice as key.
-                let key = self.chains.key();
-                key.extend([process, RAW_CHAIN | ip_mode as u64, ip]);
-                key.extend(callchain.iter());
-                if let Some(node) = self.chains.get() {
+                // The node depends only on these: the words as recorded suffice as key,
+                // hashed and compared where they lie in the record.
+                let head = [process, RAW_CHAIN | ip_mode as u64, ip];
+                let slot = s.cpu.unwrap_or(0);
+                if let Some(node) = self.chains.get_recent(slot, &head, callchain.as_bytes()) {
                     return node;
                 }
                 split_into(&mut self.chain, callchain.iter(), ip, ip_mode);
+                let node = self.intern_chain(pid, process);
+                self.chains.insert_recent(slot, &head, callchain.as_bytes(), node);
+                node
             }
         }
+    }
+
+    /// Interns the chain in `self.chain` (leaf first) as a raw stack.
+    fn intern_chain(&mut self, pid: i32, process: u64) -> Option<u32> {
         self.ids.clear();
         for i in (0..self.chain.len()).rev() {
             let e = self.chain[i];
             let id = self.frame_id(pid, process, &e);
             self.ids.push(id);
         }
-        let chain = self.raw.chain(&self.ids);
-        self.chains.insert_last(Some(chain));
-        Some(chain)
+        Some(self.raw.chain(&self.ids))
     }
 
     /// [`State::raw_frame`] through the per-process address cache.
@@ -90,7 +99,7 @@ impl State {
             let key = if self.kernel_symbols { ModuleKey::Kernel } else { ModuleKey::Anonymous };
             let m = *self.kernel_module.get_or_insert_with(|| self.raw.module("[kernel.kallsyms]", None, key));
             f.module = Some(m);
-        } else if let Some(map) = self.table.find(pid, false, e.address) {
+        } else if let Some(map) = self.table.find(pid, false, e.address).filter(|m| m.executable) {
             let (module, offset) = resolve_user(&mut self.raw, &mut self.elves, &mut self.perf_maps, pid, map, e.address);
             f.module = Some(module);
             f.module_offset = offset;

@@ -419,11 +419,11 @@ mod tests {
         let seg = |offset, vaddr, flags| kairos_symbolize::LoadSegment { offset, vaddr, filesz: 0x5000, memsz: 0x5000, flags };
         // A PIE with separate code: r-- at 0, r-x at file 0x1000 / vaddr 0x1000.
         let info = ElfInfo { load_segments: vec![seg(0, 0, 4), seg(0x1000, 0x1000, 5)], ..ElfInfo::default() };
-        let m = Mapping { start: 0x5555_5555_5000, end: 0x5555_5555_6000, pgoff: 0x1000, path: "/a".into(), build_id: None };
+        let m = Mapping { start: 0x5555_5555_5000, end: 0x5555_5555_6000, pgoff: 0x1000, path: "/a".into(), build_id: None, executable: true };
         assert_eq!(base_avma(&info, &m), Some(0x5555_5555_4000));
         // A segment whose vaddr and offset differ (non-PIE layout, offset not page aligned).
         let info = ElfInfo { load_segments: vec![seg(0x1234, 0x401234, 5)], ..ElfInfo::default() };
-        let m = Mapping { start: 0x401000, end: 0x406000, pgoff: 0x1000, path: "/a".into(), build_id: None };
+        let m = Mapping { start: 0x401000, end: 0x406000, pgoff: 0x1000, path: "/a".into(), build_id: None, executable: true };
         assert_eq!(base_avma(&info, &m), Some(0));
         // A mapping of no executable segment.
         let m = Mapping { pgoff: 0x9000, ..m };

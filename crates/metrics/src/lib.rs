@@ -11,6 +11,9 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
+mod perfmon;
+pub use perfmon::{evaluate_perfmon, load_perfmon, perfmon_events, Binding, PerfmonMetric};
+
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct Metric {
     #[serde(rename = "MetricName")]
@@ -23,7 +26,7 @@ pub struct Metric {
     pub scale_unit: String,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
 pub enum Error {
     #[error("cannot parse '{expr}' at character {at}: {what}")]
     Parse { expr: String, at: usize, what: String },
@@ -190,7 +193,7 @@ impl Parser<'_> {
             }
             if c == b'@' {
                 at = !at;
-            } else if !at && !(is_name(c) || c == b'#' || c == b':') {
+            } else if !(at || is_name(c) || c == b'#' || c == b':') {
                 break;
             }
             self.i += 1;
@@ -235,6 +238,11 @@ fn eval_metric(name: &str, by: &HashMap<&str, &Metric>, counts: &HashMap<String,
     let v = eval(&parse(&m.expr)?, by, counts, stack);
     stack.pop();
     v
+}
+
+/// Evaluates an expression over named values only (no metric references).
+pub(crate) fn eval_names(e: &Expr, vals: &HashMap<String, f64>) -> Result<f64, Error> {
+    eval(e, &HashMap::new(), vals, &mut Vec::new())
 }
 
 fn eval(e: &Expr, by: &HashMap<&str, &Metric>, counts: &HashMap<String, f64>, stack: &mut Vec<String>) -> Result<f64, Error> {

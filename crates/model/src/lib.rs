@@ -94,7 +94,7 @@ pub struct Stack {
 /// One sample: at `time_ns` (CLOCK_MONOTONIC), thread `thread` on `cpu` was executing the
 /// leaf frame of `stack`; `weight` is what it stands for (ns of CPU time for timer events,
 /// the event period for counters).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sample {
     pub time_ns: u64,
     pub thread: ThreadIdx,
@@ -293,8 +293,15 @@ impl Profile {
 
     /// The event reports show when none is asked for: the first that has samples.
     pub fn default_event(&self) -> u16 {
-        let totals = self.event_totals();
-        totals.iter().position(|t| t.samples > 0).unwrap_or(0) as u16
+        // The first event with samples is the smallest event index any sample has (among
+        // the known events); without per-sample events every sample is of event 0. Asked
+        // several times per command over millions of samples, so no weight sums here.
+        let known = self.events.len().max(1);
+        let n = self.samples.len();
+        if self.sample_events.len() < n {
+            return 0; // samples past the end of `sample_events` are of event 0
+        }
+        self.sample_events[..n].iter().copied().filter(|&e| (e as usize) < known).min().unwrap_or(0)
     }
 
     /// The index of the event called `name`: exactly, or by its base name without perf's

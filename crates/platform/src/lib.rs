@@ -7,6 +7,7 @@
 //! probe answers, which is how the tests feed files recorded on other machines.
 //! Nothing here panics or changes the system (no mounts, no writes).
 
+mod memory_sources;
 pub mod parse;
 pub mod probe;
 
@@ -38,6 +39,8 @@ pub mod names {
     pub const LBR_CYCLES: &str = "lbr_cycles";
     pub const PEBS: &str = "pebs";
     pub const IBS: &str = "ibs";
+    pub const ADDRESS_SAMPLING: &str = "address_sampling";
+    pub const WATCHPOINTS: &str = "watchpoints";
     pub const UNCORE: &str = "uncore";
     pub const TRACEPOINTS: &str = "tracepoints";
     pub const UPROBES: &str = "uprobes";
@@ -221,13 +224,17 @@ pub fn detect_with(root: &SystemRoot, prober: &dyn Prober) -> Capabilities {
     items.push(ctx.cpu_cap());
     let cycles = prober.perf_open(PerfProbe::HardwareCycles);
     items.push(ctx.pmu_cap(&cycles));
-    items.push(ctx.cpu_clock_cap());
+    let cpu_clock = ctx.cpu_clock_cap();
+    let address_sampling = memory_sources::address_sampling_cap(&cpu_clock);
+    items.push(cpu_clock);
     let (lbr, lbr_depth) = ctx.lbr_cap(&cycles);
     let lbr_ok = lbr.available;
     items.push(lbr);
     items.push(ctx.lbr_cycles_cap(lbr_ok));
     items.push(ctx.pebs_cap(&cycles));
     items.push(ctx.ibs_cap());
+    items.push(address_sampling);
+    items.push(memory_sources::watchpoints_cap(&ctx.pmu_dir("")));
     items.push(ctx.uncore_cap());
     items.push(ctx.tracepoints_cap());
     items.push(ctx.uprobes_cap());

@@ -26,6 +26,7 @@ mod manifest;
 mod sample_table;
 mod branch_table;
 mod call_table;
+mod table_io;
 mod tables;
 
 pub use dir::{next_result_dir, ResultDir, MANIFEST_FILE, TABLES_DIR};

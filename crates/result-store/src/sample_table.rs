@@ -7,14 +7,15 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{Array, Int64Array, UInt16Array, UInt32Array, UInt64Array};
+use arrow_array::{Array, ArrayRef, Int64Array, UInt16Array, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Schema};
 use kairos_model::{Profile, Sample};
 
 use crate::dir::ResultDir;
 use crate::error::Result;
 use crate::manifest::TableInfo;
-use crate::tables::{f, read_table, slice, write_table, TableDef};
+use crate::table_io::{read_table, read_table_part, Cols};
+use crate::tables::{f, slice, TableDef};
 
 /// Rows reserved up front at most (the vector grows past it as usual).
 const MAX_RESERVE: u64 = 1 << 24;
@@ -40,11 +41,19 @@ pub(crate) const SAMPLES: TableDef = TableDef {
     uncompressed: COLUMNS,
 };
 
+/// Rows per row group of this table: small enough that a recording of a million samples
+/// has several, which two threads write and read side by side.
+const GROUP_ROWS: usize = 1 << 18;
+/// Threads that encode and decode the row groups.
+const THREADS: usize = 2;
+
 pub(crate) fn write(root: &Path, p: &Profile) -> Result<TableInfo> {
-    write_table(root, &SAMPLES, p.samples.len(), |r| {
+    let rows = p.samples.len();
+    let path = root.join(SAMPLES.file());
+    let bytes = kairos_table::write_parallel(&path, (SAMPLES.schema)(), rows, &SAMPLES.options(GROUP_ROWS), THREADS, |r| {
         let s = slice(&p.samples, &r);
         Ok(vec![
-            Arc::new(UInt64Array::from_iter_values(s.iter().map(|s| s.time_ns))),
+            Arc::new(UInt64Array::from_iter_values(s.iter().map(|s| s.time_ns))) as ArrayRef,
             Arc::new(UInt32Array::from_iter_values(s.iter().map(|s| s.thread))),
             Arc::new(UInt32Array::from_iter_values(s.iter().map(|s| s.cpu))),
             Arc::new(Int64Array::from_iter(s.iter().map(|s| s.stack.map(i64::from)))),
@@ -52,42 +61,120 @@ pub(crate) fn write(root: &Path, p: &Profile) -> Result<TableInfo> {
             Arc::new(UInt16Array::from_iter_values(r.clone().map(|i| p.event_of(i)))),
         ])
     })
+    .map_err(|e| SAMPLES.error(e))?;
+    Ok(SAMPLES.info(rows, bytes))
 }
 
 /// The samples and the event of each (empty when every sample is of event 0).
 pub(crate) fn read(dir: &ResultDir, root: &Path) -> Result<(Vec<Sample>, Vec<u16>)> {
-    // One allocation of the right size: the manifest's count (checked after reading),
-    // bounded so that a damaged manifest cannot ask for an absurd amount.
-    let expected = dir.manifest().table(SAMPLES.name).map_or(0, |t| t.rows).min(MAX_RESERVE) as usize;
-    let mut samples: Vec<Sample> = Vec::with_capacity(expected);
-    let mut events: Vec<u16> = Vec::new();
-    read_table(dir, root, &SAMPLES, |c| {
-        let (time, thread, cpu, weight) = (c.u64("time_ns")?, c.u32("thread")?, c.u32("cpu")?, c.u64("weight")?);
-        let stack = c.opt_i64("stack")?;
-        samples.reserve(c.rows);
-        // Slices rather than value(i): this is the one table that is millions of rows.
-        let (time, thread, cpu, weight) = (time.values(), thread.values(), cpu.values(), weight.values());
-        let stack_vals = stack.values();
-        // Results written before events were kept apart have no event column: all event 0.
-        if c.has("event") {
-            events.extend_from_slice(c.u16("event")?.values());
-        }
-        let nulls = stack.nulls().filter(|n| n.null_count() > 0);
-        for i in 0..c.rows {
-            let st = if nulls.is_some_and(|n| n.is_null(i)) {
-                None
-            } else {
-                let v = stack_vals[i];
-                Some(u32::try_from(v).map_err(|_| c.damaged(format!("stack {v} is not a valid stack id")))?)
-            };
-            samples.push(Sample { time_ns: time[i], thread: thread[i], cpu: cpu[i], stack: st, weight: weight[i] });
-        }
-        Ok(())
-    })?;
+    let (samples, mut events) = match read_parallel(dir, root)? {
+        Some(read) => read,
+        None => read_serial(dir, root)?,
+    };
     if events.iter().any(|&e| e != 0) {
         events.resize(samples.len(), 0);
     } else {
         events.clear();
     }
+    Ok((samples, events))
+}
+
+/// The row groups read by [`THREADS`] threads into their parts of one vector. `None`
+/// (read it in one go instead) when the manifest does not say how many rows to expect or
+/// the file's row groups do not add up to that.
+fn read_parallel(dir: &ResultDir, root: &Path) -> Result<Option<(Vec<Sample>, Vec<u16>)>> {
+    let expected = dir.manifest().table(SAMPLES.name).map(|t| t.rows).filter(|&n| n <= MAX_RESERVE);
+    let Some(expected) = expected else { return Ok(None) };
+    let groups = kairos_table::row_groups(&root.join(SAMPLES.file())).map_err(|e| SAMPLES.error(e))?;
+    if groups.len() < 2 || groups.iter().try_fold(0u64, |a, &n| a.checked_add(n)) != Some(expected) {
+        return Ok(None);
+    }
+    let n = expected as usize;
+    let mut samples = vec![Sample::default(); n];
+    let mut events = vec![0u16; n];
+    let mut parts: Vec<Part<'_>> = (0..THREADS).map(|_| Vec::new()).collect();
+    let (mut s_rest, mut e_rest) = (samples.as_mut_slice(), events.as_mut_slice());
+    for (g, &rows) in groups.iter().enumerate() {
+        let (s, s_after) = std::mem::take(&mut s_rest).split_at_mut(rows as usize);
+        let (e, e_after) = std::mem::take(&mut e_rest).split_at_mut(rows as usize);
+        (s_rest, e_rest) = (s_after, e_after);
+        parts[g % THREADS].push((g, s, e));
+    }
+    let results: Vec<Result<()>> = std::thread::scope(|scope| {
+        let mut parts = parts.into_iter();
+        let mine = parts.next().unwrap_or_default();
+        let others: Vec<_> = parts.map(|part| std::thread::Builder::new().name("kairos-read-samples".into()).spawn_scoped(scope, move || read_groups(dir, root, part))).collect();
+        let mut results = vec![read_groups(dir, root, mine)];
+        for t in others {
+            results.push(match t {
+                Ok(t) => t.join().unwrap_or_else(|_| Err(crate::tables::thread_failed(root, "reading"))),
+                Err(_) => Err(crate::tables::thread_failed(root, "reading")),
+            });
+        }
+        results
+    });
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    Ok(Some((samples, events)))
+}
+
+/// Row groups of one thread: each with its part of the samples and of their events.
+type Part<'a> = Vec<(usize, &'a mut [Sample], &'a mut [u16])>;
+
+/// Reads each row group into its slices, which must hold exactly its rows.
+fn read_groups(dir: &ResultDir, root: &Path, part: Part<'_>) -> Result<()> {
+    for (g, samples, events) in part {
+        let mut at = 0usize;
+        let rows = read_table_part(dir, root, &SAMPLES, Some(g), |c| {
+            let end = at + c.rows;
+            let (Some(s), Some(e)) = (samples.get_mut(at..end), events.get_mut(at..end)) else {
+                return Err(c.damaged(format!("row group {g} has more rows than its footer says")));
+            };
+            fill(c, s, e)?;
+            at = end;
+            Ok(())
+        })?;
+        if rows as usize != samples.len() {
+            return Err(SAMPLES.error(kairos_table::TableError::Damaged { path: root.join(SAMPLES.file()), detail: format!("row group {g} has {rows} rows, but its footer says {}", samples.len()) }));
+        }
+    }
+    Ok(())
+}
+
+/// One batch into `samples` and `events` (of the batch's length).
+fn fill(c: &Cols<'_>, samples: &mut [Sample], events: &mut [u16]) -> Result<()> {
+    let (time, thread, cpu, weight) = (c.u64("time_ns")?, c.u32("thread")?, c.u32("cpu")?, c.u64("weight")?);
+    let stack = c.opt_i64("stack")?;
+    // Slices rather than value(i): this is the one table that is millions of rows.
+    let (time, thread, cpu, weight, stack_vals) = (time.values(), thread.values(), cpu.values(), weight.values(), stack.values());
+    // Results written before events were kept apart have no event column: all event 0.
+    if c.has("event") {
+        events.copy_from_slice(c.u16("event")?.values());
+    }
+    let nulls = stack.nulls().filter(|n| n.null_count() > 0);
+    for (i, out) in samples.iter_mut().enumerate() {
+        let st = if nulls.is_some_and(|n| n.is_null(i)) {
+            None
+        } else {
+            let v = stack_vals[i];
+            Some(u32::try_from(v).map_err(|_| c.damaged(format!("stack {v} is not a valid stack id")))?)
+        };
+        *out = Sample { time_ns: time[i], thread: thread[i], cpu: cpu[i], stack: st, weight: weight[i] };
+    }
+    Ok(())
+}
+
+/// The whole table in one go, on this thread.
+fn read_serial(dir: &ResultDir, root: &Path) -> Result<(Vec<Sample>, Vec<u16>)> {
+    // One allocation of the right size: the manifest's count (checked after reading),
+    // bounded so that a damaged manifest cannot ask for an absurd amount.
+    let expected = dir.manifest().table(SAMPLES.name).map_or(0, |t| t.rows).min(MAX_RESERVE) as usize;
+    let mut samples: Vec<Sample> = Vec::with_capacity(expected);
+    let mut events: Vec<u16> = Vec::with_capacity(expected);
+    read_table(dir, root, &SAMPLES, |c| {
+        let start = samples.len();
+        samples.resize(start + c.rows, Sample::default());
+        events.resize(start + c.rows, 0);
+        fill(c, &mut samples[start..], &mut events[start..])
+    })?;
     Ok((samples, events))
 }

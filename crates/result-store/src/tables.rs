@@ -5,61 +5,24 @@
 //! Ids are row numbers (`id` = index in the model's vectors), stored explicitly so SQL can
 //! join on them. Loss counts live in the manifest, not in a table.
 
-use std::fs::{self, File};
-use std::io::BufWriter;
+use std::fs;
 use std::ops::Range;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{
-    Array, ArrayRef, Int32Array, Int64Array, PrimitiveArray, RecordBatch, StringArray, UInt16Array,
-    UInt32Array, UInt64Array,
-};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_array::{Array, ArrayRef, Int32Array, StringArray, UInt16Array, UInt32Array, UInt64Array};
+use arrow_schema::{DataType, Schema};
 use kairos_model::{Frame, Mode, Module, Profile, Stack, Thread};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, Encoding};
-use parquet::file::metadata::KeyValue;
-use parquet::file::properties::{WriterProperties, WriterVersion};
-use parquet::schema::types::ColumnPath;
 
-use crate::dir::{tmp_path, ResultDir, TABLES_DIR};
+use crate::dir::{ResultDir, TABLES_DIR};
 use crate::error::{io_err, Error, Result};
-use crate::manifest::{Counts, TableInfo, FORMAT_VERSION};
+use crate::manifest::{Counts, TableInfo};
 use crate::sample_table;
-
-/// Rows per Parquet row group: large enough for good compression and few footer entries,
-/// small enough that a reader can skip through a long recording.
-const ROW_GROUP_ROWS: usize = 1 << 20;
-/// Rows per Arrow batch handed to the writer: bounds the extra memory used while writing
-/// (the model's vectors are not copied whole).
-const WRITE_BATCH_ROWS: usize = 1 << 17;
-/// Rows per batch when reading.
-const READ_BATCH_ROWS: usize = 1 << 16;
+pub(crate) use crate::table_io::{f, read_table, write_table, TableDef};
+pub(crate) use kairos_table::opt;
 
 /// Table names, in the order they are written and read.
 pub const TABLES: [&str; 5] = ["threads", "modules", "frames", "stacks", "samples"];
-
-/// How one table is stored.
-pub(crate) struct TableDef {
-    pub(crate) name: &'static str,
-    pub(crate) schema: fn() -> Schema,
-    /// Columns with Parquet dictionary encoding: the strings (few distinct values repeated
-    /// often, e.g. file names) and small-domain integers. Others are plain, since a
-    /// dictionary of mostly distinct values only costs time before it falls back.
-    pub(crate) dictionary: &'static [&'static str],
-    /// Columns with delta encoding: sorted or nearly sorted integers (time, ids).
-    pub(crate) delta: &'static [&'static str],
-    /// Columns left uncompressed: delta-encoded ones whose bit-packed deltas Snappy
-    /// would not shrink, so compressing them only costs time.
-    pub(crate) uncompressed: &'static [&'static str],
-}
-
-pub(crate) fn f(name: &str, t: DataType, nullable: bool) -> Field {
-    Field::new(name, t, nullable)
-}
 
 const THREADS: TableDef = TableDef {
     name: "threads",
@@ -126,38 +89,6 @@ const STACKS: TableDef = TableDef {
 };
 
 
-impl TableDef {
-    pub(crate) fn file(&self) -> String {
-        format!("{TABLES_DIR}/{}.parquet", self.name)
-    }
-
-    fn props(&self) -> WriterProperties {
-        let mut b = WriterProperties::builder()
-            .set_writer_version(WriterVersion::PARQUET_1_0)
-            .set_compression(Compression::SNAPPY)
-            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-            .set_dictionary_enabled(false)
-            .set_created_by(format!("kairos {}", env!("CARGO_PKG_VERSION")))
-            .set_key_value_metadata(Some(vec![
-                KeyValue::new("kairos.table".to_owned(), self.name.to_owned()),
-                KeyValue::new(
-                    "kairos.format_version".to_owned(),
-                    FORMAT_VERSION.to_string(),
-                ),
-            ]));
-        for c in self.dictionary {
-            b = b.set_column_dictionary_enabled(ColumnPath::from(*c), true);
-        }
-        for c in self.delta {
-            b = b.set_column_encoding(ColumnPath::from(*c), Encoding::DELTA_BINARY_PACKED);
-        }
-        for c in self.uncompressed {
-            b = b.set_column_compression(ColumnPath::from(*c), Compression::UNCOMPRESSED);
-        }
-        b.build()
-    }
-}
-
 /// Writes `profile` as the Parquet tables of `dir`, then records the tables and the
 /// sample/loss counts in the manifest and saves it. Returns what was written.
 ///
@@ -189,7 +120,7 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
     Ok(infos)
 }
 
-fn thread_failed(root: &Path, what: &str) -> Error {
+pub(crate) fn thread_failed(root: &Path, what: &str) -> Error {
     Error::Io { path: root.join(sample_table::SAMPLES.file()), source: std::io::Error::other(format!("the thread {what} the samples table failed")) }
 }
 
@@ -385,196 +316,6 @@ fn ids(r: &Range<usize>) -> ArrayRef {
     Arc::new(UInt32Array::from_iter_values(r.clone().map(|i| i as u32)))
 }
 
-pub(crate) fn opt<T: arrow_array::ArrowPrimitiveType>(a: &PrimitiveArray<T>, i: usize) -> Option<T::Native> {
-    (!a.is_null(i)).then(|| a.value(i))
-}
-
-/// Writes one table through a temporary file, in batches of [`WRITE_BATCH_ROWS`] built
-/// by `columns`.
-pub(crate) fn write_table(
-    root: &Path,
-    def: &TableDef,
-    rows: usize,
-    columns: impl Fn(Range<usize>) -> Result<Vec<ArrayRef>, String>,
-) -> Result<TableInfo> {
-    let file = def.file();
-    let path = root.join(&file);
-    let tmp = tmp_path(&path);
-    let fail = |detail: String| Error::Io {
-        path: path.clone(),
-        source: std::io::Error::other(detail),
-    };
-
-    let schema: SchemaRef = Arc::new((def.schema)());
-    let out = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(io_err(&tmp))?);
-    let mut w = ArrowWriter::try_new(out, schema.clone(), Some(def.props()))
-        .map_err(|e| fail(e.to_string()))?;
-    let mut start = 0;
-    while start < rows {
-        let end = rows.min(start + WRITE_BATCH_ROWS);
-        let batch = RecordBatch::try_new(schema.clone(), columns(start..end).map_err(&fail)?)
-            .map_err(|e| fail(e.to_string()))?;
-        w.write(&batch).map_err(|e| fail(e.to_string()))?;
-        start = end;
-    }
-    let mut out = w.into_inner().map_err(|e| fail(e.to_string()))?;
-    std::io::Write::flush(&mut out).map_err(io_err(&tmp))?;
-    drop(out);
-    let bytes = fs::metadata(&tmp).map_err(io_err(&tmp))?.len();
-    fs::rename(&tmp, &path).map_err(io_err(&path))?;
-    Ok(TableInfo {
-        name: def.name.to_owned(),
-        file,
-        rows: rows as u64,
-        bytes,
-    })
-}
-
-/// Columns of one batch being read, with the table name and path for errors.
-pub(crate) struct Cols<'a> {
-    table: &'static str,
-    path: &'a Path,
-    batch: &'a RecordBatch,
-    pub(crate) rows: usize,
-}
-
-impl<'a> Cols<'a> {
-    pub(crate) fn damaged(&self, detail: impl Into<String>) -> Error {
-        Error::DamagedTable {
-            table: self.table.to_owned(),
-            path: self.path.to_owned(),
-            detail: detail.into(),
-        }
-    }
-
-    pub(crate) fn col<T: Array + 'static>(&self, name: &str, nullable: bool, want: &str) -> Result<&'a T> {
-        let c = self
-            .batch
-            .column_by_name(name)
-            .ok_or_else(|| self.damaged(format!("no column {name}")))?;
-        let a = c.as_any().downcast_ref::<T>().ok_or_else(|| {
-            self.damaged(format!(
-                "column {name} has type {}, expected {want}",
-                c.data_type()
-            ))
-        })?;
-        if !nullable && a.null_count() > 0 {
-            return Err(self.damaged(format!("column {name} has nulls")));
-        }
-        Ok(a)
-    }
-
-    /// Whether the batch has column `name` (columns added later are optional).
-    pub(crate) fn has(&self, name: &str) -> bool {
-        self.batch.column_by_name(name).is_some()
-    }
-
-    pub(crate) fn u64(&self, n: &str) -> Result<&'a UInt64Array> {
-        self.col(n, false, "UInt64")
-    }
-    pub(crate) fn u32(&self, n: &str) -> Result<&'a UInt32Array> {
-        self.col(n, false, "UInt32")
-    }
-    pub(crate) fn opt_u32(&self, n: &str) -> Result<&'a UInt32Array> {
-        self.col(n, true, "UInt32")
-    }
-    pub(crate) fn u16(&self, n: &str) -> Result<&'a UInt16Array> {
-        self.col(n, false, "UInt16")
-    }
-    pub(crate) fn i32(&self, n: &str) -> Result<&'a Int32Array> {
-        self.col(n, false, "Int32")
-    }
-    pub(crate) fn opt_i64(&self, n: &str) -> Result<&'a Int64Array> {
-        self.col(n, true, "Int64")
-    }
-    pub(crate) fn str(&self, n: &str) -> Result<&'a StringArray> {
-        self.col(n, false, "Utf8")
-    }
-    pub(crate) fn opt_str(&self, n: &str) -> Result<&'a StringArray> {
-        self.col(n, true, "Utf8")
-    }
-
-    /// Ids must be the row numbers, because the model indexes by position.
-    fn check_ids(&self, id: &UInt32Array, first: usize) -> Result<()> {
-        for (i, &v) in id.values().iter().enumerate() {
-            if v as usize != first + i {
-                return Err(self.damaged(format!(
-                    "row {} has id {v}; ids must be the row numbers",
-                    first + i
-                )));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Reads one table batch by batch into `each`, and checks its row count against the
-/// manifest. Panics of the Parquet decoder on crafted input become [`Error::DamagedTable`].
-pub(crate) fn read_table(
-    dir: &ResultDir,
-    root: &Path,
-    def: &TableDef,
-    mut each: impl FnMut(&Cols<'_>) -> Result<()>,
-) -> Result<()> {
-    let path: PathBuf = root.join(def.file());
-    let damaged = |detail: String| Error::DamagedTable {
-        table: def.name.to_owned(),
-        path: path.clone(),
-        detail,
-    };
-    let file = match File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::MissingTable {
-                table: def.name.to_owned(),
-                path,
-            })
-        }
-        Err(e) => return Err(Error::Io { path, source: e }),
-    };
-    // The parquet crate is not hardened against every malformed file; a panic inside it
-    // must not take the whole program down, so it is turned into an error here.
-    let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<u64> {
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-            .map_err(|e| damaged(format!("not a readable Parquet file ({e})")))?
-            .with_batch_size(READ_BATCH_ROWS)
-            .build()
-            .map_err(|e| damaged(e.to_string()))?;
-        let mut rows = 0u64;
-        for batch in reader {
-            let batch = batch.map_err(|e| damaged(e.to_string()))?;
-            let cols = Cols {
-                table: def.name,
-                path: &path,
-                batch: &batch,
-                rows: batch.num_rows(),
-            };
-            each(&cols)?;
-            rows += batch.num_rows() as u64;
-        }
-        Ok(rows)
-    }));
-    let rows = match outcome {
-        Ok(r) => r?,
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("decoder panicked");
-            return Err(damaged(format!("Parquet decoder failed: {msg}")));
-        }
-    };
-    if let Some(t) = dir.manifest().table(def.name) {
-        if t.rows != rows {
-            return Err(damaged(format!(
-                "{rows} rows, but the manifest records {}",
-                t.rows
-            )));
-        }
-    }
-    Ok(())
-}
 
 /// Reads the profile and keeps the samples of one event: `name` (as perf names it, with
 /// or without its `:u`-style modifiers), or the first event that has samples.

@@ -254,3 +254,30 @@ fn write_rejects_profiles_that_could_not_be_read_back() {
         "{err}"
     );
 }
+
+#[test]
+fn samples_in_several_row_groups_round_trip_and_keep_their_events() {
+    // More than two row groups of the samples table: written and read by two threads.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut p = common::generated_profile(600_000, 9);
+    p.events = vec![
+        kairos_model::EventDef { name: "cpu-clock".into(), time: true },
+        kairos_model::EventDef { name: "page-faults".into(), time: false },
+    ];
+    p.sample_events = (0..p.samples.len()).map(|i| u16::from(i % 7 == 3)).collect();
+    let mut dir = ResultDir::create(tmp.path().join("r000hs")).unwrap();
+    write_profile(&mut dir, &p).unwrap();
+    let back = read_profile(&ResultDir::open(dir.path()).unwrap()).unwrap();
+    assert!(back == p, "round trip differs");
+
+    // A manifest that disagrees with the row groups is caught as before.
+    let mut dir = ResultDir::open(dir.path()).unwrap();
+    for t in &mut dir.manifest_mut().tables {
+        if t.name == "samples" {
+            t.rows -= 1;
+        }
+    }
+    dir.save_manifest().unwrap();
+    let err = read_profile(&ResultDir::open(dir.path()).unwrap()).unwrap_err();
+    assert!(err.to_string().contains("rows, but the manifest records"), "{err}");
+}

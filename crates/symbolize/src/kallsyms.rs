@@ -58,6 +58,29 @@ fn parse_line(line: &str) -> Option<KallsymsEntry> {
 /// Largest span given to the last text symbol, which has no successor to bound it.
 const LAST_SYMBOL_SPAN: u64 = 4096;
 
+/// Address ranges of text symbols sorted by address (stable: aliases in file order). A
+/// symbol ends where the next text symbol starts, since kallsyms gives no sizes.
+fn ranges_of(text: &[(u64, &str)]) -> Vec<(u64, u64, String)> {
+    let mut ranges = Vec::with_capacity(text.len());
+    // Aliases share an address; a range must reach the next *distinct* start, found by
+    // walking back from the end.
+    let mut next_start: Option<u64> = None;
+    for (i, &(addr, name)) in text.iter().enumerate().rev() {
+        if let Some(&(later, _)) = text.get(i + 1) {
+            if later > addr {
+                next_start = Some(later);
+            }
+        }
+        let end = next_start.unwrap_or_else(|| addr.saturating_add(LAST_SYMBOL_SPAN));
+        // Kernel names are plain C; only the rare mangled one (Rust in the kernel) pays.
+        let name = if name.starts_with("_R") || name.starts_with("_Z") { demangle(name) } else { name.to_owned() };
+        ranges.push((addr, end, name));
+    }
+    // Built from the end, so aliases come last-listed first; AddrTable keeps the last of
+    // equal starts, which is then the first listed name (the one perf shows).
+    ranges
+}
+
 /// Kernel symbols ready for lookups by absolute address.
 #[derive(Debug, Clone, Default)]
 pub struct Kallsyms {
@@ -70,28 +93,39 @@ impl Kallsyms {
     /// since kallsyms gives no sizes.
     pub fn new(entries: &[KallsymsEntry]) -> Self {
         let hidden = !entries.is_empty() && entries.iter().all(|e| e.addr == 0);
-        let mut text: Vec<&KallsymsEntry> = entries
+        let mut text: Vec<(u64, &str)> = entries
             .iter()
             .filter(|e| matches!(e.kind, 't' | 'T' | 'w' | 'W') && e.addr != 0)
+            .map(|e| (e.addr, e.name.as_str()))
             .collect();
-        text.sort_by_key(|e| e.addr);
-        let mut ranges = Vec::with_capacity(text.len());
-        for (i, e) in text.iter().enumerate() {
-            // Aliases share an address; the range must reach the next *distinct* start.
-            let end = text[i + 1..]
-                .iter()
-                .map(|n| n.addr)
-                .find(|&a| a > e.addr)
-                .unwrap_or_else(|| e.addr.saturating_add(LAST_SYMBOL_SPAN));
-            ranges.push((e.addr, end, demangle(&e.name)));
-        }
-        // AddrTable keeps the last of equal starts: reverse aliases so the first listed
-        // name (the one perf shows) wins.
-        ranges.reverse();
+        text.sort_by_key(|e| e.0);
         Self {
-            table: AddrTable::new(ranges),
+            table: AddrTable::new(ranges_of(&text)),
             hidden,
         }
+    }
+
+    /// Straight from kallsyms text, as `Kallsyms::new(&parse(text).0)` but in one pass that
+    /// keeps only the text symbols: 120k lines in all, most of them kept, so every
+    /// allocation per line counts (this runs on every import and collection).
+    pub fn from_text(text: &str) -> Self {
+        let (mut any, mut nonzero) = (false, false);
+        let mut text_syms: Vec<(u64, &str)> = Vec::new();
+        for line in text.lines() {
+            let mut fields = line.split_ascii_whitespace();
+            let (Some(addr), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next()) else { continue };
+            let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+            if kind.len() != 1 {
+                continue;
+            }
+            any = true;
+            nonzero |= addr != 0;
+            if matches!(kind, "t" | "T" | "w" | "W") && addr != 0 {
+                text_syms.push((addr, name));
+            }
+        }
+        text_syms.sort_by_key(|e| e.0);
+        Self { table: AddrTable::new(ranges_of(&text_syms)), hidden: any && !nonzero }
     }
 
     /// Function holding the absolute kernel address `addr`.
@@ -151,6 +185,21 @@ ffffffff81004000 TT bad
         assert_eq!(k.lookup(0xffffffff81003010), Some("last_fn"));
         assert_eq!(k.lookup(0xffffffffc0a00040), Some("ext4_fill_super"));
         assert_eq!(k.lookup(0x10), None);
+    }
+
+    #[test]
+    fn from_text_is_the_same_as_parse_then_new() {
+        let text = format!("{SAMPLE}ffffffff81003000 T alias_of_last\nffffffff81005000 t _ZN4core3fmt5write17h0123456789abcdefE\n");
+        let (a, b) = (Kallsyms::new(&parse(&text).0), Kallsyms::from_text(&text));
+        assert_eq!(a.len(), b.len());
+        for addr in [0x10, 0xffffffff81000010, 0xffffffff81002010, 0xffffffff81003010, 0xffffffff81005001, 0xffffffffc0a00040] {
+            assert_eq!(a.lookup(addr), b.lookup(addr), "{addr:x}");
+        }
+        assert_eq!(b.lookup(0xffffffff81003010), Some("last_fn"));
+        assert_eq!(b.lookup(0xffffffff81005001), Some("core::fmt::write"));
+        let hidden = "0000000000000000 T _stext\n0000000000000000 t helper\n";
+        assert!(Kallsyms::from_text(hidden).addresses_hidden());
+        assert!(!Kallsyms::from_text("").addresses_hidden());
     }
 
     #[test]

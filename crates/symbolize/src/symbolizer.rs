@@ -13,7 +13,7 @@ use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized};
 
 use crate::elf_info::{ElfInfo, LoadSegment};
-use crate::kallsyms::{self, Kallsyms};
+use crate::kallsyms::Kallsyms;
 use crate::perf_map::{self, PerfMap};
 use crate::{debug_file, ModuleKey, SymFrame, SymbolizeError};
 
@@ -298,7 +298,8 @@ impl Symbolizer {
             .clone()
             .unwrap_or_else(|| PathBuf::from("/proc/kallsyms"));
         let text = match std::fs::read(&path) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            // Valid UTF-8 (always, in practice) is taken as is, without a copy.
+            Ok(bytes) => String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
             Err(e) => {
                 self.notes.push(format!(
                     "no kernel symbols: cannot read {}: {e}",
@@ -307,8 +308,7 @@ impl Symbolizer {
                 return Module::Nothing;
             }
         };
-        let (entries, _bad) = kallsyms::parse(&text);
-        let k = Kallsyms::new(&entries);
+        let k = Kallsyms::from_text(&text);
         if k.addresses_hidden() {
             self.notes.push(format!(
                 "no kernel symbols: all addresses in {} are 0 (kernel.kptr_restrict hid them; collect as root or set kernel.kptr_restrict=0)",

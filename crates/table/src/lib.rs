@@ -1,5 +1,9 @@
 //! One writer and one reader of Kairos' Parquet tables; see the README.
 
+mod parallel;
+
+pub use parallel::{read_group, row_groups, write_parallel};
+
 use std::fs::{self, File};
 use std::io::BufWriter;
 use std::ops::Range;
@@ -36,6 +40,9 @@ pub struct WriteOptions<'a> {
     pub dictionary: &'a [&'a str],
     /// Sorted integer columns (times, ids): delta-encoded.
     pub delta: &'a [&'a str],
+    /// Columns left uncompressed: delta-encoded ones whose bit-packed deltas Snappy would
+    /// not shrink, so compressing them only costs time.
+    pub uncompressed: &'a [&'a str],
     /// Rows per batch handed to the writer: bounds the extra memory while writing.
     pub batch_rows: usize,
     pub row_group_rows: usize,
@@ -46,7 +53,7 @@ pub struct WriteOptions<'a> {
 
 impl Default for WriteOptions<'_> {
     fn default() -> Self {
-        WriteOptions { dictionary: &[], delta: &[], batch_rows: 1 << 17, row_group_rows: 1 << 20, metadata: Vec::new(), created_by: "kairos".into() }
+        WriteOptions { dictionary: &[], delta: &[], uncompressed: &[], batch_rows: 1 << 17, row_group_rows: 1 << 20, metadata: Vec::new(), created_by: "kairos".into() }
     }
 }
 
@@ -70,6 +77,9 @@ impl WriteOptions<'_> {
         for c in self.delta {
             b = b.set_column_encoding(ColumnPath::from(*c), Encoding::DELTA_BINARY_PACKED);
         }
+        for c in self.uncompressed {
+            b = b.set_column_compression(ColumnPath::from(*c), Compression::UNCOMPRESSED);
+        }
         b.build()
     }
 }
@@ -86,9 +96,7 @@ pub fn write(
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
     }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
+    let tmp = tmp_path(path);
     let schema: SchemaRef = Arc::new(schema);
     let out = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(|e| fail(e.to_string()))?);
     let mut w = ArrowWriter::try_new(out, schema.clone(), Some(opts.props())).map_err(|e| fail(e.to_string()))?;
@@ -142,21 +150,47 @@ pub fn opt<T: arrow_array::ArrowPrimitiveType>(a: &PrimitiveArray<T>, i: usize) 
 }
 
 /// Reads `path` batch by batch into `each`; returns the rows read.
-pub fn read(path: &Path, batch_rows: usize, mut each: impl FnMut(&Batch<'_>) -> Result<(), TableError>) -> Result<u64, TableError> {
+pub fn read(path: &Path, batch_rows: usize, each: impl FnMut(&Batch<'_>) -> Result<(), TableError>) -> Result<u64, TableError> {
+    read_groups(path, batch_rows, None, each)
+}
+
+/// Where a table is written before it is renamed into place, so that an existing table is
+/// only ever replaced by a complete one.
+pub fn tmp_path(path: &Path) -> PathBuf {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    PathBuf::from(tmp)
+}
+
+fn open(path: &Path) -> Result<File, TableError> {
+    File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => TableError::Missing { path: path.to_path_buf() },
+        _ => TableError::Io { path: path.to_path_buf(), source: e },
+    })
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic.downcast_ref::<String>().map(String::as_str).or_else(|| panic.downcast_ref::<&str>().copied()).unwrap_or("it panicked")
+}
+
+/// [`read`] of some row groups only (all when `groups` is `None`).
+fn read_groups(path: &Path, batch_rows: usize, groups: Option<Vec<usize>>, mut each: impl FnMut(&Batch<'_>) -> Result<(), TableError>) -> Result<u64, TableError> {
     let damaged = |detail: String| TableError::Damaged { path: path.to_path_buf(), detail };
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(TableError::Missing { path: path.to_path_buf() }),
-        Err(e) => return Err(TableError::Io { path: path.to_path_buf(), source: e }),
-    };
+    let file = open(path)?;
     // The parquet crate is not hardened against every malformed file: a panic inside it
     // must not take the program down.
     let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<u64, TableError> {
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(|e| damaged(format!("not a readable Parquet file ({e})")))?
-            .with_batch_size(batch_rows.max(1))
-            .build()
-            .map_err(|e| damaged(e.to_string()))?;
+            .with_batch_size(batch_rows.max(1));
+        if let Some(groups) = groups {
+            let n = builder.metadata().num_row_groups();
+            if let Some(g) = groups.iter().find(|&&g| g >= n) {
+                return Err(damaged(format!("no row group {g}; the file has {n}")));
+            }
+            builder = builder.with_row_groups(groups);
+        }
+        let reader = builder.build().map_err(|e| damaged(e.to_string()))?;
         let mut rows = 0u64;
         for batch in reader {
             let batch = batch.map_err(|e| damaged(e.to_string()))?;
@@ -165,13 +199,7 @@ pub fn read(path: &Path, batch_rows: usize, mut each: impl FnMut(&Batch<'_>) -> 
         }
         Ok(rows)
     }));
-    match outcome {
-        Ok(r) => r,
-        Err(panic) => {
-            let msg = panic.downcast_ref::<String>().map(String::as_str).or_else(|| panic.downcast_ref::<&str>().copied()).unwrap_or("decoder panicked");
-            Err(damaged(format!("Parquet decoder failed: {msg}")))
-        }
-    }
+    outcome.unwrap_or_else(|panic| Err(damaged(format!("Parquet decoder failed: {}", panic_message(&*panic)))))
 }
 
 #[cfg(test)]

@@ -1,10 +1,18 @@
 //! Exact function traces: decoding the tracing runtime's files, pairing entry and exit
 //! events into calls, and building the profile of a trace result. See README.md.
+//!
+//! As an analysis: `collect` (with the recorders in `record`) runs the program, `finish`
+//! stores the calls, `run_report` prints the reports of a result; [`SPEC`] ties them to
+//! the registry.
 
+mod collect;
 pub mod elf_functions;
+mod finish;
 pub mod maps;
 pub mod pair;
 pub mod profile;
+mod record;
+mod run_report;
 pub mod runtime_file;
 mod spec;
 pub use spec::SPEC;

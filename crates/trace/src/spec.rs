@@ -25,4 +25,6 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     views: &["summary"],
     needs: &[],
     uses: &["uprobes"],
+    collect: crate::collect::collect,
+    report: crate::run_report::report,
 };

@@ -9,6 +9,7 @@ mod api;
 mod assets;
 mod http;
 mod index;
+mod memory;
 mod query;
 mod results;
 mod token;

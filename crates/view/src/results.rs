@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use kairos_analysis_system_overview::{tables as so_tables, Entry};
 use kairos_model::Profile;
@@ -13,6 +13,7 @@ use kairos_result::ResultDir;
 use kairos_time_assignment::{assign, to_profile, Method};
 
 use crate::index::{Functions, Index};
+use crate::memory::Memory;
 use crate::Error;
 
 /// One `-r` directory.
@@ -35,6 +36,8 @@ pub struct Data {
     pub counters: Option<Result<Vec<Entry>, String>>,
     pub notes: Vec<String>,
     derived: Mutex<HashMap<Method, Arc<Derived>>>,
+    /// The memory-access tables, read on first use.
+    memory: OnceLock<Result<Arc<Memory>, String>>,
 }
 
 /// A profile as one method makes it.
@@ -105,7 +108,7 @@ impl Data {
         let (start_ns, duration_ns) = span.map_or((0, 0), |(a, b)| (a, b - a));
         let funcs = Arc::new(Functions::new(&profile));
         let base = Arc::new(Index::new(Arc::new(profile), funcs));
-        Ok(Data { dir, base, start_ns, duration_ns, methods, counters, notes, derived: Mutex::new(HashMap::new()) })
+        Ok(Data { dir, base, start_ns, duration_ns, methods, counters, notes, derived: Mutex::new(HashMap::new()), memory: OnceLock::new() })
     }
 
     /// The profile as `method` makes it, computed once.
@@ -124,6 +127,23 @@ impl Data {
         let d = Arc::new(self.compute(method)?);
         let mut cache = self.derived.lock().map_err(|_| Error::Internal("a method cache lock".into()))?;
         Ok(cache.entry(method).or_insert(d).clone())
+    }
+
+    pub fn has_memory(&self) -> bool {
+        self.dir.manifest().table(kairos_analysis_memory_access::tables::ACCESSES).is_some()
+    }
+
+    /// The memory accesses of a memory-access result, read once; later requests wait for
+    /// the first read rather than repeat it.
+    pub fn memory(&self) -> Result<Arc<Memory>, Error> {
+        if !self.has_memory() {
+            let kind = self.dir.manifest().kind.as_deref().unwrap_or("unknown");
+            return Err(Error::NotFound(format!(
+                "this {kind} result has no sampled memory accesses; collect them with `kairos collect memory-access -r DIR -- PROGRAM`"
+            )));
+        }
+        let m = self.memory.get_or_init(|| Memory::read(&self.dir).map(Arc::new));
+        m.clone().map_err(Error::NotFound)
     }
 
     fn compute(&self, method: Method) -> Result<Derived, Error> {

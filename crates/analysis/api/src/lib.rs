@@ -1,8 +1,20 @@
 //! What an analysis declares about itself; see the README.
 
+mod failure;
 mod knobs;
+mod request;
 
+pub use failure::Failure;
 pub use knobs::{interval_us, one_of, KnobError, KnobSpec, Knobs};
+pub use request::{CollectRequest, ReportRequest};
+
+/// `kairos collect NAME`: records into a new result directory, finishes it (tables,
+/// manifest) and prints its summary.
+pub type CollectFn = fn(&CollectRequest) -> Result<(), Failure>;
+
+/// `kairos report NAME -r DIR` on a result of this analysis: prints the report. Starts
+/// with [`ReportRequest::check`].
+pub type ReportFn = fn(&ReportRequest) -> Result<(), Failure>;
 
 /// One report of an analysis: `kairos report NAME -r DIR`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +42,10 @@ pub struct AnalysisSpec {
     pub needs: &'static [&'static str],
     /// Capabilities it uses where present, and does without otherwise.
     pub uses: &'static [&'static str],
+    /// Entry point of `kairos collect NAME`.
+    pub collect: CollectFn,
+    /// Entry point of `kairos report` on its results.
+    pub report: ReportFn,
 }
 
 impl AnalysisSpec {

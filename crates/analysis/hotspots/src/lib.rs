@@ -1,4 +1,7 @@
-//! Hotspot analyses: summary, grouping, top-down tree and timeline over a profile.
+//! The hotspots analysis: sampling collection (`collect`), the result's completion
+//! (`finish`), and the reports over a profile (`reports`, `branches`, `tlb`, with
+//! `--time-assignment` in `time_assign`) built on summary, grouping, top-down tree and
+//! timeline, which other analyses whose result is a profile reuse.
 //!
 //! Each analysis reads a [`Profile`](kairos_model::Profile), selects samples with a
 //! [`Filter`] and returns a [`kairos_report::Table`] or [`kairos_report::Document`], so the
@@ -13,13 +16,19 @@
 //! - output order is fully determined (value descending, then name), so golden files are
 //!   stable.
 
+mod branches;
+mod collect;
 mod error;
+mod finish;
 mod filter;
 mod group;
 mod hotspots;
 mod summary;
-mod timeline;
+mod reports;
 mod spec;
+mod time_assign;
+mod timeline;
+mod tlb;
 mod top_down;
 mod weight;
 
@@ -27,9 +36,11 @@ mod weight;
 mod testutil;
 
 pub use error::Error;
+pub use finish::BRANCH_CAPABILITY;
 pub use filter::Filter;
 pub use group::GroupBy;
 pub use hotspots::hotspots;
+pub use reports::{parse_time_range, print_summary, profile_report};
 pub use summary::summary;
 pub use timeline::{timeline, MAX_BUCKETS};
 pub use spec::SPEC;

@@ -34,4 +34,6 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     views: &["summary", "timeline", "trees", "sample inspector", "compare"],
     needs: &["cpu_clock"],
     uses: &["hardware_pmu", "lbr", "lbr_cycles", "kptr_restrict"],
+    collect: crate::collect::collect,
+    report: crate::reports::report,
 };

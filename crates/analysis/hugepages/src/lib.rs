@@ -8,7 +8,35 @@ use std::collections::HashMap;
 
 pub mod pool;
 
-use kairos_analysis_memory::{AllocRow, Kind};
+/// What the planner reads of one allocation event. The memory-consumption analysis maps
+/// its rows onto it; this crate stays free of that analysis, which presents its plans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Op {
+    pub time_ns: u64,
+    /// Process image the address belongs to.
+    pub process: u32,
+    pub kind: OpKind,
+    /// Block returned; the block freed for free and munmap. 0 for realloc(p, 0).
+    pub address: u64,
+    pub size: u64,
+    /// realloc and mremap: the old block.
+    pub old_address: Option<u64>,
+    /// mmap: anonymous memory (not a file mapping).
+    pub anonymous: Option<bool>,
+}
+
+/// The kinds of event that change the pages a program holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    /// malloc, calloc and the aligned allocators.
+    HeapAlloc,
+    Free,
+    Realloc,
+    Mmap,
+    Mremap,
+    Munmap,
+    Other,
+}
 
 pub const MIB2: u64 = 2 << 20;
 pub const GIB1: u64 = 1 << 30;
@@ -87,8 +115,8 @@ impl Tally {
 }
 
 /// Replays `rows` (any order) for pages of `page_size` bytes.
-pub fn plan(rows: &[AllocRow], page_size: u64) -> Plan {
-    let mut order: Vec<&AllocRow> = rows.iter().collect();
+pub fn plan(rows: &[Op], page_size: u64) -> Plan {
+    let mut order: Vec<&Op> = rows.iter().collect();
     order.sort_by_key(|r| r.time_ns);
     let mut live: HashMap<(u32, u64), Live> = HashMap::new();
     let mut now = Tally::default();
@@ -120,9 +148,9 @@ pub fn plan(rows: &[AllocRow], page_size: u64) -> Plan {
             }
         };
         match r.kind {
-            k if k.is_heap_alloc() => heap_block(&mut live, &mut now, &mut p),
-            Kind::Free => release(&mut live, &mut now, (r.process, r.address)),
-            Kind::Realloc => {
+            OpKind::HeapAlloc => heap_block(&mut live, &mut now, &mut p),
+            OpKind::Free => release(&mut live, &mut now, (r.process, r.address)),
+            OpKind::Realloc => {
                 if let Some(old) = r.old_address.filter(|&a| a != 0) {
                     release(&mut live, &mut now, (r.process, old));
                 }
@@ -130,11 +158,11 @@ pub fn plan(rows: &[AllocRow], page_size: u64) -> Plan {
                     heap_block(&mut live, &mut now, &mut p);
                 }
             }
-            Kind::Mmap | Kind::Mremap if r.anonymous != Some(false) => {
+            OpKind::Mmap | OpKind::Mremap if r.anonymous != Some(false) => {
                 if let Some(old) = r.old_address {
                     release(&mut live, &mut now, (r.process, old));
                 }
-                if r.kind == Kind::Mmap && r.anonymous != Some(true) {
+                if r.kind == OpKind::Mmap && r.anonymous != Some(true) {
                     continue;
                 }
                 let pages = r.size.div_ceil(page_size.max(1));
@@ -145,7 +173,7 @@ pub fn plan(rows: &[AllocRow], page_size: u64) -> Plan {
                 }
             }
             // Partial unmaps are rare for anonymous memory; an unmap of the start releases it.
-            Kind::Munmap => release(&mut live, &mut now, (r.process, r.address)),
+            OpKind::Munmap => release(&mut live, &mut now, (r.process, r.address)),
             _ => {}
         }
         if now.pool_pages > p.pool_pages {
@@ -216,27 +244,14 @@ pub fn commands(plan: &Plan, glibc: Option<(u32, u32)>, program: &str) -> Vec<St
 mod tests {
     use super::*;
 
-    fn row(t: u64, kind: Kind, addr: u64, size: u64) -> AllocRow {
-        AllocRow {
-            time_ns: t,
-            release_time_ns: None,
-            process: 0,
-            pid: 1,
-            tid: 1,
-            kind,
-            address: addr,
-            size,
-            old_address: None,
-            old_size: None,
-            anonymous: (kind == Kind::Mmap).then_some(true),
-            site: None,
-        }
+    fn row(t: u64, kind: OpKind, addr: u64, size: u64) -> Op {
+        Op { time_ns: t, process: 0, kind, address: addr, size, old_address: None, anonymous: (kind == OpKind::Mmap).then_some(true) }
     }
 
     #[test]
     fn matrix_2100_needs_more_than_the_formula() {
         let b = 2100 * 2100 * 8;
-        let rows = vec![row(0, Kind::Malloc, 0x10, 1024), row(1, Kind::Malloc, 0x1000, b), row(2, Kind::Malloc, 0x2000, b), row(3, Kind::Malloc, 0x3000, b)];
+        let rows = vec![row(0, OpKind::HeapAlloc, 0x10, 1024), row(1, OpKind::HeapAlloc, 0x1000, b), row(2, OpKind::HeapAlloc, 0x2000, b), row(3, OpKind::HeapAlloc, 0x3000, b)];
         let p = plan(&rows, MIB2);
         assert_eq!(p.pool_pages, 51);
         assert_eq!(p.arena_pages, 1);
@@ -248,7 +263,7 @@ mod tests {
 
     #[test]
     fn freed_blocks_return_their_pages_and_exact_pages_round_up() {
-        let rows = vec![row(0, Kind::Malloc, 0x1000, MIB2), row(1, Kind::Free, 0x1000, 0), row(2, Kind::Malloc, 0x2000, MIB2)];
+        let rows = vec![row(0, OpKind::HeapAlloc, 0x1000, MIB2), row(1, OpKind::Free, 0x1000, 0), row(2, OpKind::HeapAlloc, 0x2000, MIB2)];
         let p = plan(&rows, MIB2);
         // 2 MiB + header does not fit in one page.
         assert_eq!(p.pool_pages, 2);
@@ -257,7 +272,7 @@ mod tests {
 
     #[test]
     fn direct_mmaps_are_apart_and_commands_follow_glibc() {
-        let rows = vec![row(0, Kind::Mmap, 0x1000, 5 << 20), row(1, Kind::Munmap, 0x1000, 5 << 20)];
+        let rows = vec![row(0, OpKind::Mmap, 0x1000, 5 << 20), row(1, OpKind::Munmap, 0x1000, 5 << 20)];
         let p = plan(&rows, MIB2);
         assert_eq!((p.direct_mmap_pages, p.needed()), (3, 0));
         let new = commands(&p, Some((2, 36)), "./a").join("\n");

@@ -1,6 +1,10 @@
 //! Memory consumption analysis: what `kairos collect memory-consumption` records with its
 //! allocation tracker (runtime/memtrack), turned into tables and reports.
 //!
+//! Stages: `collect` runs the program with the tracker preloaded, `finish` turns its files
+//! into the result, `run_report` (and `hugepages_report`) print the reports of a result;
+//! [`SPEC`] ties them to the registry.
+//!
 //! Pipeline: [`decode::read_dir`] reads the tracker's files, [`build::build`] symbolises
 //! the allocation stacks into [`Site`]s and flattens the events into [`AllocRow`]s,
 //! [`tables`] stores both as Parquet (schema in docs/SCHEMA.md), [`replay::replay`]
@@ -10,11 +14,19 @@
 //! Nothing here panics on any input: damaged files give notes or typed [`Error`]s.
 
 pub mod build;
+mod collect;
 pub mod decode;
+mod finish;
+mod hugepages_report;
+mod loadable;
 pub mod replay;
 pub mod reports;
+mod run_report;
 mod spec;
 pub use spec::SPEC;
+/// For analyses that run the tracker in their own collection (memory-access).
+pub use collect::{tracker_lib, RAW_DIR};
+pub use loadable::check_loadable;
 pub mod tables;
 
 /// One call the tracker intercepted.
@@ -161,20 +173,10 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The tables read back but do not fit together.
     #[error("table {path} is damaged: {detail}")]
     Damaged { path: String, detail: String },
-    #[error("cannot write {path}: {detail}")]
-    Write { path: String, detail: String },
-}
-
-impl From<kairos_table::TableError> for Error {
-    fn from(e: kairos_table::TableError) -> Self {
-        use kairos_table::TableError as T;
-        match e {
-            T::Missing { path } => Error::Io { path: path.display().to_string(), source: std::io::ErrorKind::NotFound.into() },
-            T::Io { path, source } => Error::Io { path: path.display().to_string(), source },
-            T::Damaged { path, detail } => Error::Damaged { path: path.display().to_string(), detail },
-            T::Write { path, detail } => Error::Write { path: path.display().to_string(), detail },
-        }
-    }
+    /// Writing or reading a Parquet table (kairos-table's own sentence).
+    #[error(transparent)]
+    Table(#[from] kairos_table::TableError),
 }

@@ -30,4 +30,6 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     views: &["summary"],
     needs: &[],
     uses: &["hugetlbfs", "hugepages_2m", "thp", "glibc"],
+    collect: crate::collect::collect,
+    report: crate::run_report::report,
 };

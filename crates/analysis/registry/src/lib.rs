@@ -1,18 +1,38 @@
 //! The one list of Kairos analyses; see the README.
 
-pub use kairos_analysis_api::{AnalysisSpec, KnobError, Knobs, ReportSpec};
+pub use kairos_analysis_api::{AnalysisSpec, CollectRequest, Failure, KnobError, Knobs, ReportRequest, ReportSpec};
 
-/// Every analysis, in the order menus show them. Adding one is one line here.
+/// Every analysis, in the order menus show them. Adding one is one line here. The first
+/// reads the results no analysis claims (imported or older ones): sampled profiles.
 pub static ANALYSES: &[&AnalysisSpec] = &[
     &kairos_analysis_hotspots::SPEC,
     &kairos_analysis_system_overview::SPEC,
     &kairos_analysis_memory::SPEC,
+    &kairos_analysis_memory_access::SPEC,
     &kairos_trace::SPEC,
 ];
 
 /// The analysis called `name` (as on the command line, or a manifest's `kind`).
 pub fn find(name: &str) -> Option<&'static AnalysisSpec> {
     ANALYSES.iter().copied().find(|a| a.name == name)
+}
+
+/// The analysis whose reports apply to a result of manifest kind `kind`: the one of that
+/// name, else the first (a kind this Kairos does not know is read as a sampled profile).
+pub fn for_kind(kind: Option<&str>) -> &'static AnalysisSpec {
+    kind.and_then(find).unwrap_or(ANALYSES[0])
+}
+
+/// For a result that cannot be opened (its own sentence comes from the report): the first
+/// analysis declaring report `name`, or the sentence listing every report.
+pub fn for_report(name: &str) -> Result<&'static AnalysisSpec, Failure> {
+    if let Some(a) = ANALYSES.iter().copied().find(|a| a.has_report(name)) {
+        return Ok(a);
+    }
+    let mut all: Vec<&str> = ANALYSES.iter().flat_map(|a| a.report_names()).collect();
+    all.sort_unstable();
+    all.dedup();
+    Err(Failure::usage(format!("unknown report '{name}'; the reports are: {}", all.join(", "))))
 }
 
 /// The names, for sentences.
@@ -55,6 +75,7 @@ pub fn readiness(available: &dyn Fn(&str) -> bool) -> Vec<Readiness> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
 
@@ -81,12 +102,35 @@ mod tests {
     }
 
     #[test]
+    fn every_report_entry_refuses_a_report_its_spec_lacks() {
+        // Before touching the result: the directory does not exist.
+        for a in ANALYSES {
+            let req = ReportRequest { report: "no-such-report".into(), result_dir: "/nonexistent".into(), format: "text".into(), ..Default::default() };
+            match (a.report)(&req) {
+                Err(Failure::Usage(s)) => assert!(s.contains("unknown report 'no-such-report'") && s.contains(a.name), "{}: {s}", a.name),
+                other => panic!("{}: {other:?}", a.name),
+            }
+        }
+    }
+
+    #[test]
+    fn results_find_the_analysis_of_their_reports() {
+        assert!(!ANALYSES.is_empty());
+        assert_eq!(for_kind(Some("memory-consumption")).name, "memory-consumption");
+        assert_eq!(for_kind(Some("from-the-future")).name, ANALYSES[0].name);
+        assert_eq!(for_kind(None).name, ANALYSES[0].name);
+        assert_eq!(for_report("allocations").map(|a| a.name), Ok("memory-consumption"));
+        let e = for_report("flamegraph").unwrap_err();
+        assert!(e.is_usage() && e.to_string().contains("unknown report 'flamegraph'; the reports are: "), "{e}");
+    }
+
+    #[test]
     fn readiness_names_what_is_missing() {
         let r = readiness(&|c| c == "cpu_clock");
         let so = r.iter().find(|x| x.analysis == "system-overview").expect("listed");
         assert!(!so.can_run && so.missing == ["tracepoints"]);
         let hs = r.iter().find(|x| x.analysis == "hotspots").expect("listed");
         assert!(hs.can_run && hs.without.contains(&"lbr"));
-        assert!(unknown("memory").contains("hotspots, system-overview, memory-consumption, trace"));
+        assert!(unknown("memory").ends_with(&names().join(", ")));
     }
 }

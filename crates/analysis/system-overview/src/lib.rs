@@ -13,13 +13,20 @@
 //!
 //! The measured kernel time of a thread ([`kernel_time`]) adds to these the entry and exit
 //! paths no event times, calibrated per entry at collection time ([`PathCost`]).
+//!
+//! Stages: `collect` records, `finish` pairs and stores the entries, `run_report` prints
+//! the reports of a result; [`SPEC`] ties them to the registry.
 
 mod build;
-mod spec;
-pub use spec::SPEC;
+mod collect;
+mod finish;
 pub mod kernel_time;
 pub mod reports;
+mod run_report;
+mod spec;
 pub mod tables;
+
+pub use spec::SPEC;
 
 pub use build::{build, EventNames};
 pub use kernel_time::PathCost;
@@ -89,28 +96,5 @@ pub struct Entry {
     pub detail: Option<i64>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("cannot write {path}: {detail}")]
-    Write { path: String, detail: String },
-    #[error("{path} is damaged: {detail}")]
-    Damaged { path: String, detail: String },
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl From<kairos_table::TableError> for Error {
-    fn from(e: kairos_table::TableError) -> Self {
-        use kairos_table::TableError as T;
-        match e {
-            T::Missing { path } => Error::Io { path: path.display().to_string(), source: std::io::ErrorKind::NotFound.into() },
-            T::Io { path, source } => Error::Io { path: path.display().to_string(), source },
-            T::Damaged { path, detail } => Error::Damaged { path: path.display().to_string(), detail },
-            T::Write { path, detail } => Error::Write { path: path.display().to_string(), detail },
-        }
-    }
-}
+/// The analysis's only failures are its table's: kairos-table's sentences.
+pub use kairos_table::TableError as Error;

@@ -22,4 +22,6 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     views: &["summary", "timeline", "trees", "sample inspector", "counters"],
     needs: &["cpu_clock", "tracepoints"],
     uses: &["kptr_restrict"],
+    collect: crate::collect::collect,
+    report: crate::run_report::report,
 };

@@ -2,6 +2,7 @@
 
 mod compare;
 mod counters;
+mod memory;
 mod sample;
 mod summary;
 mod timeline;
@@ -25,6 +26,7 @@ pub fn handle(state: &State, name: &str, q: &Query) -> Result<Value, Error> {
         "tree" => tree::get(state, q),
         "counters" => counters::get(state, q),
         "compare" => compare::get(state, q),
+        "memory" => memory::get(state, q),
         _ => Err(Error::NotFound(format!("there is no API call {name:?}; see docs/VIEW_API.md"))),
     }
 }
@@ -97,6 +99,7 @@ fn one(l: &crate::results::Loaded, d: &Data) -> Value {
         "branch_depth": p.branch_info.as_ref().map(|b| b.depth),
         "methods": d.methods.iter().map(|m| m.as_str()).collect::<Vec<_>>(),
         "has_counters": matches!(d.counters, Some(Ok(_))),
+        "has_memory": d.has_memory(),
         "notes": d.notes,
     })
 }

@@ -165,7 +165,7 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             t += if step == 1 { 1 } else { x % step };
-            let stack = if x % 11 == 0 { None } else { Some((x % 7) as u32) };
+            let stack = if x.is_multiple_of(11) { None } else { Some((x % 7) as u32) };
             p.samples.push(Sample { time_ns: t, thread: 0, cpu: 0, stack, weight: 1 + (x >> 20) % 1_000_003 });
         }
         p

@@ -1,0 +1,110 @@
+//! What the CLI hands an analysis's entry points: plain data read from the command line,
+//! so an analysis crate depends on neither clap nor the CLI.
+
+use std::path::PathBuf;
+
+use crate::{AnalysisSpec, Failure, Knobs};
+
+/// `kairos collect NAME [-r DIR] [-d SECS] [-k K=V]... [-p PID | -a | -- PROGRAM ARGS]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectRequest {
+    /// Checked against the spec's knobs, defaults filled in.
+    pub knobs: Knobs,
+    /// Program and its arguments (after `--`); empty with `-p` or `-a`.
+    pub program: Vec<String>,
+    pub pid: Option<i32>,
+    pub system_wide: bool,
+    /// `-d`, in seconds, not checked yet (analyses that follow the program refuse it).
+    pub duration: Option<f64>,
+    /// `-r DIR`; None: the next free `rNNN<suffix>` in the current directory.
+    pub result_dir: Option<PathBuf>,
+    /// No progress display.
+    pub quiet: bool,
+}
+
+/// `kairos report NAME -r DIR [options]`; each analysis reads the options it has.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReportRequest {
+    pub report: String,
+    pub result_dir: PathBuf,
+    pub group_by: Option<String>,
+    pub time_range: Option<String>,
+    /// text, csv or json.
+    pub format: String,
+    /// Rows to show; `Some(0)` means all.
+    pub limit: Option<usize>,
+    pub bucket_ms: Option<f64>,
+    pub time_assignment: Option<String>,
+    pub sample: Option<usize>,
+    pub time: Option<f64>,
+    pub event: Option<String>,
+}
+
+impl ReportRequest {
+    /// Refuses a report `spec` does not declare, listing the ones it does. Every report
+    /// entry point starts with it (the registry's test makes sure).
+    pub fn check(&self, spec: &AnalysisSpec) -> Result<(), Failure> {
+        if spec.has_report(&self.report) {
+            return Ok(());
+        }
+        Err(Failure::usage(format!(
+            "unknown report '{}' for a {} result; its reports are: {}",
+            self.report,
+            spec.name,
+            spec.report_names().join(", ")
+        )))
+    }
+
+    /// `--limit`, with 0 (all rows) as None.
+    pub fn row_limit(&self) -> Option<usize> {
+        self.limit.filter(|&n| n > 0)
+    }
+
+    /// `--bucket-ms` in ns, `default` when not given; a refusal when not a positive width.
+    pub fn bucket_ns(&self, default: impl FnOnce() -> u64) -> Result<u64, Failure> {
+        match self.bucket_ms {
+            Some(ms) if ms > 0.0 && ms.is_finite() => Ok((ms * 1e6) as u64),
+            Some(ms) => Err(Failure::usage(format!("--bucket-ms {ms} must be a positive number of milliseconds"))),
+            None => Ok(default()),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::ReportSpec;
+
+    fn spec() -> AnalysisSpec {
+        AnalysisSpec {
+            name: "demo",
+            summary: "",
+            result_suffix: "dm",
+            knobs: &[],
+            collects: "",
+            reports: &[ReportSpec { name: "summary", help: "" }, ReportSpec { name: "lines", help: "" }],
+            views: &[],
+            needs: &[],
+            uses: &[],
+            collect: |_| Ok(()),
+            report: |_| Ok(()),
+        }
+    }
+
+    #[test]
+    fn unknown_reports_and_bad_buckets_are_usage_failures() {
+        let mut req = ReportRequest { report: "lines".into(), ..Default::default() };
+        assert!(req.check(&spec()).is_ok());
+        req.report = "flames".into();
+        let e = req.check(&spec()).unwrap_err();
+        assert_eq!(e, Failure::usage("unknown report 'flames' for a demo result; its reports are: summary, lines"));
+        assert_eq!(req.bucket_ns(|| 7).unwrap(), 7);
+        req.bucket_ms = Some(2.5);
+        assert_eq!(req.bucket_ns(|| 7).unwrap(), 2_500_000);
+        req.bucket_ms = Some(0.0);
+        assert!(req.bucket_ns(|| 7).unwrap_err().is_usage());
+        req.limit = Some(0);
+        assert_eq!(req.row_limit(), None);
+    }
+}

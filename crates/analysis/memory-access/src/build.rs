@@ -1,0 +1,113 @@
+//! From the converter's data accesses (one path for live and imported recordings) to
+//! attributed samples: each gets its thread, function, weight, direction and, with a PMU,
+//! its level; then the object that held its address at that moment.
+
+use std::collections::HashMap;
+
+use kairos_convert::{AccessSource, DataAccess};
+use kairos_mem_source::{classify, Access as MemOp, Bucket, DataSrc};
+use kairos_model::Profile;
+
+use crate::objects::{HeapBlock, Location, Object, ObjectMap, Region, StaticVar};
+use crate::{AccessSample, Direction, Source};
+
+const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
+
+/// Attributed samples, in time order, with the names they refer to.
+#[derive(Debug, Default)]
+pub struct Built {
+    pub samples: Vec<AccessSample>,
+    /// One per sample.
+    pub locations: Vec<Location>,
+    pub objects: Vec<Object>,
+    /// Indexed by `AccessSample::function`.
+    pub functions: Vec<String>,
+    /// PMU samples that were neither loads nor stores (prefetch, instruction fetch).
+    pub skipped: u64,
+}
+
+pub fn build(profile: &Profile, accesses: &[DataAccess], heap: Vec<HeapBlock>) -> Built {
+    build_with_hits(profile, accesses, heap, &[])
+}
+
+/// As [`build`], plus watchpoint hits as samples of weight 1 after the others. A hit's
+/// function is that of a sampled access at the same IP (no symbolizer runs here).
+pub fn build_with_hits(profile: &Profile, accesses: &[DataAccess], heap: Vec<HeapBlock>, hits: &[kairos_collector::watch::Hit]) -> Built {
+    let mut functions: Vec<String> = Vec::new();
+    let mut function_ids: HashMap<String, u32> = HashMap::new();
+    let mut statics: HashMap<(u32, u64), StaticVar> = HashMap::new();
+    let mut regions: HashMap<(u32, u64, u64), Region> = HashMap::new();
+    let mut samples = Vec::with_capacity(accesses.len());
+    let mut skipped = 0;
+    for a in accesses {
+        let thread = profile.threads.get(a.thread as usize);
+        let pid = thread.map_or(0, |t| t.pid.max(0) as u32);
+        let tid = thread.map_or(0, |t| t.tid.max(0) as u32);
+        let name = a
+            .stack
+            .and_then(|s| profile.stacks.get(s as usize))
+            .and_then(|s| profile.frames.get(s.frame as usize))
+            .map_or("[unknown]", |f| f.function.as_str());
+        let function = *function_ids.entry(name.to_string()).or_insert_with(|| {
+            functions.push(name.to_string());
+            (functions.len() - 1) as u32
+        });
+        if let Some(v) = &a.static_var {
+            statics.entry((pid, v.start)).or_insert_with(|| StaticVar { pid, addr: v.start, size: v.size, name: v.name.clone() });
+        }
+        let m = &a.mapping;
+        // The upper half of the x86-64 (and arm64) address space is the kernel's.
+        let name = if m.name == "[unmapped]" && a.addr >= KERNEL_HALF { "[kernel]".to_string() } else { m.name.clone() };
+        let (start, end) = if name == "[kernel]" { (KERNEL_HALF, u64::MAX) } else { (m.start, m.end) };
+        regions.entry((pid, start, end)).or_insert_with(|| Region { pid, start, end, name });
+        let (direction, weight, source, level, hitm) = match a.source {
+            AccessSource::Registers => (a.direction.unwrap_or(Direction::Load), a.period, Source::Registers, None, false),
+            AccessSource::Pmu => {
+                let class = classify(&DataSrc::from_raw(a.data_src.unwrap_or(0)));
+                let direction = match class.access {
+                    MemOp::Load => Direction::Load,
+                    MemOp::Store => Direction::Store,
+                    // Samples of a loads-only event (ldlat) often carry no op: they are loads.
+                    MemOp::Unknown => Direction::Load,
+                    MemOp::Prefetch | MemOp::Exec => {
+                        skipped += 1;
+                        continue;
+                    }
+                };
+                let bucket = class.bucket();
+                (direction, a.latency.unwrap_or(0), Source::Pmu, Some(bucket), matches!(bucket, Bucket::LocalHitm | Bucket::RemoteHitm))
+            }
+        };
+        samples.push(AccessSample {
+            time_ns: a.time_ns,
+            pid,
+            tid,
+            ip: a.ip,
+            function,
+            addr: a.addr,
+            size: a.size,
+            direction,
+            weight,
+            source,
+            sp: a.sp,
+            level,
+            hitm,
+        });
+    }
+    if !hits.is_empty() {
+        let by_ip: HashMap<u64, u32> = samples.iter().map(|s| (s.ip, s.function)).collect();
+        for h in hits {
+            let function = match by_ip.get(&h.ip) {
+                Some(&f) => f,
+                None => *function_ids.entry("[unknown]".to_string()).or_insert_with(|| {
+                    functions.push("[unknown]".to_string());
+                    (functions.len() - 1) as u32
+                }),
+            };
+            samples.push(crate::watch_table::sample(h, function));
+        }
+    }
+    let mut map = ObjectMap::new(heap, statics.into_values().collect(), regions.into_values().collect());
+    let locations = samples.iter().map(|s| map.locate(s)).collect();
+    Built { samples, locations, objects: map.objects().to_vec(), functions, skipped }
+}

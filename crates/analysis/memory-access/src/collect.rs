@@ -1,0 +1,157 @@
+//! `kairos collect memory-access`: chooses the address source (`-k source`), records the
+//! program with it (and with the allocation tracker preloaded, to name heap objects),
+//! then [`crate::finish`] completes the result.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use kairos_analysis_api::{CollectRequest, Failure};
+use kairos_collector::pmu::{PmuEvent, PmuGroup, PmuSampling};
+use kairos_collector::{CollectOptions, EventChoice, Target, Unwinding};
+use kairos_mem_source::choice::{Sampling, DEVICES};
+use kairos_mem_source::{choose, AttrSpec, CpuId, Options, Plan};
+use kairos_session::{self as session, PERF_DATA};
+
+use crate::{Source, SPEC};
+
+/// What `-k source=` settles on.
+pub(crate) enum Chosen {
+    Registers(String),
+    Pmu(Plan, String),
+}
+
+/// The source `-k source=` asks for, with the reason, or why it cannot be had here.
+pub(crate) fn choose_source(knob: &str, ldlat: u32) -> Result<Chosen, Failure> {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| CpuId::from_cpuinfo(&t));
+    let pmu = choose(Path::new(DEVICES), cpu.as_ref(), &Options { ldlat, ..Options::default() });
+    match (knob, pmu) {
+        ("registers", _) => Ok(Chosen::Registers("asked for with -k source=registers".into())),
+        (_, Ok(plan)) => {
+            let why = if knob == "pmu" { "asked for with -k source=pmu" } else { "auto: the PMU samples data addresses and sources" };
+            let reason = format!("{why}: {:?}", plan.source);
+            Ok(Chosen::Pmu(plan, reason))
+        }
+        ("pmu", Err(r)) => Err(Failure::usage(format!(
+            "-k source=pmu: {}; this machine has address sampling through registers instead: use -k source=registers (or auto)",
+            r.reason
+        ))),
+        (_, Err(r)) => Ok(Chosen::Registers(format!("auto: no PMU memory sampling here ({})", r.reason))),
+    }
+}
+
+/// mem-source's events as the collector takes them (the collector does not know mem-source).
+fn pmu_groups(plan: &Plan) -> Vec<PmuGroup> {
+    let event = |a: &AttrSpec| PmuEvent {
+        name: a.name.clone(),
+        type_: a.type_,
+        config: a.config,
+        config1: a.config1,
+        config2: a.config2,
+        config3: a.config3,
+        precise_ip: a.precise_ip,
+        precise_min: a.precise_min,
+        sample_type: a.sample_type,
+        sampling: match a.sampling {
+            Sampling::Period(p) => PmuSampling::Period(p),
+            Sampling::Frequency(f) => PmuSampling::Frequency(f),
+        },
+        no_exclude: a.no_exclude,
+    };
+    plan.loads.iter().chain(&plan.stores).map(|g| PmuGroup { leader: g.leader.as_ref().map(event), event: event(&g.event) }).collect()
+}
+
+pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
+    let ldlat = req.knobs.u64("ldlat").try_into().unwrap_or(30);
+    let chosen = choose_source(req.knobs.get("source"), ldlat)?;
+    let target = session::target(req, SPEC.name)?;
+    let duration = session::check_duration(req)?;
+    let mut dir = session::create_result_dir(req.result_dir.as_deref(), SPEC.result_suffix)?;
+    session::start_manifest(&mut dir, SPEC.name, &req.knobs, session::describe(&target));
+    dir.manifest_mut().capabilities = session::platform_capabilities();
+    let mut opts = CollectOptions::new(target.clone(), dir.path().join(PERF_DATA));
+    opts.duration = duration;
+    opts.interval_us = req.knobs.u64("sampling-interval-us");
+    opts.unwinding = Unwinding::FramePointers;
+    // Data mappings name what holds an address.
+    opts.data_mmaps = true;
+    let (source, reason) = match chosen {
+        Chosen::Registers(reason) => {
+            opts.event = EventChoice::CpuClock;
+            opts.user_regs = kairos_x86_access::SAMPLE_REGS_MASK;
+            // Kernel samples make no user access.
+            opts.include_kernel = Some(false);
+            (Source::Registers, reason)
+        }
+        Chosen::Pmu(plan, reason) => {
+            opts.pmu_events = pmu_groups(&plan);
+            dir.manifest_mut().notes.extend(plan.notes);
+            (Source::Pmu, reason)
+        }
+    };
+    match allocation_tracking(req, &target, dir.path()) {
+        Ok(env) => opts.env = env,
+        Err(why) => dir.manifest_mut().notes.push(format!("heap blocks are not named by allocation site: {why}")),
+    }
+    let watching = match watchpoints(req, &target, source) {
+        Ok(true) => {
+            let (tx, w) = crate::watch::start();
+            opts.on_sample = Some(tx);
+            Some(w)
+        }
+        Ok(false) => None,
+        Err(why) => {
+            dir.manifest_mut().notes.push(why);
+            None
+        }
+    };
+    crate::finish::remember_source(&mut dir, source, &reason);
+    session::save(&dir)?;
+    let bar = session::spinner(req.quiet, "collecting");
+    let summary = kairos_collector::collect(&opts, &mut |p| {
+        bar.set_message(format!("collecting: {} samples, {} KiB", p.samples, p.bytes / 1024));
+    });
+    bar.finish_and_clear();
+    // The sender goes first, so the decoder sees the end of the samples.
+    drop(opts);
+    let watched = watching.map(crate::watch::Watching::finish);
+    crate::finish::finish(&mut dir, summary, req.quiet, watched)
+}
+
+/// Whether `-k watchpoints=on` applies here, or the note saying why it is ignored.
+fn watchpoints(req: &CollectRequest, target: &Target, source: Source) -> Result<bool, String> {
+    if req.knobs.get("watchpoints") != "on" {
+        return Ok(false);
+    }
+    if source == Source::Pmu {
+        return Err("-k watchpoints=on is ignored: the PMU samples exact data addresses and HITM, watchpoints are not needed".into());
+    }
+    if matches!(target, Target::SystemWide) {
+        return Err("-k watchpoints=on is ignored with -a: watchpoints follow one process (launched or -p)".into());
+    }
+    Ok(true)
+}
+
+/// The environment that preloads the allocation tracker into a launched program, or why
+/// there is none (then objects fall back to static data and mappings).
+fn allocation_tracking(req: &CollectRequest, target: &Target, result: &Path) -> Result<Vec<(OsString, OsString)>, String> {
+    if req.knobs.get("track-allocations") == "off" {
+        return Err("-k track-allocations=off".into());
+    }
+    let Target::Launch { program, .. } = target else {
+        return Err("the allocation tracker is preloaded into launched programs only (not with -p or -a)".into());
+    };
+    kairos_analysis_memory::check_loadable(program, &program.display().to_string()).map_err(|e| e.to_string())?;
+    let lib = kairos_analysis_memory::tracker_lib().map_err(|e| e.to_string())?;
+    let raw = result.join(kairos_analysis_memory::RAW_DIR);
+    std::fs::create_dir_all(&raw).map_err(|e| format!("cannot create {}: {e}", raw.display()))?;
+    let mut preload = lib.into_os_string();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload.push(" ");
+        preload.push(old);
+    }
+    Ok(vec![
+        ("LD_PRELOAD".into(), preload),
+        ("KAIROS_MEMTRACK_DIR".into(), raw.into_os_string()),
+        ("KAIROS_MEMTRACK_MIN_SIZE".into(), "1".into()),
+    ])
+}

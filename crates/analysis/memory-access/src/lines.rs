@@ -1,0 +1,228 @@
+//! Cache lines: who touched which bytes of each 64-byte line, and the verdict. False
+//! sharing: two or more threads at the same time on disjoint bytes, at least one writing.
+//! True sharing: a byte written by one thread and touched by another.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::objects::Location;
+use crate::{line_bytes, AccessSample, Source, LINE_BYTES};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Verdict {
+    FalseSharing,
+    TrueSharing,
+    None,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::FalseSharing => "false sharing",
+            Verdict::TrueSharing => "true sharing",
+            Verdict::None => "none",
+        }
+    }
+}
+
+/// One thread's use of one line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadUse {
+    pub tid: u32,
+    /// Bit i: byte i of the line was read / written.
+    pub read_mask: u64,
+    pub write_mask: u64,
+    pub loads: u64,
+    pub stores: u64,
+    pub weight: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    /// First byte of an access in the line -> (last byte, loads, stores).
+    pub by_offset: BTreeMap<u8, (u8, u64, u64)>,
+}
+
+impl ThreadUse {
+    pub fn touched(&self) -> u64 {
+        self.read_mask | self.write_mask
+    }
+    fn overlaps_in_time(&self, o: &ThreadUse) -> bool {
+        self.first_ns <= o.last_ns && o.first_ns <= self.last_ns
+    }
+}
+
+/// One cache line and what happened on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub addr: u64,
+    pub object: u32,
+    /// Offset of the line's first byte in its object (negative: the line starts before it).
+    pub object_offset: i64,
+    /// Sorted by tid.
+    pub threads: Vec<ThreadUse>,
+    /// Function index -> samples.
+    pub functions: BTreeMap<u32, u64>,
+    pub samples: u64,
+    pub weight: u64,
+    pub hitm: u64,
+    pub verdict: Verdict,
+    /// Watchpoint hits per thread (kept apart: a hit is a count, not time), sorted by tid.
+    pub watch: Vec<ThreadUse>,
+    pub watch_hits: u64,
+    /// What the hits show, for a line with hits: false sharing when two or more threads
+    /// wrote disjoint bytes, true sharing when a byte one wrote was touched by another,
+    /// otherwise none. None for a line without hits.
+    pub confirmed: Option<Verdict>,
+}
+
+impl Line {
+    /// Byte ranges `[first, last]` of the line a thread touched, merged.
+    pub fn ranges(mask: u64) -> Vec<(u8, u8)> {
+        let mut out = Vec::new();
+        let mut i = 0u8;
+        while u64::from(i) < LINE_BYTES {
+            if mask >> i & 1 == 1 {
+                let start = i;
+                while u64::from(i) < LINE_BYTES && mask >> i & 1 == 1 {
+                    i += 1;
+                }
+                out.push((start, i - 1));
+            } else {
+                i += 1;
+            }
+        }
+        out
+    }
+
+    /// For false sharing: what to do, naming each thread's bytes as object offsets.
+    pub fn fix(&self) -> Option<String> {
+        if self.verdict != Verdict::FalseSharing {
+            return None;
+        }
+        let parts: Vec<String> = self
+            .threads
+            .iter()
+            .map(|t| {
+                let r: Vec<String> = Line::ranges(t.touched())
+                    .iter()
+                    .map(|&(a, b)| format!("{}..{}", self.object_offset + i64::from(a), self.object_offset + i64::from(b)))
+                    .collect();
+                format!("bytes {} (thread {})", r.join(","), t.tid)
+            })
+            .collect();
+        Some(format!(
+            "give each thread's data its own 64-byte line (pad to 64 bytes or align with alignas(64)): {}",
+            parts.join("; ")
+        ))
+    }
+}
+
+/// Groups accesses by line; returns the lines by descending samples (ties: address).
+pub fn lines<'a>(accesses: impl IntoIterator<Item = (&'a AccessSample, Location)>) -> Vec<Line> {
+    let mut map: HashMap<(u32, u64), Line> = HashMap::new();
+    for (s, loc) in accesses {
+        let (addr, first, last) = line_bytes(s.addr, s.size);
+        let line = map.entry((s.pid, addr)).or_insert_with(|| Line {
+            addr,
+            object: loc.object,
+            object_offset: loc.offset as i64 - (s.addr - addr) as i64,
+            threads: Vec::new(),
+            functions: BTreeMap::new(),
+            samples: 0,
+            weight: 0,
+            hitm: 0,
+            verdict: Verdict::None,
+            watch: Vec::new(),
+            watch_hits: 0,
+            confirmed: None,
+        });
+        if s.source == Source::Watchpoint {
+            line.watch_hits += 1;
+            add_use(&mut line.watch, s, first, last);
+            continue;
+        }
+        line.samples += 1;
+        line.weight += s.weight;
+        line.hitm += u64::from(s.hitm);
+        *line.functions.entry(s.function).or_default() += 1;
+        add_use(&mut line.threads, s, first, last);
+    }
+    let mut out: Vec<Line> = map.into_values().collect();
+    for l in &mut out {
+        l.verdict = verdict(&l.threads);
+        l.confirmed = (!l.watch.is_empty()).then(|| confirmed(&l.watch));
+    }
+    out.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.addr.cmp(&b.addr)));
+    out
+}
+
+/// Adds one access of bytes `first..=last` to its thread's use of a line.
+fn add_use(threads: &mut Vec<ThreadUse>, s: &AccessSample, first: u8, last: u8) {
+    let i = match threads.binary_search_by_key(&s.tid, |t| t.tid) {
+        Ok(i) => i,
+        Err(i) => {
+            threads.insert(i, ThreadUse { tid: s.tid, first_ns: s.time_ns, last_ns: s.time_ns, ..Default::default() });
+            i
+        }
+    };
+    let t = &mut threads[i];
+    let mask = bits(first, last);
+    let at = t.by_offset.entry(first).or_insert((last, 0, 0));
+    at.0 = at.0.max(last);
+    if s.direction.reads() {
+        t.read_mask |= mask;
+        t.loads += 1;
+        at.1 += 1;
+    }
+    if s.direction.writes() {
+        t.write_mask |= mask;
+        t.stores += 1;
+        at.2 += 1;
+    }
+    t.weight += s.weight;
+    t.first_ns = t.first_ns.min(s.time_ns);
+    t.last_ns = t.last_ns.max(s.time_ns);
+}
+
+/// The verdict watchpoint hits give: exact accesses, so no overlap in time is asked for,
+/// and false sharing needs two writers (a watched word is one a sampled thread stored to).
+pub fn confirmed(threads: &[ThreadUse]) -> Verdict {
+    for (i, a) in threads.iter().enumerate() {
+        for b in threads.iter().skip(i + 1) {
+            if a.write_mask & b.touched() != 0 || b.write_mask & a.touched() != 0 {
+                return Verdict::TrueSharing;
+            }
+        }
+    }
+    if threads.iter().filter(|t| t.write_mask != 0).count() >= 2 {
+        Verdict::FalseSharing
+    } else {
+        Verdict::None
+    }
+}
+
+/// Bit i set for each byte i of `first..=last`.
+pub(crate) fn bits(first: u8, last: u8) -> u64 {
+    let n = u32::from(last - first) + 1;
+    let ones = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+    ones << first
+}
+
+/// The verdict of one line from its threads' byte masks.
+pub fn verdict(threads: &[ThreadUse]) -> Verdict {
+    let mut disjoint_writer = false;
+    for (i, a) in threads.iter().enumerate() {
+        for b in threads.iter().skip(i + 1) {
+            if a.write_mask & b.touched() != 0 || b.write_mask & a.touched() != 0 {
+                return Verdict::TrueSharing;
+            }
+            let writes = a.write_mask | b.write_mask != 0;
+            if writes && a.touched() & b.touched() == 0 && a.overlaps_in_time(b) {
+                disjoint_writer = true;
+            }
+        }
+    }
+    if disjoint_writer {
+        Verdict::FalseSharing
+    } else {
+        Verdict::None
+    }
+}

@@ -1,0 +1,315 @@
+//! The reports: `summary`, `memory-objects`, `cache-lines`, `memory-functions`. Each is a
+//! kairos-report document, so text, CSV and JSON come from one place.
+
+use kairos_report::{Cell, Column, Document, Section, Table};
+
+use crate::lines::{lines, Line, Verdict};
+use crate::totals::{by_function, by_object};
+use crate::{bucket_name, AccessData, Source, BUCKETS};
+
+fn share(part: u64, whole: u64) -> Cell {
+    Cell::Percent(if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 })
+}
+
+/// Weight column: time for address sampling, latency with a PMU.
+fn weight_column(d: &AccessData) -> Column {
+    match d.source {
+        Source::Pmu => Column::right("Latency").with_unit("cycles"),
+        Source::Watchpoint => Column::right("Hits"),
+        Source::Registers => Column::right("Time"),
+    }
+}
+
+fn weight_cell(d: &AccessData, w: u64) -> Cell {
+    match d.source {
+        Source::Registers => Cell::ns(w),
+        _ => Cell::UInt(w),
+    }
+}
+
+/// `memory-objects`: per object, its samples, share, loads, stores and threads; with a
+/// PMU also latency and the level breakdown.
+pub fn memory_objects(d: &AccessData, limit: Option<usize>) -> Table {
+    let pmu = d.source == Source::Pmu;
+    let mut cols = vec![
+        Column::left("Object"),
+        Column::left("Kind"),
+        Column::right("Samples"),
+        Column::right("Share"),
+        weight_column(d),
+        Column::right("Loads"),
+        Column::right("Stores"),
+        Column::right("Threads"),
+    ];
+    if pmu {
+        cols.push(Column::right("Avg latency").with_unit("cycles"));
+        cols.extend(BUCKETS.iter().map(|&b| Column::right(bucket_name(b))));
+    }
+    let mut t = Table::new(cols).with_title("Memory objects");
+    let rows = by_object(d.located());
+    let total: u64 = rows.iter().map(|(_, t)| t.weight).sum();
+    for (object, tot) in rows.iter().take(limit.unwrap_or(usize::MAX)) {
+        let o = &d.built.objects[*object as usize];
+        let mut row = vec![
+            Cell::text(o.name.clone()),
+            Cell::text(o.kind.name()),
+            Cell::UInt(tot.samples),
+            share(tot.weight, total),
+            weight_cell(d, tot.weight),
+            Cell::UInt(tot.loads),
+            Cell::UInt(tot.stores),
+            Cell::UInt(tot.threads.len() as u64),
+        ];
+        if pmu {
+            row.push(tot.average_latency().map_or(Cell::Empty, |v| Cell::float(v, 1)));
+            row.extend(tot.levels.iter().map(|&n| Cell::UInt(n)));
+        }
+        t.push_row(row);
+    }
+    note_source(d, &mut t);
+    t
+}
+
+/// `memory-functions`: which functions access which objects, how much.
+pub fn memory_functions(d: &AccessData, limit: Option<usize>) -> Table {
+    let cols = vec![
+        Column::left("Function"),
+        Column::left("Object"),
+        Column::right("Samples"),
+        Column::right("Share"),
+        weight_column(d),
+        Column::right("Loads"),
+        Column::right("Stores"),
+    ];
+    let mut t = Table::new(cols).with_title("Memory accesses by function and object");
+    let rows = by_function(d.located());
+    let total: u64 = rows.iter().map(|(_, t)| t.weight).sum();
+    for ((function, object), tot) in rows.iter().take(limit.unwrap_or(usize::MAX)) {
+        t.push_row(vec![
+            Cell::text(d.built.functions.get(*function as usize).cloned().unwrap_or_default()),
+            Cell::text(d.built.objects[*object as usize].name.clone()),
+            Cell::UInt(tot.samples),
+            share(tot.weight, total),
+            weight_cell(d, tot.weight),
+            Cell::UInt(tot.loads),
+            Cell::UInt(tot.stores),
+        ]);
+    }
+    note_source(d, &mut t);
+    t
+}
+
+/// `cache-lines`: lines touched by more than one thread first, each with its verdict,
+/// then a table of offsets by thread for those lines.
+pub fn cache_lines(d: &AccessData, limit: Option<usize>) -> Document {
+    let mut all = lines(d.located_all());
+    // Shared lines first, each group by samples.
+    all.sort_by_key(|l| (l.threads.len() < 2, std::cmp::Reverse(l.samples), l.addr));
+    let shown: Vec<&Line> = all.iter().take(limit.unwrap_or(usize::MAX)).collect();
+    let total: u64 = all.iter().map(|l| l.samples).sum();
+    let watched = d.watched();
+    let mut cols = vec![
+        Column::left("Line"),
+        Column::left("Object"),
+        Column::left("Offsets"),
+        Column::left("Verdict"),
+        Column::right("Threads"),
+        Column::right("Samples"),
+        Column::right("Share"),
+        Column::right("Loads"),
+        Column::right("Stores"),
+        Column::right("HITM"),
+        Column::left("Functions"),
+        Column::left("Fix"),
+    ];
+    // The watchpoint columns, only in results that have hits (after HITM).
+    const WATCH_AT: usize = 10;
+    if watched {
+        cols.splice(WATCH_AT..WATCH_AT, [Column::right("Watch hits"), Column::left("Confirmed")]);
+    }
+    let mut t = Table::new(cols).with_title("Cache lines");
+    let mut offsets = Table::new(vec![
+        Column::left("Line"),
+        Column::left("Offsets"),
+        Column::right("Thread"),
+        Column::right("Loads"),
+        Column::right("Stores"),
+    ])
+    .with_title("Offsets by thread (lines used by more than one thread)");
+    let mut hits = Table::new(vec![
+        Column::left("Line"),
+        Column::left("Offsets"),
+        Column::right("Thread"),
+        Column::right("Write hits"),
+        Column::right("Other hits"),
+    ])
+    .with_title("Watchpoint hits by thread");
+    for l in &shown {
+        let object = &d.built.objects[l.object as usize].name;
+        let loads: u64 = l.threads.iter().map(|t| t.loads).sum();
+        let stores: u64 = l.threads.iter().map(|t| t.stores).sum();
+        let mut functions: Vec<(&u32, &u64)> = l.functions.iter().collect();
+        functions.sort_by(|a, b| b.1.cmp(a.1));
+        let names: Vec<&str> = functions.iter().take(3).filter_map(|(f, _)| d.built.functions.get(**f as usize).map(String::as_str)).collect();
+        let mut row = vec![
+            Cell::text(format!("{:#x}", l.addr)),
+            Cell::text(object.clone()),
+            Cell::text(range(l.object_offset, 0, 63)),
+            Cell::text(l.verdict.name()),
+            Cell::UInt(l.threads.len() as u64),
+            Cell::UInt(l.samples),
+            share(l.samples, total),
+            Cell::UInt(loads),
+            Cell::UInt(stores),
+            if d.source == Source::Pmu { Cell::UInt(l.hitm) } else { Cell::Empty },
+            Cell::text(names.join(", ")),
+            Cell::text(l.fix().unwrap_or_default()),
+        ];
+        if watched {
+            row.splice(WATCH_AT..WATCH_AT, [Cell::UInt(l.watch_hits), Cell::text(confirmed(l))]);
+        }
+        t.push_row(row);
+        if l.threads.len() > 1 {
+            for th in &l.threads {
+                for (&first, &(last, ld, st)) in &th.by_offset {
+                    offsets.push_row(vec![
+                        Cell::text(format!("{:#x}", l.addr)),
+                        Cell::text(range(l.object_offset, first, last)),
+                        Cell::UInt(u64::from(th.tid)),
+                        Cell::UInt(ld),
+                        Cell::UInt(st),
+                    ]);
+                }
+            }
+        }
+    }
+    for l in shown.iter().filter(|l| l.watch_hits > 0) {
+        for th in &l.watch {
+            for (&first, &(last, reads, writes)) in &th.by_offset {
+                hits.push_row(vec![
+                    Cell::text(format!("{:#x}", l.addr)),
+                    Cell::text(range(l.object_offset, first, last)),
+                    Cell::UInt(u64::from(th.tid)),
+                    Cell::UInt(writes),
+                    Cell::UInt(reads),
+                ]);
+            }
+        }
+    }
+    hits.push_note("Hits are counts of accesses that trapped a hardware watchpoint (exact, not sampled): write hits are known writes; other hits are reads, or accesses the hardware did not tell apart.");
+    let false_sharing = all.iter().filter(|l| l.verdict == Verdict::FalseSharing).count();
+    t.push_note(format!(
+        "{} lines, {} touched by more than one thread, {false_sharing} with false sharing. False sharing: two or more threads at the same time on disjoint bytes of a line, at least one writing; true sharing: a byte written by one thread and used by another.",
+        all.len(),
+        all.iter().filter(|l| l.threads.len() > 1).count()
+    ));
+    fix_notes(d, &shown, &mut t);
+    note_source(d, &mut t);
+    let mut doc = Document::default();
+    doc.push_table(t);
+    if !offsets.rows.is_empty() {
+        doc.push_table(offsets);
+    }
+    if !hits.rows.is_empty() {
+        doc.push_table(hits);
+    }
+    doc
+}
+
+/// Whether watchpoint hits confirm the sampled verdict: yes, no (watched, and the hits
+/// show otherwise), or a dash for a line not watched.
+fn confirmed(l: &Line) -> String {
+    match l.confirmed {
+        None => "\u{2014}".into(),
+        Some(v) if v == l.verdict && v != Verdict::None => "yes".into(),
+        Some(Verdict::None) => "no".into(),
+        Some(v) => format!("no: the hits show {}", v.name()),
+    }
+}
+
+/// Offsets `first..=last` of a line as offsets in its object.
+fn range(object_offset: i64, first: u8, last: u8) -> String {
+    format!("{}..{}", object_offset + i64::from(first), object_offset + i64::from(last))
+}
+
+/// `summary`: where the addresses came from, how many samples gave one, the top objects
+/// and the lines with a sharing problem.
+pub fn summary(d: &AccessData, meta: &[(String, String)], top: usize) -> Document {
+    let mut doc = Document::new("Memory access");
+    let mut s = Section::new("Collection");
+    for (k, v) in meta {
+        s.push(k.clone(), Cell::text(v.clone()));
+    }
+    s.push("Address source", Cell::text(format!("{} ({})", d.source.name(), d.source_reason)));
+    let with_address = d.sampled();
+    let unresolved: u64 = d.unresolved.values().sum();
+    if let Some(why) = &d.memory_bound {
+        s.push("Memory bound", Cell::text(why.clone()));
+    }
+    s.push("Samples with a data address", Cell::UInt(with_address));
+    s.push("Samples without one", Cell::UInt(unresolved));
+    if d.source == Source::Registers && with_address + unresolved > 0 {
+        // Without a PMU, the share of time the threads were at a memory access stands in
+        // for the memory-bound share.
+        s.push("Time at memory accesses", share(with_address, with_address + unresolved));
+    }
+    for (why, n) in &d.unresolved {
+        s.push(format!("  {why}"), Cell::UInt(*n));
+    }
+    if d.source == Source::Registers {
+        s.push("Weights", Cell::text("CPU time of the sampled thread at the access (not latency: no PMU)"));
+    }
+    doc.push_section(s);
+    doc.push_table(memory_objects(d, Some(top)));
+    let shared: Vec<Line> = lines(d.located_all())
+        .into_iter()
+        .filter(|l| l.verdict != Verdict::None || l.confirmed.is_some_and(|v| v != Verdict::None))
+        .take(top)
+        .collect();
+    let watched = d.watched();
+    let mut cols = vec![Column::left("Line"), Column::left("Object"), Column::left("Verdict"), Column::right("Threads"), Column::left("Fix")];
+    if watched {
+        cols.insert(4, Column::left("Confirmed"));
+    }
+    let mut t = Table::new(cols)
+        .with_title("Cache lines shared by threads");
+    for l in &shared {
+        let mut row = vec![
+            Cell::text(format!("{:#x}", l.addr)),
+            Cell::text(d.built.objects[l.object as usize].name.clone()),
+            Cell::text(l.verdict.name()),
+            Cell::UInt(l.threads.len() as u64),
+            Cell::text(l.fix().unwrap_or_default()),
+        ];
+        if watched {
+            row.insert(4, Cell::text(confirmed(l)));
+        }
+        t.push_row(row);
+    }
+    fix_notes(d, &shared.iter().collect::<Vec<_>>(), &mut t);
+    if shared.is_empty() {
+        t.push_note("No line was written by one thread and used by another at the same time: no false or true sharing was sampled.");
+    }
+    doc.push_table(t);
+    doc
+}
+
+/// One sentence per false-sharing line: the object, each thread's bytes, and the fix.
+fn fix_notes(d: &AccessData, lines: &[&Line], t: &mut Table) {
+    for l in lines.iter().filter(|l| l.verdict == Verdict::FalseSharing) {
+        if let Some(fix) = l.fix() {
+            let by = if l.confirmed == Some(Verdict::FalseSharing) { " (confirmed by watchpoints)" } else { "" };
+            t.push_note(format!("False sharing on line {:#x} of {}{by}: {fix}.", l.addr, d.built.objects[l.object as usize].name));
+        }
+    }
+}
+
+fn note_source(d: &AccessData, t: &mut Table) {
+    if d.source == Source::Registers {
+        t.push_note(format!(
+            "Addresses from address sampling: each timer sample's instruction decoded with its registers; time is CPU time, not latency. {} of {} samples had an address.",
+            d.sampled(),
+            d.sampled() + d.unresolved.values().sum::<u64>()
+        ));
+    }
+}

@@ -1,0 +1,31 @@
+//! `kairos report NAME -r DIR` on a memory-access result.
+
+use kairos_analysis_api::{Failure, ReportRequest};
+use kairos_report::{Document, Format};
+use kairos_session as session;
+
+use crate::{reports, SPEC};
+
+pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
+    req.check(&SPEC)?;
+    let format = session::report_format(req)?;
+    let (dir, data) = crate::finish::open(&req.result_dir)?;
+    let limit = req.row_limit();
+    let doc = match req.report.as_str() {
+        "summary" => reports::summary(&data, &crate::finish::meta(&dir), limit.unwrap_or(10)),
+        "memory-objects" => one("Memory objects", reports::memory_objects(&data, limit.or(Some(50)))),
+        "memory-functions" => one("Memory accesses by function", reports::memory_functions(&data, limit.or(Some(50)))),
+        _ => reports::cache_lines(&data, limit.or(Some(20))),
+    };
+    print!("{}", doc.render(format));
+    if format == Format::Text {
+        session::print_notes(&dir);
+    }
+    Ok(())
+}
+
+fn one(title: &str, t: kairos_report::Table) -> Document {
+    let mut d = Document::new(title);
+    d.push_table(t);
+    d
+}

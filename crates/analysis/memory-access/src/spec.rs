@@ -1,0 +1,58 @@
+//! The memory-access analysis as the registry lists it.
+
+use kairos_analysis_api::{interval_us, one_of, AnalysisSpec, KnobSpec, ReportSpec};
+
+fn source(v: &str) -> Result<(), String> {
+    one_of(v, &["auto", "pmu", "registers"])
+}
+
+fn on_off(v: &str) -> Result<(), String> {
+    one_of(v, &["on", "off"])
+}
+
+fn ldlat(v: &str) -> Result<(), String> {
+    match v.parse::<u32>() {
+        Ok(n) if (1..=65535).contains(&n) => Ok(()),
+        _ => Err("a load latency threshold in cycles from 1 to 65535".into()),
+    }
+}
+
+pub const SPEC: AnalysisSpec = AnalysisSpec {
+    name: "memory-access",
+    summary: "which data the program waits on: sampled data addresses by memory object and cache line, false sharing",
+    result_suffix: "ma",
+    knobs: &[
+        KnobSpec {
+            name: "source",
+            default: "auto",
+            help: "where data addresses come from: pmu (PEBS load latency and stores, AMD IBS), registers (cpu-clock samples whose instruction is decoded with the user registers: works without a PMU), auto (the PMU where there is one)",
+            check: source,
+        },
+        KnobSpec { name: "sampling-interval-us", default: "250", help: "time between two samples of a thread, in microseconds (address sampling)", check: interval_us },
+        KnobSpec { name: "ldlat", default: "30", help: "PEBS: sample loads slower than this many cycles", check: ldlat },
+        KnobSpec {
+            name: "track-allocations",
+            default: "on",
+            help: "preload the allocation tracker so heap addresses are named by allocation site (file:line (size))",
+            check: on_off,
+        },
+        KnobSpec {
+            name: "watchpoints",
+            default: "off",
+            help: "without a PMU: arm hardware watchpoints in rotation on the cache lines sampling saw shared by threads, to confirm false or true sharing with exact accesses (thread, instruction, write or read); duty-cycled to slow the program by at most 5%",
+            check: on_off,
+        },
+    ],
+    collects: "data addresses (PMU memory samples, or cpu-clock samples with the user registers), call stacks, data mappings, and the program's allocations through the preloaded tracker",
+    reports: &[
+        ReportSpec { name: "summary", help: "address source, top memory objects, cache lines shared by threads with the verdict and the fix" },
+        ReportSpec { name: "memory-objects", help: "per memory object: samples, share, loads, stores, threads (with a PMU: latency and levels)" },
+        ReportSpec { name: "cache-lines", help: "per 64-byte line: object and offsets, threads, reads and writes per offset, false or true sharing" },
+        ReportSpec { name: "memory-functions", help: "which functions access which objects, how much" },
+    ],
+    views: &["summary", "memory-access", "timeline", "trees", "sample inspector", "compare"],
+    needs: &[],
+    uses: &["pebs", "ibs", "address_sampling", "watchpoints", "glibc"],
+    collect: crate::collect::collect,
+    report: crate::run_report::report,
+};

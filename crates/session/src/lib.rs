@@ -1,0 +1,21 @@
+//! What every collection shares, so an analysis crate holds only what is its own: the
+//! result directory (created, saved, opened, described), the target of `kairos collect`,
+//! the recording's conversion through kairos-convert with a progress bar, the end of a
+//! sampling collection (kallsyms snapshot, stop reason, collector errors as sentences),
+//! interrupts of a launched program, and this host. Every failure is a
+//! [`kairos_analysis_api::Failure`] worded for the user.
+
+mod convert;
+mod host;
+pub mod interrupt;
+mod progress;
+mod recording;
+mod result;
+mod target;
+
+pub use convert::{convert_options, convert_result, convert_result_full, convert_result_with, convert_result_with_side, Conversion};
+pub use host::{children_rusage, snapshot_kallsyms, this_host};
+pub use progress::spinner;
+pub use recording::{collect_error, exit_of, finish_collection, paranoid_advice, stop_reason, warn_write_error};
+pub use result::{create_result_dir, meta, open, open_event, open_result, platform_capabilities, print_notes, report_format, save, start_manifest, PERF_DATA};
+pub use target::{check_duration, describe, launched, resolve_program, target};

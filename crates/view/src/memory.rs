@@ -1,0 +1,92 @@
+//! The memory-access data of a result, for `api/memory`: its tables read once, on first
+//! use, and summed as the memory-access reports sum them (`totals::by_object` for objects,
+//! `lines::lines` for cache lines), plus each top object's sample times, sorted, so that a
+//! time series of any range and width costs a few binary searches.
+
+use std::collections::BTreeMap;
+
+use kairos_analysis_memory_access::lines::{lines, Line, Verdict};
+use kairos_analysis_memory_access::objects::Object;
+use kairos_analysis_memory_access::tables;
+use kairos_analysis_memory_access::totals::{by_object, Totals};
+use kairos_analysis_memory_access::Source;
+use kairos_result::ResultDir;
+
+/// Objects that get a time series: the page draws one line per object, so a few.
+pub const SERIES_OBJECTS: usize = 8;
+
+pub struct Memory {
+    pub source: Source,
+    pub source_reason: String,
+    /// Why the memory-bound share is missing, when it is.
+    pub memory_bound: Option<String>,
+    /// Samples without a data address, by reason.
+    pub unresolved: BTreeMap<String, u64>,
+    pub samples: u64,
+    pub objects: Vec<Object>,
+    /// Every object that was sampled, by descending weight.
+    pub totals: Vec<(u32, Totals)>,
+    pub weight_total: u64,
+    /// Every line: those used by more than one thread first, each group by samples.
+    pub lines: Vec<Line>,
+    pub functions: Vec<String>,
+    /// (object, its samples' absolute times, ascending) for the top objects.
+    pub times: Vec<(u32, Vec<u64>)>,
+}
+
+impl Memory {
+    /// Reads the tables of `dir`; the error is a sentence for the page.
+    pub fn read(dir: &ResultDir) -> Result<Memory, String> {
+        let built = tables::read(&dir.tables_path()).map_err(|e| {
+            format!("the memory-access tables of {} are damaged: {e}; collect the result again", dir.path().display())
+        })?;
+        let data = kairos_analysis_memory_access::load(dir, built);
+        let totals = by_object(data.located());
+        let weight_total = totals.iter().fold(0u64, |a, (_, t)| a.saturating_add(t.weight));
+        let mut all = lines(data.located());
+        // As the cache-lines report orders them: lines shared by threads are the story.
+        all.sort_by_key(|l| (l.threads.len() < 2, std::cmp::Reverse(l.samples), l.addr));
+        let top: Vec<u32> = totals.iter().take(SERIES_OBJECTS).map(|(o, _)| *o).collect();
+        let mut times: Vec<(u32, Vec<u64>)> = top.iter().map(|&o| (o, Vec::new())).collect();
+        for (s, loc) in data.located() {
+            if let Some((_, t)) = times.iter_mut().find(|(o, _)| *o == loc.object) {
+                t.push(s.time_ns);
+            }
+        }
+        for (_, t) in &mut times {
+            t.sort_unstable();
+        }
+        let b = data.built;
+        Ok(Memory {
+            source: data.source,
+            source_reason: data.source_reason,
+            memory_bound: data.memory_bound,
+            unresolved: data.unresolved,
+            samples: b.samples.len() as u64,
+            objects: b.objects,
+            totals,
+            weight_total,
+            lines: all,
+            functions: b.functions,
+            times,
+        })
+    }
+
+    pub fn count(&self, v: Verdict) -> usize {
+        self.lines.iter().filter(|l| l.verdict == v).count()
+    }
+
+    /// What sample weights are: CPU time, latency or watchpoint hits.
+    pub fn weight_unit(&self) -> &'static str {
+        match self.source {
+            Source::Registers => "ns",
+            Source::Pmu => "cycles",
+            Source::Watchpoint => "hits",
+        }
+    }
+
+    pub fn object_name(&self, o: u32) -> &str {
+        self.objects.get(o as usize).map_or("[unknown]", |x| x.name.as_str())
+    }
+}
+
