@@ -244,3 +244,27 @@ fn effective_uid() -> u32 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|v| v.split_whitespace().nth(1)).unwrap().parse().unwrap()
 }
+
+/// `-p` of a running multi-threaded program: every thread is sampled (one ring buffer per
+/// CPU, the threads' events redirected into it), heap addresses are named by the `[heap]`
+/// mapping (no tracker in a process we did not start), and the false sharing is found.
+#[test]
+fn attaching_to_a_running_program_finds_its_false_sharing() {
+    let t = tempdir();
+    let mut prog = std::process::Command::new(sample("false_sharing"))
+        .args(["2", "20000000000"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = prog.id().to_string();
+    let run = kairos_in(t.path(), &["collect", "memory-access", "-q", "-r", "res", "-d", "1", "-p", &pid]);
+    prog.kill().unwrap();
+    let run = run.ok();
+    assert!(run.stdout.contains("not with -p"), "the summary says why heap blocks are unnamed: {}", run.stdout);
+    let lines = report(t.path(), "cache-lines");
+    let line = &rows(&lines, "Cache lines")[0];
+    assert_eq!(line["Object"], "[heap]", "{lines}");
+    assert_eq!(line["Verdict"], "false sharing", "{lines}");
+    assert_eq!(line["Threads"], 2);
+}

@@ -73,7 +73,7 @@ fn confirmed(doc: &Value) -> Vec<(String, String)> {
 #[test]
 fn false_sharing_is_confirmed_with_each_threads_writes_at_its_offset() {
     let t = tempdir();
-    let threads = false_sharing(t.path(), &["2", "600000000"]);
+    let threads = false_sharing(t.path(), &["2", "1500000000"]);
     assert_eq!(threads.len(), 2);
     let lines = report(t.path(), "cache-lines");
     let line = rows(&lines, "Cache lines").into_iter().find(|r| r["Threads"].as_u64() == Some(2)).unwrap();

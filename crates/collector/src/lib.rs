@@ -427,26 +427,29 @@ fn open_events(spec: &AttrSpec, target: &Target, child: Option<i32>, cpus: &[i32
             }
         }
     }
-    let mut leaders: Vec<usize> = Vec::new();
-    for (ci, &cpu) in cpus.iter().enumerate() {
-        if let Some(first) = cpu_of.iter().position(|&c| c == ci) {
-            leaders.push(first);
-            for (i, &c) in cpu_of.iter().enumerate() {
-                if c == ci && i != first {
-                    // Same CPU: this event writes into the leader's buffer, so one mmap and
-                    // one poll fd per CPU whatever the number of threads.
-                    // SAFETY: both are perf fds we own.
-                    let r = unsafe { sys::ioctls::SET_OUTPUT(fds[i].as_raw_fd(), fds[first].as_raw_fd()) };
-                    if r != 0 {
-                        let errno = io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL);
-                        return Err(OpenFailure { errno, pid: -1, cpu });
-                    }
+    // The first event of each CPU owns that CPU's ring buffer; the others are redirected
+    // into it once it is mapped (see `redirect_to_leaders`).
+    let leaders: Vec<usize> = (0..cpus.len()).filter_map(|ci| cpu_of.iter().position(|&c| c == ci)).collect();
+    let targets = pid_of.into_iter().zip(cpu_of).collect();
+    Ok(Events { attr, kind: spec.kind, include_kernel: spec.include_kernel, fds, leaders, targets })
+}
+
+/// Points every event at its CPU's leader, so there is one mmap and one poll fd per CPU
+/// whatever the number of threads (-p of a multi-threaded process). Newer kernels refuse
+/// the redirect (EINVAL) until the leader's buffer is mapped, so this runs after mapping.
+fn redirect_to_leaders(events: &Events) -> Result<(), CollectError> {
+    for &l in &events.leaders {
+        let cpu = events.targets[l].1;
+        for (i, t) in events.targets.iter().enumerate() {
+            if t.1 == cpu && i != l {
+                // SAFETY: both are perf fds we own.
+                if unsafe { sys::ioctls::SET_OUTPUT(events.fds[i].as_raw_fd(), events.fds[l].as_raw_fd()) } != 0 {
+                    return Err(io_err("redirecting a thread's events to its CPU's ring buffer")(io::Error::last_os_error()));
                 }
             }
         }
     }
-    let targets = pid_of.into_iter().zip(cpu_of).collect();
-    Ok(Events { attr, kind: spec.kind, include_kernel: spec.include_kernel, fds, leaders, targets })
+    Ok(())
 }
 
 /// Tries the candidate events and kernel settings in order; returns the first that opens,
@@ -785,6 +788,7 @@ fn run(
         })?;
         rings.push(r);
     }
+    redirect_to_leaders(&events)?;
 
     let mut ids = Vec::with_capacity(events.fds.len());
     for fd in &events.fds {

@@ -140,8 +140,7 @@ pub fn kernel_text_address() -> Option<u64> {
 }
 
 /// Records for one process: COMM of each of its threads, MMAP2 of each executable
-/// mapping (and, with `data_maps`, of each file-backed data mapping, as the kernel does
-/// with mmap_data). A process that vanishes meanwhile yields what could be read.
+/// mapping (and, with `data_maps`, of every other mapping too). A process that vanishes meanwhile yields what could be read.
 pub fn process_records(pid: i32, data_maps: bool, t: IdTrailer, out: &mut Vec<Vec<u8>>) {
     let base = Path::new("/proc").join(pid.to_string());
     if let Ok(rd) = std::fs::read_dir(base.join("task")) {
@@ -157,7 +156,10 @@ pub fn process_records(pid: i32, data_maps: bool, t: IdTrailer, out: &mut Vec<Ve
     }
     if let Ok(maps) = std::fs::read_to_string(base.join("maps")) {
         for m in maps.lines().filter_map(parse_maps_line) {
-            if m.executable || (data_maps && m.path.starts_with('/')) {
+            // With data maps, every mapping: files, anonymous memory, and the brk heap and
+            // main stack, which a running process made before we came (a launched one gets
+            // no record for them, and readers infer them).
+            if m.executable || data_maps {
                 out.push(mmap2_record(pid, &m, t));
             }
         }

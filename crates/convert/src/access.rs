@@ -19,7 +19,7 @@ use crate::code::{CodeReader, EM_386, EM_X86_64};
 use crate::data_symbols::{DataSymbols, StaticVar};
 use crate::elf_cache::ElfCache;
 use crate::processes::ProcessTable;
-use crate::side::{object_of, MemoryObject};
+use crate::side::{object_of, with_stacks, MemoryObject, Stacked};
 
 /// Where an access's address came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -229,12 +229,16 @@ impl Accesses {
     }
 }
 
+impl Stacked for DataAccess {
+    fn set_stack(&mut self, stack: Option<StackIdx>) {
+        self.stack = stack;
+    }
+    fn time_ns(&self) -> u64 {
+        self.time_ns
+    }
+}
+
 /// Resolves raw stacks to the profile's and sorts by time.
 pub(crate) fn finish(pending: Vec<Pending>, stacks: &[Option<StackIdx>]) -> Vec<DataAccess> {
-    let mut out: Vec<DataAccess> = pending
-        .into_iter()
-        .map(|p| DataAccess { stack: p.raw_stack.and_then(|c| stacks.get(c as usize).copied().flatten()), ..p.a })
-        .collect();
-    out.sort_by_key(|a| a.time_ns);
-    out
+    with_stacks(pending.into_iter().map(|p| (p.a, p.raw_stack)), stacks)
 }

@@ -8,6 +8,7 @@ use iced_x86::{Decoder, DecoderOptions, Mnemonic};
 use kairos_model::BranchKind;
 use kairos_perf_data::BranchType;
 
+use crate::code::CodeReader;
 use crate::elf_cache::ElfCache;
 
 /// The longest x86 instruction.
@@ -42,10 +43,10 @@ pub fn decode_kind(bytes: &[u8], bitness: u32, ip: u64) -> BranchKind {
     }
 }
 
-/// Instruction bytes read from the mapped binaries, one map per file kept open.
+/// Kinds of the branches at file offsets, each decoded once from the binary on disk.
 #[derive(Default)]
 pub struct Classifier {
-    files: HashMap<String, Option<memmap2::Mmap>>,
+    code: CodeReader,
     cache: HashMap<(String, u64), BranchKind>,
 }
 
@@ -56,32 +57,12 @@ impl Classifier {
         if let Some(&k) = self.cache.get(&(path.to_string(), file_offset)) {
             return k;
         }
-        let kind = self.read(elves, path, file_offset);
+        let kind = match self.code.bytes_at(elves, path, file_offset, MAX_INSN) {
+            Some(c) => decode_kind(c.bytes, if c.class64 { 64 } else { 32 }, file_offset),
+            None => BranchKind::Unknown,
+        };
         self.cache.insert((path.to_string(), file_offset), kind);
         kind
-    }
-
-    fn read(&mut self, elves: &mut ElfCache, path: &str, off: u64) -> BranchKind {
-        // The offset must lie in the file-backed part of a loaded segment; anything
-        // else means the mapping and the file on disk disagree (binary replaced).
-        let in_segment = elves
-            .get(path)
-            .is_some_and(|i| i.load_segments.iter().any(|s| off >= s.offset && off < s.offset.saturating_add(s.filesz)));
-        if !in_segment {
-            return BranchKind::Unknown;
-        }
-        if !self.files.contains_key(path) {
-            let m = elves.map(path);
-            self.files.insert(path.to_string(), m);
-        }
-        let Some(Some(map)) = self.files.get(path) else { return BranchKind::Unknown };
-        // EI_CLASS: 1 = 32-bit, 2 = 64-bit.
-        let bitness = if map.get(4) == Some(&1) { 32 } else { 64 };
-        let Ok(start) = usize::try_from(off) else { return BranchKind::Unknown };
-        let Some(bytes) = map.get(start..start.saturating_add(MAX_INSN).min(map.len())) else {
-            return BranchKind::Unknown;
-        };
-        decode_kind(bytes, bitness, off)
     }
 }
 

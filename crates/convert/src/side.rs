@@ -70,15 +70,36 @@ impl PendingSide {
     }
 }
 
-/// Resolves raw stacks to the profile's and sorts by time.
+/// A record kept apart from the profile's samples until the stacks are known.
+pub(crate) trait Stacked {
+    fn set_stack(&mut self, stack: Option<StackIdx>);
+    fn time_ns(&self) -> u64;
+}
+
+impl Stacked for SideSample {
+    fn set_stack(&mut self, stack: Option<StackIdx>) {
+        self.stack = stack;
+    }
+    fn time_ns(&self) -> u64 {
+        self.time_ns
+    }
+}
+
+/// Resolves raw stacks (chain numbers) to the profile's and sorts by time.
 /// `stacks`: the profile stack of each chain number.
-pub(crate) fn finish(pending: Vec<PendingSide>, stacks: &[Option<StackIdx>]) -> Vec<SideSample> {
-    let mut out: Vec<SideSample> = pending
-        .into_iter()
-        .map(|p| SideSample { stack: p.raw_stack.and_then(|c| stacks.get(c as usize).copied().flatten()), ..p.s })
+pub(crate) fn with_stacks<T: Stacked>(pending: impl Iterator<Item = (T, Option<u32>)>, stacks: &[Option<StackIdx>]) -> Vec<T> {
+    let mut out: Vec<T> = pending
+        .map(|(mut r, raw)| {
+            r.set_stack(raw.and_then(|c| stacks.get(c as usize).copied().flatten()));
+            r
+        })
         .collect();
-    out.sort_by_key(|s| s.time_ns);
+    out.sort_by_key(|r| r.time_ns());
     out
+}
+
+pub(crate) fn finish(pending: Vec<PendingSide>, stacks: &[Option<StackIdx>]) -> Vec<SideSample> {
+    with_stacks(pending.into_iter().map(|p| (p.s, p.raw_stack)), stacks)
 }
 
 /// Which attrs give side samples: when a file holds several events and the first is a

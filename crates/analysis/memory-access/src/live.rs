@@ -132,9 +132,10 @@ fn publish(lines: &HashMap<(i32, u64), LineUse>, shared: &Shared) {
     }
 }
 
-/// The line's 8-byte words worth watching: W where one thread stored, RW where a word one
-/// thread stored to was touched by another too (so the reader's accesses trap as well);
-/// words nobody stored to are left out.
+/// The line's 8-byte words to watch: RW where a word one thread stored to was touched by
+/// another too (so the other's reads trap as well), W on every other word a thread
+/// touched. Sampling sees loads far more often than stores, and a W watch on a word
+/// nobody writes costs nothing, so the words seen only loaded are watched for writes too.
 fn words(line: u64, u: &LineUse) -> Vec<Watch> {
     let word = |m: u64, i: u64| m >> (i * 8) & 0xff != 0;
     (0..LINE_BYTES / 8)
@@ -142,8 +143,8 @@ fn words(line: u64, u: &LineUse) -> Vec<Watch> {
             let writers = u.threads.values().filter(|&&(_, w)| word(w, i)).count();
             let touchers = u.threads.values().filter(|&&(t, _)| word(t, i)).count();
             let kind = match (writers, touchers) {
-                (0, _) => return None,
-                (_, t) if t >= 2 => WatchKind::ReadWrite,
+                (_, 0) => return None,
+                (w, t) if w > 0 && t >= 2 => WatchKind::ReadWrite,
                 _ => WatchKind::Write,
             };
             Watch::new(line + i * 8, 8, kind).ok()
@@ -162,7 +163,8 @@ mod tests {
         u.threads.insert(2, (0xff << 8, 0xff << 8));
         u.threads.insert(3, (0xff << 16, 0));
         let w = words(0x1000, &u);
-        assert_eq!(w.iter().map(|w| (w.addr(), w.kind())).collect::<Vec<_>>(), vec![(0x1000, WatchKind::Write), (0x1008, WatchKind::Write)]);
+        let kinds = vec![(0x1000, WatchKind::Write), (0x1008, WatchKind::Write), (0x1010, WatchKind::Write)];
+        assert_eq!(w.iter().map(|w| (w.addr(), w.kind())).collect::<Vec<_>>(), kinds);
         u.threads.insert(3, (0xff, 0));
         assert_eq!(words(0x1000, &u)[0].kind(), WatchKind::ReadWrite);
     }

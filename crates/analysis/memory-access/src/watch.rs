@@ -190,7 +190,10 @@ fn repay(out: &Outcome, budget: f64, stop: &AtomicBool) {
 
 /// The note for a watcher that could not open: the error's own sentence says what to do.
 fn not_watched(e: &WatchError) -> String {
-    format!("watchpoints: none were armed: {e}. The collection went on without them (verdicts from sampling only)")
+    match e {
+        WatchError::ProcessGone { .. } => "watchpoints: none were armed: the program ended before the first shared line was found".into(),
+        e => format!("watchpoints: none were armed: {e}. The collection went on without them (verdicts from sampling only)"),
+    }
 }
 
 /// The summary's line about the watching, from the manifest entry.
