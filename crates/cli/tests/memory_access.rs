@@ -8,41 +8,16 @@ mod common;
 
 use std::path::Path;
 
+use common::json_report::{json_report as report, printed_threads, table_rows as rows};
 use common::{kairos_in, sample, tempdir};
 use serde_json::Value;
-
-/// The rows of the table titled `title` in a JSON document.
-fn rows(doc: &Value, title: &str) -> Vec<Value> {
-    doc["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["title"] == title)
-        .unwrap_or_else(|| panic!("no table '{title}' in {doc}"))["rows"]
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-fn report(dir: &Path, name: &str) -> Value {
-    let r = kairos_in(dir, &["report", name, "-r", "res", "--format", "json", "--limit", "0"]).ok();
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{name} is not JSON ({e}):\n{}", r.stdout))
-}
 
 /// Collects `false_sharing ARGS` into `dir/res`; returns the program's (tid, offset) lines.
 fn false_sharing(dir: &Path, args: &[&str]) -> Vec<(u64, u64)> {
     let prog = sample("false_sharing");
     let mut a = vec!["collect", "memory-access", "-q", "-r", "res", "-k", "sampling-interval-us=200", "--", prog.to_str().unwrap()];
     a.extend(args);
-    let run = kairos_in(dir, &a).ok();
-    run.stdout
-        .lines()
-        .filter(|l| l.contains(" tid "))
-        .map(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            (w[4].parse().unwrap(), w[6].parse().unwrap())
-        })
-        .collect()
+    printed_threads(&kairos_in(dir, &a).ok().stdout)
 }
 
 /// `false_sharing.c:LINE`, the line of the malloc of the counters.

@@ -10,23 +10,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
+use common::json_report::{json_report as report, printed_threads as threads, table_rows as rows};
 use common::{kairos_bin, kairos_in, sample, tempdir};
 use serde_json::Value;
-
-fn rows(doc: &Value, title: &str) -> Vec<Value> {
-    doc["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["title"] == title)
-        .map(|b| b["rows"].as_array().unwrap().clone())
-        .unwrap_or_default()
-}
-
-fn report(dir: &Path, name: &str) -> Value {
-    let r = kairos_in(dir, &["report", name, "-r", "res", "--format", "json", "--limit", "0"]).ok();
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{name} is not JSON ({e}):\n{}", r.stdout))
-}
 
 fn collect_args(prog: &Path, args: &[&str]) -> Vec<String> {
     let mut a: Vec<String> = ["collect", "memory-access", "-q", "-r", "res", "-k", "sampling-interval-us=200", "-k", "watchpoints=on", "--"]
@@ -43,17 +29,6 @@ fn false_sharing(dir: &Path, args: &[&str]) -> Vec<(u64, u64)> {
     let a = collect_args(&sample("false_sharing"), args);
     let run = kairos_in(dir, &a.iter().map(String::as_str).collect::<Vec<_>>()).ok();
     threads(&run.stdout)
-}
-
-fn threads(stdout: &str) -> Vec<(u64, u64)> {
-    stdout
-        .lines()
-        .filter(|l| l.starts_with("false_sharing: thread"))
-        .map(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            (w[4].parse().unwrap(), w[6].parse().unwrap())
-        })
-        .collect()
 }
 
 fn manifest(dir: &Path) -> Value {

@@ -2,6 +2,8 @@
 //! programs and the LBR fixtures.
 #![allow(dead_code, clippy::unwrap_used, clippy::panic)]
 
+pub mod json_report;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
