@@ -2,7 +2,7 @@
 # Address sampling (`kairos collect memory-access`, no PMU) versus
 # `perf record -e cpu-clock --user-regs` at the same interval, side by side.
 # See bench/README.md. Environment: BENCH_REPS (default 5), BENCH_INTERVAL_US (default 250),
-# BENCH_ITERATIONS (false_sharing's, default 600000000), KAIROS (binary).
+# BENCH_ITERATIONS (false_sharing's, default 3000000000), KAIROS (binary).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"

@@ -147,6 +147,8 @@ RECORDINGS = [
     ("faults-addr", ["-e", "page-faults", "-c", "1", "-d", "--sample-cpu", "-T", "--phys-data"]),
     ("switch-ns", ["-e", "cpu-clock", "-c", "100000", "--switch-events", "--namespaces", "--sample-identifier"]),
     ("intr-regs", ["-e", "cpu-clock", "-c", "100000", "--intr-regs", "--user-regs=ip,sp", "-W"]),
+    # Address sampling: user registers without a stack copy, decoded into data accesses.
+    ("user-regs", ["-e", "cpu-clock", "-c", "100000", "-g", "--user-regs=ax,bx,cx,dx,si,di,bp,sp,ip,r8,r9,r10,r11,r12,r13,r14,r15"]),
     ("lbr", ["-e", "cpu-clock", "-c", "100000", "-j", "any_call,u"]),
     ("tracepoint", ["-e", "sched:sched_process_exec", "-e", "cpu-clock", "-c", "100000"]),
 ]
