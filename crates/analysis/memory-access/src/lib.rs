@@ -9,6 +9,7 @@ pub mod build;
 mod collect;
 mod finish;
 pub mod lines;
+mod lines_report;
 mod live;
 mod live_code;
 pub mod objects;
