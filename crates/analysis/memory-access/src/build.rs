@@ -92,6 +92,8 @@ pub fn build_with_hits(profile: &Profile, accesses: &[DataAccess], heap: Vec<Hea
             sp: a.sp,
             level,
             hitm,
+            cpu: a.cpu,
+            phys_addr: a.phys_addr.filter(|&p| p != 0),
         });
     }
     if !hits.is_empty() {

@@ -106,6 +106,10 @@ pub struct AccessSample {
     pub level: Option<Bucket>,
     /// PMU only: a load that hit a modified line in another core's cache.
     pub hitm: bool,
+    /// CPU that ran the thread.
+    pub cpu: u32,
+    /// PMU only, where the kernel gave it (PHYS_ADDR): the physical address.
+    pub phys_addr: Option<u64>,
 }
 
 /// A memory-access result as the reports read it.

@@ -38,6 +38,8 @@ fn accesses_schema() -> Schema {
         f("sp", DataType::UInt64, true),
         f("object", DataType::UInt32, false),
         f("offset", DataType::UInt64, false),
+        f("cpu", DataType::UInt32, false),
+        f("phys_addr", DataType::UInt64, true),
     ])
 }
 
@@ -78,6 +80,8 @@ pub fn write(tables_dir: &Path, b: &Built) -> Result<Written, TableError> {
             Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.sp))),
             Arc::new(UInt32Array::from_iter_values(l.iter().map(|x| x.object))),
             Arc::new(UInt64Array::from_iter_values(l.iter().map(|x| x.offset))),
+            Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.cpu))),
+            Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.phys_addr))),
         ])
     })?;
     let mut out = vec![(ACCESSES.to_string(), format!("tables/{ACCESSES}.parquet"), rows as u64, n)];
@@ -139,6 +143,9 @@ pub fn read(tables_dir: &Path) -> Result<Built, TableError> {
         let (pid, tid, size, object) = (u32c("pid")?, u32c("tid")?, u32c("size")?, u32c("object")?);
         let (function, direction, source, level) = (strc("function")?, strc("direction")?, strc("source")?, strc("level")?);
         let hitm = col::<BooleanArray>(b, "hitm")?;
+        // Columns added later: results written before them read as unknown.
+        let cpu = if b.has("cpu") { Some(col::<UInt32Array>(b, "cpu")?) } else { None };
+        let phys = if b.has("phys_addr") { Some(col::<UInt64Array>(b, "phys_addr")?) } else { None };
         for i in 0..b.rows {
             let bad = |what: &str, v: &str| b.damaged(format!("unknown {what} '{v}' in row {i}"));
             let dir = [Direction::Load, Direction::Store, Direction::LoadStore].into_iter().find(|d| d.name() == direction.value(i));
@@ -170,6 +177,8 @@ pub fn read(tables_dir: &Path) -> Result<Built, TableError> {
                 sp: opt(sp, i),
                 level,
                 hitm: hitm.value(i),
+                cpu: cpu.map_or(0, |c| c.value(i)),
+                phys_addr: phys.and_then(|p| opt(p, i)),
             });
             built.locations.push(Location { object: object.value(i), offset: offset.value(i) });
         }

@@ -20,6 +20,8 @@ fn access(tid: u32, t: u64, addr: u64, direction: Direction) -> AccessSample {
         sp: Some(0x7ff0_0100),
         level: None,
         hitm: false,
+        cpu: 0,
+        phys_addr: None,
     }
 }
 

@@ -108,6 +108,8 @@ pub fn sample(h: &Hit, function: u32) -> AccessSample {
         sp: None,
         level: None,
         hitm: false,
+        cpu: h.cpu,
+        phys_addr: None,
     }
 }
 
