@@ -326,8 +326,9 @@ impl State {
                 }
                 self.table.mmap(m.pid, kernel, mapping);
             }
-            Record::Lost(l) => self.losses.lost_records += l.lost,
-            Record::LostSamples(l) => self.losses.lost_samples += l.lost,
+            // Counts from a damaged file can be anything: saturate rather than overflow.
+            Record::Lost(l) => self.losses.lost_records = self.losses.lost_records.saturating_add(l.lost),
+            Record::LostSamples(l) => self.losses.lost_samples = self.losses.lost_samples.saturating_add(l.lost),
             Record::Throttle(_) => self.losses.throttled += 1,
             Record::Other { record_type: kairos_perf_data::PERF_RECORD_SAMPLE, .. } => self.unattributed_samples += 1,
             _ => {}
