@@ -6,7 +6,7 @@ mod site;
 #[cfg(test)]
 mod tests;
 
-use iced_x86::{Decoder, DecoderOptions, InstructionInfoFactory, OpAccess, Register, UsedMemory};
+use iced_x86::{Decoder, DecoderOptions, InstructionInfoFactory, OpAccess, UsedMemory};
 
 pub use regs::{perf_reg_index, Registers, SAMPLE_REGS_MASK};
 pub use site::{Site, Which};
@@ -147,13 +147,9 @@ impl MemInstr {
                 });
                 match addr {
                     Some(addr) => Ok(Access { addr, size: op.size, direction: op.direction }),
-                    None => Err(why.unwrap_or(Unresolved::MissingRegister(register_name(op.mem.base())))),
+                    None => Err(why.unwrap_or(Unresolved::MissingRegister(regs::name(op.mem.base())))),
                 }
             })
             .collect()
     }
-}
-
-fn register_name(r: Register) -> &'static str {
-    regs::name(r)
 }

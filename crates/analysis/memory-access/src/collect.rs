@@ -14,6 +14,11 @@ use kairos_session::{self as session, PERF_DATA};
 
 use crate::{Source, SPEC};
 
+/// This machine's CPU, as the PMU event choice and the TMA check read it.
+pub(crate) fn this_cpu() -> Option<CpuId> {
+    std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| CpuId::from_cpuinfo(&t))
+}
+
 /// What `-k source=` settles on.
 pub(crate) enum Chosen {
     Registers(String),
@@ -22,8 +27,7 @@ pub(crate) enum Chosen {
 
 /// The source `-k source=` asks for, with the reason, or why it cannot be had here.
 pub(crate) fn choose_source(knob: &str, ldlat: u32) -> Result<Chosen, Failure> {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| CpuId::from_cpuinfo(&t));
-    let pmu = choose(Path::new(DEVICES), cpu.as_ref(), &Options { ldlat, ..Options::default() });
+    let pmu = choose(Path::new(DEVICES), this_cpu().as_ref(), &Options { ldlat, ..Options::default() });
     match (knob, pmu) {
         ("registers", _) => Ok(Chosen::Registers("asked for with -k source=registers".into())),
         (_, Ok(plan)) => {

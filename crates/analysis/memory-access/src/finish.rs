@@ -119,8 +119,7 @@ pub(crate) fn meta(dir: &ResultDir) -> Vec<(String, String)> {
 
 /// Why the memory-bound share (TMA) is not in this result.
 fn memory_bound_status() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| kairos_mem_source::CpuId::from_cpuinfo(&t));
-    match kairos_mem_source::tma::availability(Path::new(kairos_mem_source::choice::DEVICES), cpu.as_ref()) {
+    match kairos_mem_source::tma::availability(Path::new(kairos_mem_source::choice::DEVICES), crate::collect::this_cpu().as_ref()) {
         Err(r) => format!("unavailable: {}", r.reason),
         Ok(()) => "not measured: this collection records memory samples, not the TMA counters".into(),
     }

@@ -9,6 +9,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
+use kairos_procfs::maps::Mapping;
 use kairos_x86_access::{Bitness, Site, MAX_INSTRUCTION_BYTES};
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
@@ -60,8 +61,6 @@ impl Elf {
     }
 }
 
-/// An executable file mapping: (start, end, file offset, path).
-type CodeMap = (u64, u64, u64, String);
 
 /// Code of the live processes, cached per file.
 #[derive(Default)]
@@ -69,7 +68,7 @@ pub(crate) struct LiveCode {
     elves: HashMap<String, Elf>,
     mem: HashMap<i32, Option<File>>,
     /// Per process: its executable mappings and when they were read.
-    maps: HashMap<i32, (Vec<CodeMap>, Instant)>,
+    maps: HashMap<i32, (Vec<Mapping>, Instant)>,
 }
 
 impl LiveCode {
@@ -88,36 +87,24 @@ impl LiveCode {
     }
 
     fn function_start(&mut self, pid: i32, ip: u64) -> Option<u64> {
-        let find = |m: &[CodeMap]| m.iter().find(|(s, e, _, _)| (*s..*e).contains(&ip)).cloned();
+        let find = |m: &[Mapping]| kairos_procfs::maps::find(m, ip).cloned();
         let (maps, read_at) = self.maps.entry(pid).or_insert_with(|| (read_maps(pid), Instant::now()));
         // A library loaded since the last reading (the first samples may come before the
         // dynamic loader is done): read again, at most every REREAD.
         if find(maps).is_none() && read_at.elapsed() >= REREAD {
             (*maps, *read_at) = (read_maps(pid), Instant::now());
         }
-        let (start, _, pgoff, path) = find(maps)?;
-        let elf = self.elves.entry(path.clone()).or_insert_with(|| Elf::read(&path));
-        let a = elf.vaddr(ip - start + pgoff)?;
+        let m = find(maps)?;
+        let elf = self.elves.entry(m.path.clone()).or_insert_with(|| Elf::read(&m.path));
+        let a = elf.vaddr(ip - m.start + m.offset)?;
         let (f, _) = elf.function(a)?;
         Some(ip - (a - f))
     }
 }
 
-/// The file-backed executable mappings of a process: (start, end, offset, path). Read
-/// once: code mapped later (dlopen) is decoded without its function.
-fn read_maps(pid: i32) -> Vec<CodeMap> {
+/// The file-backed executable mappings of a process (through the one maps parser, which
+/// keeps paths with spaces whole).
+fn read_maps(pid: i32) -> Vec<Mapping> {
     let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else { return Vec::new() };
-    text.lines()
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            let (range, perms, off) = (w.next()?, w.next()?, w.next()?);
-            let path = w.nth(2)?;
-            if !perms.contains('x') || !path.starts_with('/') {
-                return None;
-            }
-            let (s, e) = range.split_once('-')?;
-            let hex = |x: &str| u64::from_str_radix(x, 16).ok();
-            Some((hex(s)?, hex(e)?, hex(off)?, path.to_string()))
-        })
-        .collect()
+    kairos_procfs::maps::parse(&text).into_iter().filter(|m| m.executable && m.path.starts_with('/')).collect()
 }
