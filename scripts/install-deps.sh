@@ -15,6 +15,9 @@ command -v valgrind >/dev/null || need_apt+=(valgrind)
 # Debian's Chromium headless (never a downloaded browser).
 command -v npm >/dev/null || need_apt+=(nodejs npm)
 command -v chromium >/dev/null || need_apt+=(chromium)
+# The NUMA test machine (scripts/numa-vm): QEMU, and a static busybox for its initramfs.
+command -v qemu-system-x86_64 >/dev/null || need_apt+=(qemu-system-x86)
+{ [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || need_apt+=(busybox-static)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install-deps: missing ${need_apt[*]}; run this script as root or install them" >&2

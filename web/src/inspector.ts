@@ -7,6 +7,10 @@ import { formatInt, formatTime, formatWeight, weightUnit } from "./format";
 import type { Store } from "./state";
 import type { BranchRecord, SampleAnswer } from "./types";
 
+/** The branch method for record times when the header says `none`: the API's default too
+ * (Method::DEFAULT in crates/analysis/time-assignment). */
+const DEFAULT_BRANCH_METHOD = "covered";
+
 export interface Pick { lane: string; laneLabel: string; t: number }
 
 export class Inspector {
@@ -31,13 +35,13 @@ export class Inspector {
     this.el.append(h("p", { class: "hint", text: "Click a lane of the timeline to inspect the sample nearest that time." }));
   }
 
-  /** The methods whose record times are shown: the header's method (or proportional for none) and method2. */
+  /** The methods whose record times are shown: the header's method (or the default branch method, covered, for none) and method2. */
   methods(): string[] {
     const res = this.store.result;
     if (!res?.has_branches) return [];
     const avail = (res.methods ?? []).filter(m => m !== "none");
     let first = this.store.method;
-    if (first === "none" || !avail.includes(first)) first = avail.includes("proportional") ? "proportional" : (avail[0] ?? "");
+    if (first === "none" || !avail.includes(first)) first = avail.includes(DEFAULT_BRANCH_METHOD) ? DEFAULT_BRANCH_METHOD : (avail[0] ?? "");
     const out = first ? [first] : [];
     if (this.store.method2 && this.store.method2 !== first && avail.includes(this.store.method2)) out.push(this.store.method2);
     return out;

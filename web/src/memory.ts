@@ -7,7 +7,8 @@ import { byId, clear, h, showError } from "./dom";
 import { formatInt, formatShare, formatTime, formatWeight } from "./format";
 import { lineGrid, seriesChart, seriesWidth, verdictClass } from "./memory-grid";
 import type { Store } from "./state";
-import type { CacheLine, MemoryAnswer, MemorySeries, Range } from "./types";
+import { numaSection } from "./numa";
+import type { CacheLine, MemoryAnswer, MemorySeries, NumaAnswer, Range } from "./types";
 
 type Cell = string | Node;
 
@@ -38,6 +39,7 @@ export class MemoryView {
   private readonly el = byId("memory");
   private latest = new Latest();
   private latestSeries = new Latest();
+  private latestNuma = new Latest();
   private data: MemoryAnswer | null = null;
   /** The picked line, by address, so that it stays picked when the answer is fetched again. */
   private picked = "";
@@ -61,7 +63,7 @@ export class MemoryView {
 
   async refresh(): Promise<void> {
     this.el.hidden = !this.shown();
-    if (this.el.hidden) { this.latest.cancel(); this.latestSeries.cancel(); this.data = null; return; }
+    if (this.el.hidden) { this.latest.cancel(); this.latestSeries.cancel(); this.latestNuma.cancel(); this.data = null; return; }
     try {
       const d = await this.latest.get<MemoryAnswer>("memory", this.params(seriesWidth(this.el.clientWidth / 2)));
       if (!d) return;
@@ -71,6 +73,24 @@ export class MemoryView {
     } catch (e) {
       this.data = null;
       showError(this.el, errorText(e));
+      return;
+    }
+    await this.loadNuma();
+  }
+
+  /** The NUMA part: placement, first touch and problems (it does not follow the time range). */
+  private async loadNuma(): Promise<void> {
+    const box = this.el.querySelector<HTMLElement>("#numa-box");
+    if (!box) return;
+    try {
+      const n = await this.latestNuma.get<NumaAnswer>("numa", { r: this.store.r });
+      if (!n) return;
+      clear(box);
+      const [section, draw] = numaSection(n);
+      box.append(section);
+      draw();
+    } catch (e) {
+      showError(box, errorText(e));
     }
   }
 
@@ -103,7 +123,7 @@ export class MemoryView {
     const legend = h("div", { class: "legend" });
     for (const o of d.series.objects) legend.append(h("span", {}, swatch(o.name), o.name));
     top.append(h("figure", {}, h("figcaption", { id: "memory-series-caption" }), h("div", { id: "memory-series-error" }), c, legend));
-    this.el.append(top, this.lines(d), h("div", { id: "memory-line" }));
+    this.el.append(top, this.lines(d), h("div", { id: "memory-line" }), h("div", { id: "numa-box" }));
     this.drawSeries(c, d.series);
     this.showLine();
   }

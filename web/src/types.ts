@@ -77,5 +77,24 @@ export interface MemoryAnswer {
   objects: MemoryObject[]; lines: CacheLine[]; series: MemorySeries;
 }
 
+/** Per node id (as a string; "?" for an unknown node): a count. */
+export type PerNode = Record<string, number>;
+export interface NumaObject {
+  id: number; name: string; kind: string | null; size: number | null; label: string | null;
+  pages_total: number; pages: PerNode; estimated: number; huge_pages: number; threads: PerNode; samples: number;
+  remote: number | null; pmu_remote: number | null; policy: string; touching_threads: number;
+  first_touch: { tid: number; node: string; function: string } | null;
+}
+export interface NumaToucher { object: number; name: string; tid: number; pid: number; cpu: number; node: string; pages: number; function: string; stack: string }
+export interface NumaAnswer {
+  recorded: boolean; why_not: string | null; nodes: { id: number; cpus: string }[]; nodes_with_cpus: number;
+  facts: [string, string][]; notes: string[]; remote_share: number | null; pmu_remote_share: number | null;
+  objects_total: number; objects: NumaObject[]; touchers: NumaToucher[];
+  problems: { object: number; name: string; kind: string; sentence: string }[];
+  /** Objects on one node that sampling saw too little of to judge. */
+  unjudged: { object: number; name: string; sentence: string }[];
+  timeline: { t: number; nodes: PerNode }[];
+}
+
 /** A time range in ns relative to the result's first sample, half-open. */
 export interface Range { from: number; to: number }

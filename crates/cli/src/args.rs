@@ -25,12 +25,17 @@ pub enum Command {
     Lab(crate::cmd_lab::LabArgs),
     /// Write a result for another viewer: firefox, chrome, pprof, collapsed or speedscope.
     Export(crate::cmd_export::ExportArgs),
-    /// Run a program with malloc on huge pages (--hugepages=hugetlb|thp [--reserve N]) and check it got them.
+    /// Run a program with malloc on huge pages (--hugepages=hugetlb|thp [--reserve N]) and check it got them,
+    /// or with cache ways of its own (--cache-ways N [--level L2|L3] [--cpus LIST] [--lock]).
     Run(crate::cmd_run::RunArgs),
     /// Compare two results: run time, kernel-time share, page faults, allocated bytes, ...
     Compare(crate::cmd_compare::CompareArgs),
     /// Open results in the browser: timeline, trees, branch records, counters, comparison.
     View(crate::cmd_view::ViewArgs),
+    /// Measure what the platform can do at most: `kairos measure bandwidth`.
+    Measure(crate::cmd_measure::MeasureArgs),
+    /// Cache allocation (resctrl): capabilities, groups, which ways each CPU may fill.
+    Cache(crate::cmd_cache::CacheArgs),
 }
 
 #[derive(Debug, Args)]
@@ -107,7 +112,7 @@ pub struct ReportArgs {
     pub bucket_ms: Option<f64>,
     /// hotspots, timeline: give branch records a time and report on them as extra points:
     /// none (plain sampling), equal, ratio, proportional (the paper's methods 1-3), cycles,
-    /// segments, nesting, visits (ours).
+    /// segments, nesting, visits, covered (ours; the page's default).
     #[arg(long = "time-assignment")]
     pub time_assignment: Option<String>,
     /// `report branches`: the sample to show, by index in time order (from 0).

@@ -30,6 +30,30 @@ pub struct RunArgs {
     /// Write a result (manifest only) here, for `kairos compare`.
     #[arg(short = 'r', long = "result-dir")]
     pub result_dir: Option<PathBuf>,
+    /// Give the program N cache ways of its own, exclusive, through resctrl (see `kairos
+    /// cache`); its occupancy is recorded and every change restored when it ends.
+    #[arg(long = "cache-ways", value_name = "N")]
+    pub cache_ways: Option<String>,
+    /// Cache level for --cache-ways: L3 (servers) or L2 (e.g. Atom); L3CODE/L3DATA under CDP.
+    #[arg(long = "level", default_value = "L3")]
+    pub level: String,
+    /// With --cache-ways: run the program on these CPUs, which also join its group.
+    #[arg(long = "cpus", value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// With --cache-ways: pseudo-lock the ways in the cache of the first --cpus CPU
+    /// (kernel support: Broadwell-X, Goldmont only); the program gets /dev/pseudo_lock/NAME
+    /// in $KAIROS_PSEUDO_LOCK.
+    #[arg(long = "lock")]
+    pub lock: bool,
+    /// With --cache-ways: where resctrl is mounted.
+    #[arg(long = "resctrl-root", default_value = kairos_resctrl::DEFAULT_ROOT)]
+    pub resctrl_root: PathBuf,
+    /// CPU directory with cpuN/cache/indexK (tests).
+    #[arg(long = "cpu-root", hide = true)]
+    pub cpu_root: Option<PathBuf>,
+    /// With --cache-ways: milliseconds between occupancy readings.
+    #[arg(long = "interval-ms", default_value = "100")]
+    pub interval_ms: u64,
     /// Program to run and its arguments (after `--`).
     #[arg(last = true)]
     pub program: Vec<String>,
@@ -123,6 +147,9 @@ fn proc_kb(path: &str, key: &str) -> Option<u64> {
 }
 
 pub fn run(args: RunArgs) -> CliResult {
+    if args.cache_ways.is_some() || args.lock {
+        return crate::cmd_run_cache::run(args);
+    }
     let mode = match args.hugepages.as_str() {
         "hugetlb" => Mode::Hugetlb,
         "thp" => Mode::Thp,

@@ -2,14 +2,17 @@
 //! library error into one sentence with the fix and a non-zero exit status.
 
 mod args;
+mod cmd_cache;
 mod cmd_collect;
 mod cmd_export;
 mod cmd_import;
 mod cmd_info;
 mod cmd_lab;
+mod cmd_measure;
 mod cmd_report;
 mod cmd_compare;
 mod cmd_run;
+mod cmd_run_cache;
 mod cmd_view;
 mod error;
 mod knobs;
@@ -39,6 +42,8 @@ fn main() {
         Command::Run(a) => cmd_run::run(a),
         Command::Compare(a) => cmd_compare::run(a),
         Command::View(a) => cmd_view::run(a),
+        Command::Cache(a) => cmd_cache::run(a),
+        Command::Measure(a) => cmd_measure::run(a),
     };
     if let Err(e) = result {
         eprintln!("kairos: {e}");

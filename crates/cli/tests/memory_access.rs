@@ -174,8 +174,12 @@ fn imported_reports_match_goldens() {
     let r = t.path().join("r");
     let r = r.to_str().unwrap();
     kairos_in(&fx, &["import", "-q", "skx-2s-ldlat64-weight_struct.perf.data", "-r", r]).ok();
-    let cases: [(&str, Vec<&str>); 6] = [
+    let cases: [(&str, Vec<&str>); 9] = [
         ("summary", vec!["report", "summary", "-r", r]),
+        // NUMA: no placement in an imported recording, the PMU's remote bits all the same.
+        ("numa", vec!["report", "numa", "-r", r]),
+        ("numa_csv", vec!["report", "numa", "-r", r, "--format", "csv"]),
+        ("numa_json", vec!["report", "numa", "-r", r, "--format", "json"]),
         ("memory-objects", vec!["report", "memory-objects", "-r", r]),
         ("memory-objects_csv", vec!["report", "memory-objects", "-r", r, "--format", "csv"]),
         ("memory-functions_json", vec!["report", "memory-functions", "-r", r, "--format", "json"]),

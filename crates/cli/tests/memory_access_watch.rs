@@ -118,3 +118,28 @@ fn slots_taken_by_another_tool_leave_the_collection_whole_with_a_sentence() {
     let summary = kairos_in(t.path(), &["report", "summary", "-r", "res"]).ok().stdout;
     assert!(summary.contains("debugger"), "{summary}");
 }
+
+/// `-p` on a running two-thread process: both threads' counters are watched (the
+/// watchpoints follow every thread of the process, not only the first) and the line is
+/// confirmed; the process keeps running after the collection.
+#[test]
+fn attached_process_is_watched_on_every_thread() {
+    let t = tempdir();
+    let mut child = Command::new(sample("false_sharing")).args(["2", "4000000000"]).stdout(std::process::Stdio::null()).spawn().unwrap();
+    // Both threads started and incrementing.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = child.id().to_string();
+    let args = ["collect", "memory-access", "-q", "-r", "res", "-p", &pid, "-d", "2", "-k", "sampling-interval-us=200", "-k", "watchpoints=on"];
+    let run = kairos_in(t.path(), &args);
+    let still_running = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    run.ok();
+    assert!(still_running, "-p leaves the process running");
+    let lines = report(t.path(), "cache-lines");
+    let line = rows(&lines, "Cache lines").into_iter().find(|r| r["Threads"].as_u64() == Some(2)).unwrap_or_else(|| panic!("{lines}"));
+    assert_eq!((line["Verdict"].as_str(), line["Confirmed"].as_str()), (Some("false sharing"), Some("yes")), "{lines}");
+    let hits = rows(&lines, "Watchpoint hits by thread");
+    let tids: std::collections::BTreeSet<u64> = hits.iter().filter(|r| r["Write hits"].as_u64() > Some(0)).filter_map(|r| r["Thread"].as_u64()).collect();
+    assert_eq!(tids.len(), 2, "both threads' writes trapped: {hits:?}");
+}

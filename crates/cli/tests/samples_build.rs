@@ -166,3 +166,31 @@ fn spikes_without_outfile_is_a_usage_error() {
     let (out, _) = run("spikes", &[]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn triad_runs_reports_placement_and_rejects_bad_arguments() {
+    // Placement by node is tested on the multi-node machine (crates/testvm); here every
+    // page is on the machine's nodes and none is missing.
+    for init in ["serial", "parallel"] {
+        let (out, stdout) = run("triad", &["--size", "4M", "--threads", "2", "--iterations", "2", "--init", init, "--report-placement"]);
+        assert_ok("triad", &out, &stdout);
+        assert!(stdout.contains(&format!("threads 2 iterations 2 init {init}")), "{stdout}");
+        assert!(stdout.contains("triad: thread 1 tid "), "{stdout}");
+        assert!(stdout.contains("triad: check ok"), "{stdout}");
+        assert_eq!(stdout.contains("triad: init_tid "), init == "serial", "{stdout}");
+        for array in ["a", "b", "c"] {
+            let line = stdout
+                .lines()
+                .find(|l| l.starts_with(&format!("triad: placement {array} ")))
+                .unwrap_or_else(|| panic!("no placement of {array}\n{stdout}"));
+            let counts: Vec<u64> = line.split_whitespace().skip(4).step_by(2).filter_map(|v| v.parse().ok()).collect();
+            let (absent, nodes) = counts.split_last().unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(*absent, 0, "{line}");
+            assert!(nodes.iter().sum::<u64>() >= 1024, "4 MiB is at least 1024 pages: {line}");
+        }
+    }
+    for bad in [&["--init", "random"][..], &["--size", "0"], &["--threads", "0"], &["--iterations"]] {
+        let (out, _) = run("triad", bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
+}

@@ -98,7 +98,10 @@ impl ExtraEvent {
         a.set_sample_id_all(1);
         a.set_use_clockid(1);
         a.clockid = libc::CLOCK_MONOTONIC;
-        if !include_kernel {
+        // A tracepoint fires in the kernel, so exclude_kernel would silence it entirely
+        // (perf_tp_event_match keeps only user-mode regs then): it is left to the user
+        // call chain setting above to keep kernel frames out.
+        if !include_kernel && !self.is_tracepoint() {
             a.set_exclude_kernel(1);
             a.set_exclude_hv(1);
         }
@@ -155,6 +158,14 @@ mod tests {
         assert_ne!(a.sample_type & b::PERF_SAMPLE_IDENTIFIER as u64, 0);
         assert_eq!(a.mmap(), 0, "side-band records come from the sampling event only");
         assert_eq!(a.exclude_callchain_kernel(), 1);
+        assert_eq!(e.attr(false, true, true).exclude_kernel(), 1, "user faults only when the kernel is excluded");
+    }
+
+    #[test]
+    fn a_tracepoint_is_never_silenced_by_exclude_kernel() {
+        let e = ExtraEvent { name: "exceptions:page_fault_user".into(), type_: b::PERF_TYPE_TRACEPOINT, config: 1, addr: false, raw: true, user_callchain: true };
+        assert_eq!(e.attr(false, true, true).exclude_kernel(), 0);
+        assert_eq!(e.attr(false, true, true).exclude_callchain_kernel(), 1);
     }
 }
 

@@ -59,7 +59,7 @@ fn pmu_event_without_a_pmu_is_one_clear_error() {
     let cases = [
         (sh("true"), PmuGroup::single(mem_loads()), "cpu/mem-loads,ldlat=30/P"),
         // The leader is opened first, so it is the one refused.
-        (sh("true"), PmuGroup { leader: Some(PmuEvent { name: "cpu/mem-loads-aux/".into(), ..mem_loads() }), event: mem_loads() }, "cpu/mem-loads-aux/"),
+        (sh("true"), PmuGroup { leader: Some(PmuEvent { name: "cpu/mem-loads-aux/".into(), ..mem_loads() }), ..PmuGroup::single(mem_loads()) }, "cpu/mem-loads-aux/"),
         (Target::SystemWide, PmuGroup::single(event("cycles:P", b::PERF_TYPE_HARDWARE, 0, 0, PmuSampling::Period(100_000))), "cycles:P"),
         // A PMU type the kernel never registered.
         (sh("true"), PmuGroup::single(event("ibs_op//", 0x7fff_0000, 0, 0, PmuSampling::Period(0x10000))), "ibs_op//"),
@@ -141,7 +141,7 @@ fn fault_events() -> Vec<PmuGroup> {
         // A group: the cpu-clock leader and its page-faults member both sample.
         PmuGroup {
             leader: Some(event("cpu-clock", b::PERF_TYPE_SOFTWARE, b::PERF_COUNT_SW_CPU_CLOCK as u64, chain, PmuSampling::Frequency(4000))),
-            event: event("page-faults", b::PERF_TYPE_SOFTWARE, b::PERF_COUNT_SW_PAGE_FAULTS as u64, addr, PmuSampling::Period(1)),
+            ..PmuGroup::single(event("page-faults", b::PERF_TYPE_SOFTWARE, b::PERF_COUNT_SW_PAGE_FAULTS as u64, addr, PmuSampling::Period(1)))
         },
         PmuGroup::single(event("minor-faults", b::PERF_TYPE_SOFTWARE, b::PERF_COUNT_SW_PAGE_FAULTS_MIN as u64, addr | b::PERF_SAMPLE_PHYS_ADDR, PmuSampling::Period(2))),
     ]

@@ -53,7 +53,7 @@ fn duty_cycle_keeps_the_hot_loop_within_budget() {
     assert!(busiest > 0);
     drop(w);
 
-    // 3. Rotating over the two words with the default 5 % budget, alternating with
+    // 3. Rotating over the two words with the default budget (4 %, for the 5 % goal), alternating with
     //    unwatched runs so that drifts of the machine's load hit both alike.
     let cfg = DutyConfig::default();
     let (mut frees, mut duties) = (vec![free], Vec::new());

@@ -24,6 +24,13 @@ pub struct Facts {
     /// memory-access: cache lines with each verdict.
     pub false_sharing_lines: Option<u64>,
     pub true_sharing_lines: Option<u64>,
+    /// memory-access NUMA: estimated share of sampled accesses to a page on another node
+    /// than the CPU's (percent), the same from the PMU's data source, objects with a
+    /// placement problem, and the pages on each node.
+    pub remote_share_pct: Option<f64>,
+    pub pmu_remote_share_pct: Option<f64>,
+    pub numa_problems: Option<u64>,
+    pub pages_by_node: BTreeMap<String, u64>,
 }
 
 fn u(v: &Value, k: &str) -> Option<u64> {
@@ -71,6 +78,18 @@ impl Facts {
         if let Some(ma) = m.extra.get("memory_access") {
             f.false_sharing_lines = u(ma, "false_sharing_lines");
             f.true_sharing_lines = u(ma, "true_sharing_lines");
+            // Only where placement and first touch were recorded: an imported or numa=off
+            // result has no pages to compare.
+            if let Some(n) = ma.get("numa").filter(|n| n.get("recorded").and_then(Value::as_bool) == Some(true)) {
+                f.remote_share_pct = n.get("remote_share_pct").and_then(Value::as_f64);
+                f.numa_problems = u(n, "problems");
+                if let Some(Value::Object(p)) = n.get("pages_by_node") {
+                    f.pages_by_node = p.iter().filter_map(|(k, v)| Some((k.clone(), v.as_u64()?))).collect();
+                }
+            }
+            if let Some(n) = ma.get("numa") {
+                f.pmu_remote_share_pct = n.get("pmu_remote_share_pct").and_then(Value::as_f64);
+            }
         }
         if let Some(h) = m.extra.get("hugepages") {
             f.hugetlb_peak_kb = u(h, "hugetlb_peak_kb");
@@ -150,16 +169,7 @@ pub fn compare(a: &Facts, b: &Facts) -> Table {
         _ => (na(), na(), na()),
     };
     t.push_row(vec![Cell::text("run time (s)"), secs(ea), secs(eb), d, r, w]);
-    let share = |v: Option<(f64, &str)>| v.map(|(p, _)| Cell::Percent(p)).unwrap_or_else(na);
-    let (d, w) = match (a.kernel_share, b.kernel_share) {
-        (Some((x, _)), Some((y, _))) => {
-            let pts = y - x;
-            let w = if pts.abs() < 0.05 { "same".into() } else { format!("{:.1} points {}", pts.abs(), if pts < 0.0 { "lower" } else { "higher" }) };
-            (Cell::float(pts, 1), Cell::text(w))
-        }
-        _ => (na(), na()),
-    };
-    t.push_row(vec![Cell::text("kernel-time share"), share(a.kernel_share), share(b.kernel_share), d, na(), w]);
+    points(&mut t, "kernel-time share", a.kernel_share.map(|x| x.0), b.kernel_share.map(|x| x.0));
     counts(&mut t, "page faults", a.page_faults, b.page_faults, "fewer", "more");
     counts(&mut t, "major page faults", a.major_faults, b.major_faults, "fewer", "more");
     let causes: std::collections::BTreeSet<&String> = a.kernel_entries.keys().chain(b.kernel_entries.keys()).collect();
@@ -172,6 +182,14 @@ pub fn compare(a: &Facts, b: &Facts) -> Table {
     counts(&mut t, "allocated bytes", a.allocated_bytes, b.allocated_bytes, "less", "more");
     counts(&mut t, "cache lines with false sharing", a.false_sharing_lines, b.false_sharing_lines, "fewer", "more");
     counts(&mut t, "cache lines with true sharing", a.true_sharing_lines, b.true_sharing_lines, "fewer", "more");
+    points(&mut t, "remote accesses (estimated)", a.remote_share_pct, b.remote_share_pct);
+    points(&mut t, "remote accesses (PMU)", a.pmu_remote_share_pct, b.pmu_remote_share_pct);
+    counts(&mut t, "objects with a NUMA problem", a.numa_problems, b.numa_problems, "fewer", "more");
+    let nodes: std::collections::BTreeSet<&String> = a.pages_by_node.keys().chain(b.pages_by_node.keys()).collect();
+    for n in nodes {
+        let get = |f: &Facts| if f.pages_by_node.is_empty() { None } else { Some(f.pages_by_node.get(n).copied().unwrap_or(0)) };
+        counts(&mut t, &format!("pages on node {n}"), get(a), get(b), "fewer", "more");
+    }
     counts(&mut t, "samples", a.samples, b.samples, "fewer", "more");
     counts(&mut t, "huge pages in use, peak (kB)", a.hugetlb_peak_kb, b.hugetlb_peak_kb, "less", "more");
     counts(&mut t, "THP in use, peak (kB)", a.anon_huge_peak_kb, b.anon_huge_peak_kb, "less", "more");
@@ -181,6 +199,21 @@ pub fn compare(a: &Facts, b: &Facts) -> Table {
         }
     }
     t
+}
+
+/// A share in percent: A, B and the difference in points ("12.0 points lower").
+fn points(t: &mut Table, name: &str, a: Option<f64>, b: Option<f64>) {
+    let na = || Cell::text("n/a");
+    let share = |v: Option<f64>| v.map(Cell::Percent).unwrap_or_else(na);
+    let (d, w) = match (a, b) {
+        (Some(x), Some(y)) => {
+            let pts = y - x;
+            let w = if pts.abs() < 0.05 { "same".into() } else { format!("{:.1} points {}", pts.abs(), if pts < 0.0 { "lower" } else { "higher" }) };
+            (Cell::float(pts, 1), Cell::text(w))
+        }
+        _ => (na(), na()),
+    };
+    t.push_row(vec![Cell::text(name), share(a), share(b), d, na(), w]);
 }
 
 /// One line per figure both results have: "page faults: 96.3x fewer".
@@ -218,5 +251,17 @@ mod tests {
         assert!(s.contains(&"page faults: 162.0x fewer".to_string()), "{s:?}");
         assert!(s.contains(&"run time: 5.0% shorter".to_string()), "{s:?}");
         assert!(!s.iter().any(|l| l.starts_with("allocated")));
+    }
+
+    #[test]
+    fn numa_placement_reads_as_a_fix() {
+        let pages = |a: u64, b: u64| BTreeMap::from([("0".to_string(), a), ("1".to_string(), b)]);
+        let a = Facts { remote_share_pct: Some(48.0), numa_problems: Some(3), pages_by_node: pages(196_608, 0), ..Default::default() };
+        let b = Facts { remote_share_pct: Some(1.5), numa_problems: Some(0), pages_by_node: pages(98_304, 98_304), ..Default::default() };
+        let s = sentences(&a, &b);
+        assert!(s.contains(&"remote accesses (estimated): 46.5 points lower".to_string()), "{s:?}");
+        assert!(s.contains(&"objects with a NUMA problem: fewer (from 3 to 0)".to_string()), "{s:?}");
+        assert!(s.contains(&"pages on node 1: more (from 0 to 98304)".to_string()), "{s:?}");
+        assert!(!s.iter().any(|l| l.starts_with("remote accesses (PMU)")), "{s:?}");
     }
 }

@@ -1,82 +1,140 @@
-//! The accuracy table of issue 3 item 8: every time-assignment method x LBR depth (16,
-//! 32) x sampling interval (1000, 100 us) on the `transitions` and `spikes` traces.
+//! The accuracy table of crates/lab/README.md: every time-assignment method x LBR depth x
+//! sampling interval x with/without cycles on the `transitions` and `spikes` traces,
+//! each cell run with several seeds (mean ±sd over seeds), as markdown.
 //!
-//! `cargo run --release -p kairos-lab --example lbr_accuracy [SECONDS] [SEED]`
+//! ```text
+//! cargo run --release -p kairos-lab --example lbr_accuracy -- \
+//!     [--seconds 2] [--seeds 1,2,3,4,5] [--depths 16,32] [--intervals-us 1000,100,10000] \
+//!     [--cycles yes,no,exact] [--methods none,covered,...] [--trace NAME=RESULT_DIR ...]
+//! ```
 //!
-//! The traces are the synthetic models of the two sample programs (`kairos_lab::synth`),
-//! so the table is the same on every machine; `bench/lbr_accuracy.sh` scores real traces
-//! from `kairos collect trace` with the CLI where the tracer is available.
+//! Without `--trace` the traces are the synthetic models of the two sample programs
+//! (`kairos_lab::synth`; a seed also changes the `spikes` durations), so the table is
+//! the same on every machine. `--trace transitions=DIR` scores a real trace from
+//! `kairos collect trace` instead (what `bench/lbr_accuracy.sh` does); seeds then only
+//! move the sampling phase. `--cycles exact` gives records exact, unsaturated cycles (no
+//! real CPU has them): what the methods would make of cycles whose rate is known.
 
-use kairos_lab::{emulate_lbr_with, score_with, synth, EmulateOptions, ScoreOptions};
+use std::process::ExitCode;
+
+use kairos_lab::accuracy::{markdown, run_cell, Cell, CellRuns, Cycles};
+use kairos_lab::synth;
+use kairos_model::Profile;
 use kairos_time_assignment::Method;
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let seconds: f64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(2.0);
-    let seed: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
-    let (spikes, _) = synth::spikes(seconds, seed);
-    let transitions = synth::transitions((seconds * 1650.0) as u32);
-    println!("LBR accuracy (synthetic traces of {seconds} s, seed {seed}); share error = mean total variation distance per 10 ms bucket;");
-    println!("recall = rare_delay calls >= 100 us found in a 100 us bucket they overlap.\n");
-    println!("{:<12} {:>5} {:>9} {:<13} {:>8} {:>10} {:>12}", "trace", "depth", "interval", "method", "pts/smp", "share err", "recall");
-    let mut goals = Vec::new();
-    for (name, trace) in [("transitions", &transitions), ("spikes", &spikes)] {
-        for depth in [16usize, 32] {
-            for interval_us in [1000u64, 100] {
-                let o = EmulateOptions { seed, ..EmulateOptions::new(interval_us * 1000, depth) };
-                let o = EmulateOptions { cycles: true, ..o };
-                let table = match emulate_lbr_with(trace, &o).and_then(|e| score_with(&e, &ScoreOptions::new(10_000_000))) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        eprintln!("{name} depth {depth} interval {interval_us} us: {e}");
-                        continue;
-                    }
-                };
-                for r in &table.rows {
-                    match r.result {
-                        Some(m) => {
-                            let recall = if name == "spikes" {
-                                format!("{}/{} {:>3.0}%", m.events_found, table.events_total, table.recall(r.method).unwrap_or(0.0))
-                            } else {
-                                "-".into()
-                            };
-                            println!(
-                                "{name:<12} {depth:>5} {:>6} us {:<13} {:>8.2} {:>9.1}% {recall:>12}",
-                                interval_us, r.method.to_string(), m.points_per_sample, m.share_error * 100.0
-                            );
-                        }
-                        None => println!("{name:<12} {depth:>5} {:>6} us {:<13} n/a: {}", interval_us, r.method.to_string(), r.note.clone().unwrap_or_default()),
+struct Args {
+    seconds: f64,
+    seeds: Vec<u64>,
+    depths: Vec<usize>,
+    intervals_us: Vec<u64>,
+    cycles: Vec<Cycles>,
+    methods: Vec<Method>,
+    traces: Vec<(String, String)>,
+}
+
+fn list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
+    s.split(',').filter(|x| !x.is_empty()).map(|x| x.trim().parse().map_err(|_| format!("{what}: `{x}` is not valid"))).collect()
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args {
+        seconds: 2.0,
+        seeds: vec![1, 2, 3, 4, 5],
+        depths: vec![16, 32],
+        intervals_us: vec![1000, 100, 10_000],
+        cycles: vec![Cycles::Lbr, Cycles::No],
+        methods: Method::ALL.to_vec(),
+        traces: Vec::new(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let v = it.next().ok_or_else(|| format!("{k} needs a value"))?;
+        match k.as_str() {
+            "--seconds" => a.seconds = v.parse().map_err(|_| format!("--seconds: `{v}` is not a number"))?,
+            "--seeds" => a.seeds = list(&v, "--seeds")?,
+            "--depths" => a.depths = list(&v, "--depths")?,
+            "--intervals-us" => a.intervals_us = list(&v, "--intervals-us")?,
+            "--cycles" => {
+                a.cycles = v
+                    .split(',')
+                    .map(|x| match x {
+                        "yes" => Ok(Cycles::Lbr),
+                        "no" => Ok(Cycles::No),
+                        "exact" => Ok(Cycles::Wide),
+                        _ => Err(format!("--cycles: `{x}` is not yes, no or exact")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--methods" => a.methods = list(&v, "--methods")?,
+            "--trace" => {
+                let (n, d) = v.split_once('=').ok_or("--trace takes NAME=RESULT_DIR")?;
+                a.traces.push((n.to_string(), d.to_string()));
+            }
+            _ => return Err(format!("unknown option {k}")),
+        }
+    }
+    if a.seeds.is_empty() || !a.methods.contains(&Method::None) {
+        return Err("need at least one seed, and `none` among the methods (the baseline)".into());
+    }
+    Ok(a)
+}
+
+fn read(dir: &str) -> Result<Profile, String> {
+    let r = kairos_result::ResultDir::open(dir).map_err(|e| format!("{dir}: {e}"))?;
+    kairos_result::read_profile(&r).map_err(|e| format!("{dir}: {e}"))
+}
+
+fn main() -> ExitCode {
+    let a = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("lbr_accuracy: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // (name, trace of a seed): a real trace is the same for every seed.
+    type Source = Box<dyn Fn(u64) -> Profile>;
+    let mut sources: Vec<(String, Source)> = Vec::new();
+    if a.traces.is_empty() {
+        let secs = a.seconds;
+        sources.push(("transitions".into(), Box::new(move |_| synth::transitions((secs * 1650.0) as u32))));
+        sources.push(("spikes".into(), Box::new(move |s| synth::spikes(secs, s).0)));
+    }
+    for (name, dir) in &a.traces {
+        match read(dir) {
+            Ok(p) => sources.push((name.clone(), Box::new(move |_| p.clone()))),
+            Err(e) => {
+                eprintln!("lbr_accuracy: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let mut cells: Vec<CellRuns> = Vec::new();
+    for (name, src) in &sources {
+        for &depth in &a.depths {
+            for &us in &a.intervals_us {
+                for &cycles in &a.cycles {
+                    let cell = Cell { depth, interval_ns: us * 1000, cycles };
+                    match run_cell(name, src, cell, &a.seeds, &a.methods) {
+                        Ok(c) => cells.push(c),
+                        Err(e) => eprintln!("lbr_accuracy: {name} depth {depth} {us} us: {e}"),
                     }
                 }
-                goals.push((name, depth, interval_us, table));
             }
         }
     }
-    println!("\nGoals:");
-    for (name, depth, interval_us, t) in &goals {
-        let best = t
-            .rows
-            .iter()
-            .filter(|r| !matches!(r.method, Method::None | Method::Equal | Method::Ratio | Method::Proportional))
-            .filter_map(|r| r.result.map(|m| (r.method, m)))
-            .min_by(|a, b| a.1.share_error.total_cmp(&b.1.share_error));
-        let prop = t.get(Method::Proportional).map(|m| m.share_error);
-        if let (Some((bm, b)), Some(p)) = (best, prop) {
-            println!(
-                "  {name} {depth}-deep {interval_us} us: best of ours `{bm}` error {:.1}% vs proportional {:.1}% -> {} (goal: at most half)",
-                b.share_error * 100.0,
-                p * 100.0,
-                if b.share_error <= p / 2.0 { "met" } else { "NOT met" }
-            );
-        }
-        if *name == "spikes" && *depth == 16 && *interval_us == 1000 {
-            let best_recall = t.rows.iter().filter_map(|r| t.recall(r.method).map(|x| (r.method, x))).max_by(|a, b| a.1.total_cmp(&b.1));
-            if let (Some((m, r)), Some(plain)) = (best_recall, t.recall(Method::None)) {
-                println!(
-                    "  spikes 16-deep 1 ms: best recall `{m}` {r:.0}% vs plain sampling {plain:.0}% -> {} (goal: >= 90%)",
-                    if r >= 90.0 { "met" } else { "NOT met" }
-                );
-            }
-        }
+    let seeds: Vec<String> = a.seeds.iter().map(u64::to_string).collect();
+    if a.traces.is_empty() {
+        println!("Synthetic traces of {} s (`kairos_lab::synth`), `cargo run --release -p kairos-lab --example lbr_accuracy -- --seconds {} --seeds {}`.\n", a.seconds, a.seconds, a.seeds.iter().map(u64::to_string).collect::<Vec<_>>().join(","));
     }
+    println!(
+        "Share error (mean ±sd over seeds {}) = mean total variation distance per 10 ms bucket; spikes cells add the recall of \
+         rare_delay calls >= 100 us. Coverage = share of the sampled time the records cover. Last column: the default method \
+         (`{}`) against `none`: **worse** when the paired difference exceeds twice its standard error, else none's error over \
+         the default's.\n",
+        seeds.join(","),
+        Method::DEFAULT
+    );
+    print!("{}", markdown(&cells, &a.methods, Method::DEFAULT));
+    ExitCode::SUCCESS
 }

@@ -20,7 +20,9 @@
 //! Nothing here panics on any input: bad options and inconsistent traces give a typed
 //! [`Error`].
 
+pub mod accuracy;
 mod delays;
+pub mod decompose;
 mod emulate;
 mod error;
 mod render;
@@ -37,7 +39,7 @@ pub use scale::{synthesize, ScaleOptions};
 pub use emulate::{emulate_lbr, emulate_lbr_with, EmulateOptions, DEPTHS, FILTER, MAX_CYCLES};
 pub use error::{Error, Result};
 pub use score::{
-    score, score_with, Measured, MethodScore, ScoreOptions, ScoreTable, DEFAULT_EVENT_BUCKET_NS,
+    score, score_points, score_with, Measured, MethodScore, ScoreOptions, ScoreTable, DEFAULT_EVENT_BUCKET_NS,
     DEFAULT_EVENT_FUNCTION, DEFAULT_EVENT_MIN_NS,
 };
 pub use timeline::{thread_events, Event, ThreadEvents};

@@ -149,6 +149,18 @@ pub fn score_with(emulated: &Profile, opts: &ScoreOptions) -> Result<ScoreTable>
     Ok(ScoreTable { options: opts.clone(), rows, events_total: truth.events.len(), buckets: truth.buckets.len(), samples: emulated.samples.len() })
 }
 
+/// Scores points made by anything (an oracle of [`crate::decompose`], an experimental
+/// estimator) against the trace `emulated` keeps: (share error, events found, events in the trace).
+pub fn score_points(emulated: &Profile, opts: &ScoreOptions, points: &[Point]) -> Result<(f64, usize, usize)> {
+    if opts.bucket_ns == 0 || opts.event_bucket_ns == 0 {
+        return Err(Error::BadBucket);
+    }
+    let names = FunctionNames::new(emulated);
+    let truth = Truth::new(emulated, opts, &names)?;
+    let found = names.id_of(&opts.event_function).map_or(0, |f| truth.events_found(points, &names, f));
+    Ok((truth.share_error(points, &names), found, truth.events.len()))
+}
+
 /// Function identity by name; `None` frames and unknown indices map to `[untraced]`.
 struct FunctionNames {
     of_frame: Vec<u32>,

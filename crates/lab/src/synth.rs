@@ -76,56 +76,35 @@ impl Builder {
     }
 }
 
-/// Cost of a small traced helper call (now_ns, rnd, ...).
-const HELPER_NS: u64 = 25;
+/// Time between two calls of a loop in its caller (loop control, argument set-up).
+const GLUE_NS: u64 = 20;
 
-/// `spikes OUT SECONDS SEED`: `service_work` units of 10-50 us with `rnd_range`/`rnd`
-/// and `now_ns` calls around them, and every ~25 ms (exponential gaps) a `rare_delay` of
-/// 50-195 us that calls `now_ns` about once a microsecond. Returns the trace and the
-/// true delay intervals.
+/// `spikes OUT SECONDS SEED` (samples/spikes.c): `main` calls `service_work` for units
+/// of 100-300 us and, at exponential gaps of mean 25 ms, `rare_delay`, which spins for
+/// 50-195 us. The clock and the random draws are inlined in the program (no calls), so
+/// these are the only calls. Returns the trace and the true delay intervals (what the
+/// program writes: from its first to its last clock read inside `rare_delay`).
 pub fn spikes(seconds: f64, seed: u64) -> (Profile, Vec<(u64, u64)>) {
-    const MAIN: u32 = 0;
     const WORK: u32 = 1;
     const DELAY: u32 = 2;
-    const NOW: u32 = 3;
-    const RANGE: u32 = 4;
-    const RND: u32 = 5;
-    const UNIT: u32 = 6;
-    let mut b = Builder::new("spikes", &["main", "service_work", "rare_delay", "now_ns", "rnd_range", "rnd", "rnd_unit"]);
+    let mut b = Builder::new("spikes", &["main", "service_work", "rare_delay"]);
     let mut rng = Rng::new(seed);
     let begin = 1_000_000u64;
     let stop = begin + (seconds.max(0.0) * 1e9) as u64;
-    let main = b.open(MAIN, begin);
+    let main = b.open(0, begin);
     let gap = |rng: &mut Rng| (-rng.unit().ln() * 25_000_000.0) as u64;
     let mut next_delay = begin + gap(&mut rng);
     let mut delays = Vec::new();
     let mut t = begin + 100;
-    // One rnd_range -> rnd pair: the random draw before each unit or delay.
-    let draw = |b: &mut Builder, t: u64| {
-        let r = b.open(RANGE, t);
-        let e = b.leaf(RND, t + 5, HELPER_NS);
-        b.close(r, e + 5)
-    };
     while t < stop {
-        t = draw(&mut b, t);
-        let us = rng.range(10, 50);
-        t = b.leaf(WORK, t + 5, us * 1000) + 5;
-        t = b.leaf(NOW, t, HELPER_NS) + 5;
+        let us = rng.range(100, 300);
+        t = b.leaf(WORK, t, us * 1000) + GLUE_NS;
         if t >= next_delay && t < stop {
-            t = draw(&mut b, t);
             let us = rng.range(50, 195);
-            let d = b.open(DELAY, t + 5);
-            let start = b.leaf(NOW, t + 10, HELPER_NS);
-            let mut c = start;
-            while c < start + us * 1000 {
-                c = b.leaf(NOW, c + 1000, HELPER_NS);
-            }
-            delays.push((start, c));
-            t = b.close(d, c + 5) + 5;
-            t = b.leaf(NOW, t, HELPER_NS) + 5;
-            let u = b.open(UNIT, t);
-            let e = b.leaf(RND, t + 5, HELPER_NS);
-            t = b.close(u, e + 5) + 5;
+            // The spin reads the clock every ~quarter microsecond until the deadline.
+            let (start, end) = (t + 10, t + 10 + us * 1000 + 250);
+            t = b.leaf(DELAY, t, end + 10 - t) + GLUE_NS;
+            delays.push((start, end));
             next_delay = t + gap(&mut rng);
         }
     }
@@ -133,16 +112,18 @@ pub fn spikes(seconds: f64, seed: u64) -> (Profile, Vec<(u64, u64)>) {
     (b.finish(), delays)
 }
 
-/// `transitions ITER`: per iteration `p3` (100 loops of p3_A -> p3_f1 -> p3_f2 -> (p3_B
-/// ~1 us, p3_C ~2 us), ~300 us in all) then F1, F2, F3 of 60, 180 and 60 us.
+/// `transitions ITER` (samples/transitions.c): per iteration `fig10` calls `p3` (100
+/// loops of p3_A -> p3_f1 -> p3_f2 -> (p3_B ~1 us, p3_C ~2 us), ~300 us in all), then
+/// `fig8` calls F1, F2, F3 for 60, 180 and 60 us.
 pub fn transitions(iterations: u32) -> Profile {
-    let names = ["main", "p3", "p3_A", "p3_f1", "p3_f2", "p3_B", "p3_C", "F1", "F2", "F3"];
+    let names = ["main", "p3", "p3_A", "p3_f1", "p3_f2", "p3_B", "p3_C", "F1", "F2", "F3", "fig10", "fig8"];
     let mut b = Builder::new("transitions", &names);
     let main = b.open(0, 1_000_000);
     let mut t = 1_000_100;
     for _ in 0..iterations {
-        let p3 = b.open(1, t);
-        t += 5;
+        let fig10 = b.open(10, t);
+        let p3 = b.open(1, t + GLUE_NS);
+        t += 2 * GLUE_NS;
         for _ in 0..100 {
             let a = b.open(2, t);
             let f1 = b.open(3, t + 5);
@@ -154,9 +135,13 @@ pub fn transitions(iterations: u32) -> Profile {
             t = b.close(a, e + 5) + 5;
         }
         t = b.close(p3, t) + 5;
+        t = b.close(fig10, t) + GLUE_NS;
+        let fig8 = b.open(11, t);
+        t += GLUE_NS;
         for (f, us) in [(7u32, 60u64), (8, 180), (9, 60)] {
-            t = b.leaf(f, t, us * 1000) + 5;
+            t = b.leaf(f, t, us * 1000) + GLUE_NS;
         }
+        t = b.close(fig8, t) + GLUE_NS;
     }
     b.close(main, t + 100);
     b.finish()
@@ -170,9 +155,13 @@ mod tests {
     fn spikes_has_delays_as_calls() {
         let (p, delays) = spikes(0.5, 1);
         assert!(delays.len() > 5, "{}", delays.len());
-        let delay_calls = p.calls.iter().filter(|c| c.frame == 2).count();
-        assert_eq!(delay_calls, delays.len());
+        let delay_calls: Vec<_> = p.calls.iter().filter(|c| c.frame == 2).collect();
+        assert_eq!(delay_calls.len(), delays.len());
         assert!(delays.iter().all(|&(a, b)| (50_000..=200_000).contains(&(b - a))));
+        // Each delay lies inside its call.
+        assert!(delay_calls.iter().zip(&delays).all(|(c, &(a, b))| c.start_ns <= a && b <= c.end_ns));
+        // Only main, service_work and rare_delay: the program's only calls.
+        assert!(p.calls.iter().all(|c| c.frame <= 2));
         assert!(crate::timeline::thread_events(&p).is_ok_and(|t| t[0].clamped_calls == 0));
     }
 

@@ -8,7 +8,9 @@
 //!   aux leader, AMD IBS op) from a sysfs tree and the CPU, as plain perf_event_attr data,
 //!   or a [`Refusal`] with the reason.
 //! - [`tma`]: the memory-bound share and its L1/L2/L3/DRAM/store split from Intel's
-//!   perfmon metric file, through `kairos-metrics`.
+//!   perfmon metric file, through `kairos-metrics`, and the counter groups that count it.
+//! - [`perfmon_events`]: perfmon core event names turned into perf_event_attr encodings;
+//!   [`perfmon_dir`]: finding the CPU's files (`data/perfmon`, `-k perfmon=DIR`).
 
 pub mod c2c;
 pub mod choice;
@@ -16,6 +18,8 @@ pub mod classify;
 pub mod cpu;
 pub mod data_src;
 pub mod perf_text;
+pub mod perfmon_dir;
+pub mod perfmon_events;
 pub mod sample;
 pub mod sysfs;
 pub mod tma;

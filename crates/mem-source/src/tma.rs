@@ -11,6 +11,7 @@ use kairos_metrics::{evaluate_perfmon, PerfmonMetric};
 use serde::Serialize;
 
 use crate::choice::{Refusal, RefusalKind};
+use crate::perfmon_events::{EncodeError, Encoded, Kind, PerfmonEvents, SLOTS_CONFIG};
 use crate::cpu::{CpuId, Vendor};
 use crate::sysfs::list_pmus;
 
@@ -96,11 +97,20 @@ pub fn memory_bound_events(metrics: &[PerfmonMetric]) -> Vec<String> {
 /// The metric file for this CPU from Intel's mapfile.csv (`Family-model,Version,Filename,
 /// EventType,...`; keys like `GenuineIntel-6-55-[01234]` or `GenuineIntel-6-8F`).
 pub fn metrics_file_for(mapfile_csv: &str, cpu: &CpuId) -> Option<String> {
+    file_for(mapfile_csv, cpu, "metrics")
+}
+
+/// The core event file for this CPU from mapfile.csv (EventType `core`).
+pub fn events_file_for(mapfile_csv: &str, cpu: &CpuId) -> Option<String> {
+    file_for(mapfile_csv, cpu, "core")
+}
+
+fn file_for(mapfile_csv: &str, cpu: &CpuId, wanted: &str) -> Option<String> {
     let key = cpu.mapfile_key();
     mapfile_csv.lines().skip(1).find_map(|line| {
         let cols: Vec<&str> = line.split(',').collect();
         let (pattern, file, kind) = (cols.first()?, cols.get(2)?, cols.get(3)?);
-        (*kind == "metrics" && key_matches(pattern, &key)).then(|| file.trim_start_matches('/').to_string())
+        (*kind == wanted && key_matches(pattern, &key)).then(|| file.trim_start_matches('/').to_string())
     })
 }
 
@@ -140,4 +150,76 @@ pub fn availability(devices: &Path, cpu: Option<&CpuId>) -> Result<(), Refusal> 
         });
     }
     Ok(())
+}
+
+/// One group of counters read together at each sample of its leader (PERF_SAMPLE_READ):
+/// their deltas between two samples are what the code between them did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterGroup {
+    /// Samples; its period sets how often the group is read.
+    pub leader: Encoded,
+    pub period: u64,
+    pub members: Vec<Encoded>,
+}
+
+/// Recording names: `tma:GROUP:EVENT`, so that the analysis knows which counts were
+/// taken together (groups share the counters in turn when there are more than fit).
+pub fn recording_name(group: usize, event: &str) -> String {
+    format!("{TMA_PREFIX}{group}:{event}")
+}
+
+pub const TMA_PREFIX: &str = "tma:";
+
+/// The group and metric-file name of a recording name made by [`recording_name`].
+pub fn parse_recording_name(name: &str) -> Option<(usize, &str)> {
+    let rest = name.strip_prefix(TMA_PREFIX)?;
+    let (g, ev) = rest.split_once(':')?;
+    // perf appends `:u`/`u` when the kernel was excluded; the metric's name has no `:u`.
+    let ev = ev.strip_suffix(":u").unwrap_or(ev);
+    Some((g.parse().ok()?, ev))
+}
+
+/// The cycles event every group carries, as the metric files name it: each group's counts
+/// are scaled by its own cycles, since groups count in turn.
+pub const CYCLES: &str = "CPU_CLK_UNHALTED.THREAD";
+
+/// Groups that count every event Memory_Bound needs, at most `gp_counters` general-purpose
+/// counters each (4 per thread with Hyper-Threading on Intel's big cores): the topdown
+/// fractions in a group led by slots, the rest in groups led by cycles.
+pub fn plan(metrics: &[PerfmonMetric], events: &PerfmonEvents, gp_counters: usize) -> Result<Vec<CounterGroup>, EncodeError> {
+    let gp = gp_counters.max(1);
+    let cycles = events.encode(CYCLES)?;
+    let mut topdown: Vec<Encoded> = Vec::new();
+    let mut fixed: Vec<Encoded> = Vec::new();
+    let mut general: Vec<Encoded> = Vec::new();
+    for name in memory_bound_events(metrics) {
+        let e = events.encode(&name)?;
+        match e.kind {
+            Kind::Slots | Kind::Metric => topdown.push(e),
+            _ if e.name == CYCLES => {}
+            _ if e.fixed => fixed.push(e),
+            _ => general.push(e),
+        }
+    }
+    let mut groups = Vec::new();
+    if !topdown.is_empty() {
+        // Slots leads; metrics follow it (the kernel's rule); cycles rides on its fixed counter.
+        let slots_pos = topdown.iter().position(|e| e.kind == Kind::Slots);
+        let leader = match slots_pos {
+            Some(i) => topdown.remove(i),
+            None => Encoded { name: "TOPDOWN.SLOTS:perf_metrics".into(), kind: Kind::Slots, config: SLOTS_CONFIG, config1: 0, fixed: true },
+        };
+        let mut members = topdown;
+        members.push(cycles.clone());
+        groups.push(CounterGroup { leader, period: 10_000_003, members });
+    }
+    let mut chunks: Vec<Vec<Encoded>> = general.chunks(gp).map(<[Encoded]>::to_vec).collect();
+    if chunks.is_empty() {
+        chunks.push(Vec::new());
+    }
+    chunks[0].extend(fixed);
+    for members in chunks {
+        groups.push(CounterGroup { leader: cycles.clone(), period: 2_000_003, members });
+    }
+    Ok(groups)
 }

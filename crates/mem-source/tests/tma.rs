@@ -131,3 +131,37 @@ fn every_memory_bound_formula_of_the_fixtures_parses() {
         assert!(ev.len() >= 5, "{f}: {ev:?}");
     }
 }
+
+/// Every event Memory_Bound needs on the three fixture CPUs has an encoding, and the
+/// groups respect the counters: slots leads the topdown fractions, cycles leads the rest,
+/// at most 4 general-purpose events per group, every group carries cycles.
+#[test]
+fn counter_groups_of_the_fixture_cpus() {
+    use kairos_mem_source::perfmon_events::{Kind, PerfmonEvents};
+    use kairos_mem_source::tma::{events_file_for, plan, CYCLES};
+    let dir = perfmon();
+    let map = std::fs::read_to_string(dir.join("mapfile.csv")).unwrap();
+    for (cpuid, topdown) in [("GenuineIntel,6,85,4", false), ("GenuineIntel,6,106,6", true), ("GenuineIntel,6,143,8", true)] {
+        let cpu = CpuId::from_perf_cpuid(cpuid).unwrap();
+        let file = events_file_for(&map, &cpu).unwrap();
+        let events = PerfmonEvents::load(&std::fs::read_to_string(dir.join(&file)).unwrap()).unwrap();
+        let m = metrics(cpuid);
+        let groups = plan(&m, &events, 4).unwrap_or_else(|e| panic!("{cpuid}: {e}"));
+        let mut counted: Vec<String> = groups.iter().flat_map(|g| std::iter::once(&g.leader).chain(&g.members)).map(|e| e.name.clone()).collect();
+        for need in memory_bound_events(&m) {
+            assert!(counted.contains(&need), "{cpuid}: {need} is counted");
+        }
+        assert_eq!(groups.iter().any(|g| g.leader.kind == Kind::Slots), topdown, "{cpuid}");
+        for g in &groups {
+            let gp = g.members.iter().chain([&g.leader]).filter(|e| e.kind == Kind::Raw).count();
+            assert!(gp <= 4, "{cpuid}: {gp} general-purpose events in one group");
+            assert!(g.leader.name == CYCLES || g.members.iter().any(|e| e.name == CYCLES), "{cpuid}: cycles in every group");
+            assert!(g.members.iter().all(|e| e.kind != Kind::Slots), "{cpuid}: slots only leads");
+            if g.members.iter().any(|e| e.kind == Kind::Metric) {
+                assert_eq!(g.leader.kind, Kind::Slots, "{cpuid}: topdown fractions only under slots");
+            }
+        }
+        counted.sort();
+        counted.dedup();
+    }
+}

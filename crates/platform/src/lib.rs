@@ -8,6 +8,7 @@
 //! Nothing here panics or changes the system (no mounts, no writes).
 
 mod memory_sources;
+pub mod numa;
 pub mod parse;
 pub mod probe;
 
@@ -40,6 +41,7 @@ pub mod names {
     pub const PEBS: &str = "pebs";
     pub const IBS: &str = "ibs";
     pub const ADDRESS_SAMPLING: &str = "address_sampling";
+    pub const TMA_COUNTERS: &str = "tma_counters";
     pub const WATCHPOINTS: &str = "watchpoints";
     pub const UNCORE: &str = "uncore";
     pub const TRACEPOINTS: &str = "tracepoints";
@@ -54,6 +56,7 @@ pub mod names {
     pub const KPTR_RESTRICT: &str = "kptr_restrict";
     pub const MAX_SAMPLE_RATE: &str = "perf_event_max_sample_rate";
     pub const GLIBC: &str = "glibc";
+    pub const NUMA_PLACEMENT: &str = "numa_placement";
 }
 
 /// Everything [`detect`] found.
@@ -223,7 +226,9 @@ pub fn detect_with(root: &SystemRoot, prober: &dyn Prober) -> Capabilities {
     let mut items = Vec::new();
     items.push(ctx.cpu_cap());
     let cycles = prober.perf_open(PerfProbe::HardwareCycles);
-    items.push(ctx.pmu_cap(&cycles));
+    let pmu = ctx.pmu_cap(&cycles);
+    let tma = memory_sources::tma_counters_cap(&cpu, &pmu);
+    items.push(pmu);
     let cpu_clock = ctx.cpu_clock_cap();
     let address_sampling = memory_sources::address_sampling_cap(&cpu_clock);
     items.push(cpu_clock);
@@ -235,8 +240,12 @@ pub fn detect_with(root: &SystemRoot, prober: &dyn Prober) -> Capabilities {
     items.push(ctx.ibs_cap());
     items.push(address_sampling);
     items.push(memory_sources::watchpoints_cap(&ctx.pmu_dir("")));
+    items.push(tma);
     items.push(ctx.uncore_cap());
-    items.push(ctx.tracepoints_cap());
+    let tracepoints = ctx.tracepoints_cap();
+    let topology = numa::Topology::read(&root.sys_dir);
+    items.push(numa::placement_cap(&topology, &prober.move_pages_query(), &tracepoints));
+    items.push(tracepoints);
     items.push(ctx.uprobes_cap());
     items.push(ctx.btf_cap());
     items.push(ctx.resctrl_cap());

@@ -36,3 +36,30 @@ pub(crate) fn watchpoints_cap(devices: &Path) -> Capability {
         Err(_) => cap(names::WATCHPOINTS, false, "no breakpoint PMU", Some(format!("{} is missing: the kernel has no hardware breakpoint support", dir.display()))),
     }
 }
+
+/// The memory-bound (TMA) counters: Intel's core PMU and the perfmon files of the CPU
+/// (Kairos ships Skylake-SP, Ice Lake-SP and Sapphire Rapids; others by -k perfmon=DIR).
+pub(crate) fn tma_counters_cap(cpu: &crate::CpuInfo, core_pmu: &Capability) -> Capability {
+    let model = match (cpu.family, cpu.model) {
+        (Some(f), Some(m)) => format!("family {f} model {m:#x}"),
+        _ => "unknown model".into(),
+    };
+    if !cpu.is_intel() {
+        return cap(names::TMA_COUNTERS, false, model, Some("the memory-bound split uses Intel's TMA metric files; this CPU is not Intel (memory-access still gives sampled latencies with IBS)".into()));
+    }
+    if !core_pmu.available {
+        let why = format!("it counts with the hardware PMU, which is unavailable: {}", core_pmu.reason.clone().unwrap_or_default());
+        return cap(names::TMA_COUNTERS, false, model, Some(why));
+    }
+    let shipped = matches!((cpu.family, cpu.model), (Some(6), Some(0x55 | 0x6a | 0x6c | 0x8f)));
+    if shipped {
+        cap(names::TMA_COUNTERS, true, format!("{model}: Memory_Bound and its split counted in groups read at each sample (perfmon files shipped)"), None)
+    } else {
+        cap(
+            names::TMA_COUNTERS,
+            true,
+            format!("{model}: counted in groups read at each sample"),
+            Some("this CPU's perfmon event and metric files are not shipped: give them with -k perfmon=DIR or KAIROS_PERFMON (github.com/intel/perfmon)".into()),
+        )
+    }
+}

@@ -42,6 +42,11 @@ impl ProbeOutcome {
 pub trait Prober {
     fn perf_open(&self, probe: PerfProbe) -> ProbeOutcome;
     fn glibc_version(&self) -> Option<String>;
+    /// move_pages(2) in query mode on one page of this process (NUMA placement); recorded
+    /// answers that do not say are "not tried".
+    fn move_pages_query(&self) -> ProbeOutcome {
+        ProbeOutcome::NotTried("no recorded answer for move_pages(2)".into())
+    }
 }
 
 /// Asks the running kernel.
@@ -164,6 +169,10 @@ impl Prober for LiveProber {
 
     fn glibc_version(&self) -> Option<String> {
         glibc_version_live()
+    }
+
+    fn move_pages_query(&self) -> ProbeOutcome {
+        crate::numa::probe_query()
     }
 }
 

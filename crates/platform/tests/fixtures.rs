@@ -198,3 +198,51 @@ fn live_detection_never_panics() {
     assert!(c.get(names::CPU_CLOCK).is_some());
     assert!(!c.render_text().is_empty());
 }
+
+/// The NUMA nodes of a real 2-socket machine (hwloc's capture of a Sandy Bridge-EP, in
+/// `fixtures/topology`), against the facts its README lists.
+#[test]
+fn two_socket_numa_topology() {
+    let tarball = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/topology/hwloc-snb-ep-2s-pci.tar.bz2");
+    assert!(tarball.is_file(), "the topology fixture is missing: {}", tarball.display());
+    let dir = std::env::temp_dir().join(format!("kairos-topology-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let ok = std::process::Command::new("tar").arg("xjf").arg(&tarball).arg("-C").arg(&dir).status().expect("tar runs");
+    assert!(ok.success(), "tar xjf {} failed", tarball.display());
+    let t = kairos_platform::numa::Topology::read(&dir.join("32em64t-2n8c+1mic/sys"));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(t.nodes.len(), 2, "{t:?}");
+    assert_eq!(t.nodes[0].cpus, (0..8).collect::<Vec<u32>>());
+    assert_eq!(t.nodes[1].cpus, (8..16).collect::<Vec<u32>>());
+    assert_eq!(t.nodes[0].distances, vec![10, 21]);
+    assert_eq!(t.nodes[1].distances, vec![21, 10]);
+    assert_eq!(t.nodes[0].mem_total_kb, Some(16_747_124));
+    assert_eq!(t.nodes[1].mem_total_kb, Some(16_777_216));
+    assert_eq!(t.node_of_cpu(9), Some(1));
+    assert_eq!(t.describe(), "node0: CPUs 0-7, node1: CPUs 8-15");
+}
+
+#[test]
+fn numa_placement_says_what_it_needs() {
+    struct Refused(i32);
+    impl Prober for Refused {
+        fn perf_open(&self, _: PerfProbe) -> ProbeOutcome {
+            ProbeOutcome::Opened
+        }
+        fn glibc_version(&self) -> Option<String> {
+            None
+        }
+        fn move_pages_query(&self) -> ProbeOutcome {
+            ProbeOutcome::Failed { errno: self.0 }
+        }
+    }
+    const ENOSYS: i32 = 38;
+    let c = detect_with(&root("kvm_guest"), &Refused(ENOSYS));
+    assert!(!c.is_available(names::NUMA_PLACEMENT));
+    assert!(reason(&c, names::NUMA_PLACEMENT).contains("ENOSYS"), "{}", c.render_text());
+    assert!(reason(&c, names::NUMA_PLACEMENT).contains("ptrace read access"), "{}", c.render_text());
+    // Recorded answers that say nothing about move_pages: not tried, and why.
+    let prober = Recorded { answers: HashMap::new(), default: ProbeOutcome::Opened, glibc: None };
+    let c = detect_with(&root("kvm_guest"), &prober);
+    assert!(reason(&c, names::NUMA_PLACEMENT).contains("not tried"), "{}", c.render_text());
+}

@@ -32,6 +32,8 @@ pub struct Memory {
     pub functions: Vec<String>,
     /// (object, its samples' absolute times, ascending) for the top objects.
     pub times: Vec<(u32, Vec<u64>)>,
+    /// The NUMA side (placement, first touch, remote share), when the result has it.
+    pub numa: Option<kairos_analysis_memory_access::numa::report::Numa>,
 }
 
 impl Memory {
@@ -69,6 +71,7 @@ impl Memory {
             lines: all,
             functions: b.functions,
             times,
+            numa: data.numa,
         })
     }
 

@@ -33,6 +33,13 @@ pub fn build(profile: &Profile, accesses: &[DataAccess], heap: Vec<HeapBlock>) -
 /// As [`build`], plus watchpoint hits as samples of weight 1 after the others. A hit's
 /// function is that of a sampled access at the same IP (no symbolizer runs here).
 pub fn build_with_hits(profile: &Profile, accesses: &[DataAccess], heap: Vec<HeapBlock>, hits: &[kairos_collector::watch::Hit]) -> Built {
+    build_full(profile, accesses, heap, hits).0
+}
+
+/// As [`build_with_hits`], also returning the object map, which the NUMA attribution
+/// goes on using for pages and page faults (it may intern more objects: take them from
+/// [`ObjectMap::objects`] afterwards).
+pub fn build_full(profile: &Profile, accesses: &[DataAccess], heap: Vec<HeapBlock>, hits: &[kairos_collector::watch::Hit]) -> (Built, ObjectMap) {
     let mut functions: Vec<String> = Vec::new();
     let mut function_ids: HashMap<String, u32> = HashMap::new();
     let mut statics: HashMap<(u32, u64), StaticVar> = HashMap::new();
@@ -111,5 +118,5 @@ pub fn build_with_hits(profile: &Profile, accesses: &[DataAccess], heap: Vec<Hea
     }
     let mut map = ObjectMap::new(heap, statics.into_values().collect(), regions.into_values().collect());
     let locations = samples.iter().map(|s| map.locate(s)).collect();
-    Built { samples, locations, objects: map.objects().to_vec(), functions, skipped }
+    (Built { samples, locations, objects: map.objects().to_vec(), functions, skipped }, map)
 }

@@ -6,8 +6,8 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use kairos_analysis_api::{CollectRequest, Failure};
-use kairos_collector::pmu::{PmuEvent, PmuGroup, PmuSampling};
-use kairos_collector::{CollectOptions, EventChoice, Target, Unwinding};
+use kairos_collector::pmu::{PmuError, PmuEvent, PmuGroup, PmuSampling};
+use kairos_collector::{CollectError, CollectOptions, EventChoice, Target, Unwinding};
 use kairos_mem_source::choice::{Sampling, DEVICES};
 use kairos_mem_source::{choose, AttrSpec, CpuId, Options, Plan};
 use kairos_session::{self as session, PERF_DATA};
@@ -61,13 +61,16 @@ fn pmu_groups(plan: &Plan) -> Vec<PmuGroup> {
         },
         no_exclude: a.no_exclude,
     };
-    plan.loads.iter().chain(&plan.stores).map(|g| PmuGroup { leader: g.leader.as_ref().map(event), event: event(&g.event) }).collect()
+    plan.loads.iter().chain(&plan.stores).map(|g| PmuGroup { leader: g.leader.as_ref().map(event), event: event(&g.event), members: Vec::new(), optional: false }).collect()
 }
 
 pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     let ldlat = req.knobs.u64("ldlat").try_into().unwrap_or(30);
     let chosen = choose_source(req.knobs.get("source"), ldlat)?;
     let target = session::target(req, SPEC.name)?;
+    // Refused before the result directory exists.
+    // (Whether it is merely off is for the NUMA side to record, later.)
+    let _off = crate::numa::collect::wanted(req.knobs.get("numa"), &target)?;
     let duration = session::check_duration(req)?;
     let mut dir = session::create_result_dir(req.result_dir.as_deref(), SPEC.result_suffix)?;
     session::start_manifest(&mut dir, SPEC.name, &req.knobs, session::describe(&target));
@@ -78,6 +81,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     opts.unwinding = Unwinding::FramePointers;
     // Data mappings name what holds an address.
     opts.data_mmaps = true;
+    let mut tma = None;
     let (source, reason) = match chosen {
         Chosen::Registers(reason) => {
             opts.event = EventChoice::CpuClock;
@@ -89,6 +93,8 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
         Chosen::Pmu(plan, reason) => {
             opts.pmu_events = pmu_groups(&plan);
             dir.manifest_mut().notes.extend(plan.notes);
+            let perfmon = req.knobs.get("perfmon");
+            tma = Some(crate::tma_collect::groups((!perfmon.is_empty()).then(|| Path::new(perfmon))));
             (Source::Pmu, reason)
         }
     };
@@ -109,16 +115,49 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
         }
     };
     crate::finish::remember_source(&mut dir, source, &reason);
+    match tma {
+        Some(Ok((groups, perfmon_dir))) => {
+            opts.pmu_events.extend(groups);
+            crate::finish::remember(&mut dir, "perfmon_dir", perfmon_dir.display().to_string());
+        }
+        Some(Err(why)) => crate::finish::remember(&mut dir, "memory_bound", why),
+        None => {}
+    }
+    let numa = crate::numa::collect::Numa::start(req.knobs.get("numa"), &target, &mut opts)?;
     session::save(&dir)?;
     let bar = session::spinner(req.quiet, "collecting");
-    let summary = kairos_collector::collect(&opts, &mut |p| {
+    let mut summary = kairos_collector::collect(&opts, &mut |p| {
         bar.set_message(format!("collecting: {} samples, {} KiB", p.samples, p.bytes / 1024));
     });
+    if let Some(why) = busy_pmu(req.knobs.get("source"), &summary) {
+        // The program never ran (the events open before it starts): run it again with
+        // address sampling, and say why.
+        dir.manifest_mut().notes.push(why.clone());
+        crate::finish::remember_source(&mut dir, Source::Registers, &why);
+        opts.pmu_events.clear();
+        opts.event = EventChoice::CpuClock;
+        opts.user_regs = kairos_x86_access::SAMPLE_REGS_MASK;
+        opts.include_kernel = Some(false);
+        summary = kairos_collector::collect(&opts, &mut |p| {
+            bar.set_message(format!("collecting: {} samples, {} KiB", p.samples, p.bytes / 1024));
+        });
+    }
     bar.finish_and_clear();
     // The sender goes first, so the decoder sees the end of the samples.
     drop(opts);
     let watched = watching.map(crate::watch::Watching::finish);
-    crate::finish::finish(&mut dir, summary, req.quiet, watched)
+    crate::finish::finish(&mut dir, summary, req.quiet, watched, numa)
+}
+
+/// With `-k source=auto`, PMU events another tool holds (EBUSY) are no reason to fail:
+/// the sentence for falling back to address sampling, or None.
+pub(crate) fn busy_pmu(knob: &str, r: &Result<kairos_collector::CollectSummary, CollectError>) -> Option<String> {
+    match r {
+        Err(CollectError::Pmu(PmuError::Refused { event, errno, .. })) if knob == "auto" && *errno == libc::EBUSY => Some(format!(
+            "auto: the PMU's counters are taken by another tool (EBUSY on {event}: another profiler or the NMI watchdog holds them), so addresses come from address sampling instead, and remote accesses are estimated from page placement rather than read from the data source"
+        )),
+        _ => None,
+    }
 }
 
 /// Whether `-k watchpoints=on` applies here, or the note saying why it is ignored.
@@ -158,4 +197,19 @@ fn allocation_tracking(req: &CollectRequest, target: &Target, result: &Path) -> 
         ("KAIROS_MEMTRACK_DIR".into(), raw.into_os_string()),
         ("KAIROS_MEMTRACK_MIN_SIZE".into(), "1".into()),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_taken_by_another_tool_fall_back_with_a_sentence() {
+        let busy = |errno| Err(CollectError::Pmu(PmuError::Refused { event: "mem-loads".into(), errno, why: String::new() }));
+        let why = busy_pmu("auto", &busy(libc::EBUSY)).unwrap_or_default();
+        assert!(why.contains("EBUSY on mem-loads") && why.contains("address sampling"), "{why}");
+        // Asked for the PMU: the refusal stands (the collector's sentence says EBUSY).
+        assert_eq!(busy_pmu("pmu", &busy(libc::EBUSY)), None);
+        assert_eq!(busy_pmu("auto", &busy(libc::ENOENT)), None);
+    }
 }

@@ -2,6 +2,7 @@
 //! the recording goes through the one converter, heap blocks come from the allocation
 //! tracker's files, every access gets its object, and the tables and summary are written.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use kairos_analysis_api::Failure;
@@ -17,11 +18,18 @@ use crate::tables::{parse_source, source_key};
 use crate::{build, reports, tables, AccessData, Source};
 
 /// The manifest entry holding what the tables do not: source, reason, unresolved counts.
-const EXTRA: &str = "memory_access";
+pub(crate) const EXTRA: &str = "memory_access";
 
 /// Stores the chosen source in the manifest before recording starts.
 pub(crate) fn remember_source(dir: &mut ResultDir, source: Source, reason: &str) {
     dir.manifest_mut().extra.insert(EXTRA.into(), json!({ "source": source_key(source), "reason": reason }));
+}
+
+/// Stores one more fact of the collection in the manifest (after `remember_source`).
+pub(crate) fn remember(dir: &mut ResultDir, key: &str, value: String) {
+    if let Some(extra) = dir.manifest_mut().extra.get_mut(EXTRA) {
+        extra[key] = json!(value);
+    }
 }
 
 pub(crate) fn finish(
@@ -29,14 +37,23 @@ pub(crate) fn finish(
     summary: Result<CollectSummary, CollectError>,
     quiet: bool,
     watched: Option<crate::watch::Outcome>,
+    numa: crate::numa::collect::Numa,
 ) -> Result<(), Failure> {
+    // First, so that the placement thread stops whatever happens next.
+    let numa = numa.finish(summary.as_ref().ok());
     let (summary, kallsyms) = session::finish_collection(dir, summary)?;
     for p in &summary.pmu_events {
         dir.manifest_mut().notes.extend(p.notes.iter().map(|n| format!("{}: {n}", p.name)));
     }
-    let bound = memory_bound_status();
+    let refused = summary.pmu_events.iter().find_map(|p| p.refused.clone());
     if let Some(extra) = dir.manifest_mut().extra.get_mut(EXTRA) {
-        extra["memory_bound"] = json!(bound);
+        // The collection's own reason (no perfmon files, ...) stands; else the kernel's.
+        if extra["memory_bound"].is_null() {
+            extra["memory_bound"] = json!(match refused {
+                Some(why) => format!("not measured: the memory-bound counters were refused ({why})"),
+                None => memory_bound_status(),
+            });
+        }
     }
     session::save(dir)?;
     session::warn_write_error(&summary.stopped_by);
@@ -47,7 +64,7 @@ pub(crate) fn finish(
         Some(w) => record_watch(dir, w)?,
         None => Vec::new(),
     };
-    complete(dir, &c, heap, &hits)?;
+    complete(dir, &c, heap, &hits, numa, (summary.start_monotonic_ns, summary.end_monotonic_ns))?;
     if let Some(TargetExit::Signal(sig)) = summary.target_exit {
         eprintln!("kairos: the target was killed by signal {sig}; the result covers it up to that point");
     }
@@ -67,7 +84,12 @@ pub fn finish_import(dir: &mut ResultDir, c: &Conversion) -> Result<(), Failure>
     m.kind = Some(crate::SPEC.name.into());
     m.notes.push("heap blocks are named by their mapping: an imported recording has no allocation tracker files".into());
     remember_source(dir, source, reason);
-    complete(dir, c, Vec::new(), &[])
+    let numa = crate::numa::Recorded {
+        why_not: Some("an imported recording has no page placement queries; with a PMU its data sources still say which accesses were remote".into()),
+        ..Default::default()
+    };
+    let span = (c.profile.samples.first().map_or(0, |s| s.time_ns), c.profile.samples.last().map_or(0, |s| s.time_ns));
+    complete(dir, c, Heap::default(), &[], numa, span)
 }
 
 /// The watchpoint hits' table and the manifest's record of the watching; returns the hits.
@@ -83,14 +105,41 @@ fn record_watch(dir: &mut ResultDir, w: crate::watch::Outcome) -> Result<Vec<kai
     Ok(w.hits)
 }
 
+/// Heap blocks from the tracker, and each allocation site's source (`path:line`) by the
+/// `file:line` objects are named with.
+#[derive(Default)]
+struct Heap {
+    blocks: Vec<HeapBlock>,
+    sources: HashMap<String, String>,
+}
+
 /// Attribution, tables, manifest and the printed summary, for collect and import alike.
-fn complete(dir: &mut ResultDir, c: &Conversion, heap: Vec<HeapBlock>, hits: &[kairos_collector::watch::Hit]) -> Result<(), Failure> {
-    let built = build::build_with_hits(&c.profile, &c.data_accesses, heap, hits);
-    let written = tables::write(&dir.tables_path(), &built)
-        .map_err(|e| Failure::failed(format!("cannot write the memory-access tables: {e}; check free disk space and permissions")))?;
+fn complete(
+    dir: &mut ResultDir,
+    c: &Conversion,
+    heap: Heap,
+    hits: &[kairos_collector::watch::Hit],
+    numa: crate::numa::Recorded,
+    span: (u64, u64),
+) -> Result<(), Failure> {
+    crate::tma_collect::record(dir, &c.profile);
+    let (mut built, mut map) = build::build_full(&c.profile, &c.data_accesses, heap.blocks, hits);
+    let faults = crate::numa::faults::read(&dir.path().join(session::PERF_DATA), c);
+    let (numa_data, numa_summary) = crate::numa::analyse(&numa, &faults, &built, &mut map, &c.profile, &heap.sources, span.0, span.1);
+    // Pages of mappings no sample touched became objects too.
+    built.objects = map.objects().to_vec();
+    let cannot = |e: kairos_table::TableError| Failure::failed(format!("cannot write the memory-access tables: {e}; check free disk space and permissions"));
+    let mut written = tables::write(&dir.tables_path(), &built).map_err(cannot)?;
+    written.extend(crate::numa::table::write(&dir.tables_path(), &numa_data).map_err(cannot)?);
     let m = dir.manifest_mut();
     m.tables.extend(written.into_iter().map(|(name, file, rows, bytes)| TableInfo { name, file, rows, bytes }));
+    for n in &numa_summary.notes {
+        if !m.notes.contains(n) {
+            m.notes.push(n.clone());
+        }
+    }
     let mut extra = m.extra.get(EXTRA).cloned().unwrap_or_else(|| json!({}));
+    extra[crate::numa::KEY] = serde_json::to_value(&numa_summary).unwrap_or_default();
     extra["unresolved"] = json!(c.unresolved_accesses);
     extra["skipped"] = json!(built.skipped);
     let all = lines(built.samples.iter().zip(built.locations.iter().copied()));
@@ -126,27 +175,28 @@ fn memory_bound_status() -> String {
 }
 
 /// Heap blocks from the tracker's files in the result, if it ran; a note says why not.
-fn read_heap(dir: &mut ResultDir) -> Vec<HeapBlock> {
+fn read_heap(dir: &mut ResultDir) -> Heap {
     let raw = dir.path().join(kairos_analysis_memory::RAW_DIR);
     if !raw.is_dir() {
-        return Vec::new();
+        return Heap::default();
     }
     match kairos_analysis_memory::decode::read_dir(&raw) {
         Ok(trace) if !trace.processes.is_empty() => {
             let origin = trace.processes.iter().map(|p| p.inst).min().unwrap_or(0);
             let data = kairos_analysis_memory::build::build(&trace);
             dir.manifest_mut().notes.extend(data.notes.iter().cloned());
-            heap_blocks(&data.rows, &data.sites, origin)
+            let sources = data.sites.iter().filter(|s| !s.file.is_empty() && s.line > 0).map(|s| (s.location(), format!("{}:{}", s.file, s.line))).collect();
+            Heap { blocks: heap_blocks(&data.rows, &data.sites, origin), sources }
         }
         Ok(_) => {
             dir.manifest_mut().notes.push(
                 "the allocation tracker wrote nothing (a static, setuid or LD_PRELOAD-clearing program): heap addresses are named by their mapping".into(),
             );
-            Vec::new()
+            Heap::default()
         }
         Err(e) => {
             dir.manifest_mut().notes.push(format!("the allocation tracker's files are unreadable ({e}): heap addresses are named by their mapping"));
-            Vec::new()
+            Heap::default()
         }
     }
 }
@@ -154,13 +204,29 @@ fn read_heap(dir: &mut ResultDir) -> Vec<HeapBlock> {
 /// A result's data for the reports and the page: tables plus what the manifest remembers.
 pub fn load(dir: &ResultDir, built: build::Built) -> AccessData {
     let extra = dir.manifest().extra.get(EXTRA).cloned().unwrap_or_default();
+    let numa = load_numa(dir, &extra, built.objects.len());
     AccessData {
         built,
         unresolved: serde_json::from_value(extra["unresolved"].clone()).unwrap_or_default(),
         source: extra["source"].as_str().and_then(parse_source).unwrap_or(Source::Registers),
         source_reason: extra["reason"].as_str().unwrap_or("").to_string(),
         memory_bound: extra["memory_bound"].as_str().map(str::to_string),
+        numa,
     }
+}
+
+/// The NUMA side of a result: the manifest's summary and the `numa_*` tables. Results
+/// written before them have none; damaged tables leave the summary with a note.
+fn load_numa(dir: &ResultDir, extra: &serde_json::Value, objects: usize) -> Option<crate::numa::report::Numa> {
+    let mut summary: crate::numa::Summary = serde_json::from_value(extra.get(crate::numa::KEY)?.clone()).ok()?;
+    let data = match crate::numa::table::read(&dir.tables_path(), objects) {
+        Ok(d) => d,
+        Err(e) => {
+            summary.notes.push(format!("the NUMA tables are unreadable ({e}): collect the result again"));
+            Default::default()
+        }
+    };
+    Some(crate::numa::report::Numa { summary, data })
 }
 
 /// Reads a result's tables back.

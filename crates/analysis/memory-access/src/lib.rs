@@ -12,11 +12,15 @@ pub mod lines;
 mod lines_report;
 mod live;
 mod live_code;
+pub mod numa;
 pub mod objects;
 pub mod reports;
 mod run_report;
 mod spec;
 pub mod tables;
+pub mod tma;
+mod tma_collect;
+mod tma_report;
 pub mod totals;
 mod watch;
 pub mod watch_table;
@@ -121,8 +125,10 @@ pub struct AccessData {
     pub source: Source,
     /// Why this source (the `auto` choice, or what was asked for).
     pub source_reason: String,
-    /// Why the memory-bound share (TMA) is missing, when it is.
+    /// The memory-bound share (TMA) in one sentence, or why it is missing.
     pub memory_bound: Option<String>,
+    /// The NUMA side (placement, first touch, remote share), when the result has it.
+    pub numa: Option<numa::report::Numa>,
 }
 
 impl AccessData {

@@ -6,9 +6,13 @@ use std::collections::HashMap;
 
 use crate::AccessSample;
 
-/// Heap blocks are indexed by the 4 KiB pages they cover; larger ones are scanned.
+/// Heap blocks are indexed by the 4 KiB pages they cover; larger ones by the 2 MiB spans
+/// they cover (a lookup per page of a large program must not scan every large block).
 const PAGE: u64 = 4096;
 const INDEXED_PAGES: u64 = 256;
+const SPAN: u64 = 2 << 20;
+/// 2 TiB of spans: beyond it a block is scanned rather than indexed.
+const MAX_SPANS: u64 = 1 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ObjectKind {
@@ -95,7 +99,9 @@ pub struct ObjectMap {
     keys: HashMap<Key, u32>,
     heap: Vec<(HeapBlock, u32)>,
     heap_pages: HashMap<(u32, u64), Vec<u32>>,
-    big_blocks: Vec<u32>,
+    /// (pid, address / SPAN) -> large blocks covering part of that span.
+    big_blocks: HashMap<(u32, u64), Vec<u32>>,
+    vast_blocks: Vec<u32>,
     /// Per process, sorted by address: (start, end, object).
     statics: HashMap<u32, Vec<(u64, u64, u32)>>,
     regions: HashMap<u32, Vec<Region>>,
@@ -117,7 +123,15 @@ impl ObjectMap {
                     m.heap_pages.entry((b.pid, p)).or_default().push(i);
                 }
             } else {
-                m.big_blocks.push(i);
+                let (first, last) = (b.addr / SPAN, b.addr.saturating_add(b.size.max(1) - 1) / SPAN);
+                if last - first < MAX_SPANS {
+                    for span in first..=last {
+                        m.big_blocks.entry((b.pid, span)).or_default().push(i);
+                    }
+                } else {
+                    // A size no program maps (a damaged record): scanned, never indexed.
+                    m.vast_blocks.push(i);
+                }
             }
             m.heap.push((b, object));
         }
@@ -177,13 +191,81 @@ impl ObjectMap {
         }
     }
 
+    /// The object holding `addr` of thread `tid` at `t`, for an address that is not a
+    /// sampled access (a page fault): as [`ObjectMap::locate`] without a stack pointer.
+    pub fn locate_addr(&mut self, pid: u32, tid: u32, addr: u64, t: u64) -> Location {
+        let s = AccessSample {
+            time_ns: t,
+            pid,
+            tid,
+            ip: 0,
+            function: 0,
+            addr,
+            size: 0,
+            direction: crate::Direction::Load,
+            weight: 0,
+            source: crate::Source::Registers,
+            sp: None,
+            level: None,
+            hitm: false,
+            cpu: 0,
+            phys_addr: None,
+        };
+        self.locate(&s)
+    }
+
+    /// More mappings (from placement queries), for pages no sample touched.
+    pub fn add_regions(&mut self, regions: Vec<Region>) {
+        for r in regions {
+            let list = self.regions.entry(r.pid).or_default();
+            if !list.iter().any(|x| x.start == r.start && x.end == r.end) {
+                list.push(r);
+            }
+        }
+        for list in self.regions.values_mut() {
+            list.sort_by_key(|r| r.start);
+        }
+    }
+
+    /// Every object holding a byte of `[lo, hi)` of `pid` at some time of `[t0, t1]`, into
+    /// `out`: the heap blocks alive then, else the static variables, else the mapping (a
+    /// page of small blocks belongs to each of them).
+    pub fn owners(&mut self, pid: u32, lo: u64, hi: u64, (t0, t1): (u64, u64), out: &mut Vec<u32>) {
+        out.clear();
+        let alive = |b: &HeapBlock| b.pid == pid && b.addr < hi && lo < b.addr.saturating_add(b.size.max(1)) && b.alloc_ns <= t1 && b.free_ns.is_none_or(|f| t0 < f);
+        let pages = (lo / PAGE..=hi.saturating_sub(1) / PAGE).flat_map(|p| self.heap_pages.get(&(pid, p)).into_iter().flatten());
+        let spans = (lo / SPAN..=hi.saturating_sub(1) / SPAN).flat_map(|sp| self.big_blocks.get(&(pid, sp)).into_iter().flatten());
+        for &i in pages.chain(spans).chain(self.vast_blocks.iter()) {
+            let (b, object) = &self.heap[i as usize];
+            if alive(b) && !out.contains(object) {
+                out.push(*object);
+            }
+        }
+        if !out.is_empty() {
+            return;
+        }
+        if let Some(list) = self.statics.get(&pid) {
+            // Statics do not overlap: the one holding `lo`, then those starting inside.
+            let first = list.partition_point(|&(start, _, _)| start <= lo).saturating_sub(1);
+            for &(start, end, object) in list.iter().skip(first).take_while(|&&(start, _, _)| start < hi) {
+                if start < hi && lo < end && !out.contains(&object) {
+                    out.push(object);
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push(self.locate_addr(pid, pid, lo, t1).object);
+        }
+    }
+
     fn heap_block(&self, pid: u32, addr: u64, t: u64) -> Option<(u64, u32)> {
         let alive = |i: &u32| {
             let (b, _) = &self.heap[*i as usize];
             b.pid == pid && b.addr <= addr && addr - b.addr < b.size.max(1) && b.alloc_ns <= t && b.free_ns.is_none_or(|f| t < f)
         };
         let page = self.heap_pages.get(&(pid, addr / PAGE)).into_iter().flatten();
-        page.chain(self.big_blocks.iter()).find(|i| alive(i)).map(|&i| {
+        let span = self.big_blocks.get(&(pid, addr / SPAN)).into_iter().flatten();
+        page.chain(span).chain(self.vast_blocks.iter()).find(|i| alive(i)).map(|&i| {
             let (b, object) = &self.heap[i as usize];
             (b.addr, *object)
         })

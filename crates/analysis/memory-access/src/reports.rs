@@ -162,6 +162,7 @@ pub fn summary(d: &AccessData, meta: &[(String, String)], top: usize) -> Documen
         t.push_note("No line was written by one thread and used by another at the same time: no false or true sharing was sampled.");
     }
     doc.push_table(t);
+    crate::numa::report::summary_part(d, &mut doc);
     doc
 }
 

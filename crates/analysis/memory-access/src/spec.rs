@@ -10,6 +10,18 @@ fn on_off(v: &str) -> Result<(), String> {
     one_of(v, &["on", "off"])
 }
 
+fn auto_on_off(v: &str) -> Result<(), String> {
+    one_of(v, &["auto", "on", "off"])
+}
+
+fn folder(v: &str) -> Result<(), String> {
+    if v.is_empty() || std::path::Path::new(v).is_dir() {
+        Ok(())
+    } else {
+        Err(format!("{v} is not a folder: give the folder that holds mapfile.csv"))
+    }
+}
+
 fn ldlat(v: &str) -> Result<(), String> {
     match v.parse::<u32>() {
         Ok(n) if (1..=65535).contains(&n) => Ok(()),
@@ -42,17 +54,31 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             help: "without a PMU: arm hardware watchpoints in rotation on the cache lines sampling saw shared by threads, to confirm false or true sharing with exact accesses (thread, instruction, write or read); duty-cycled to slow the program by at most 5%",
             check: on_off,
         },
+        KnobSpec {
+            name: "perfmon",
+            default: "",
+            help: "with a PMU: folder of Intel's perfmon event and metric files (mapfile.csv, e.g. SKX/events, SKX/metrics) for the memory-bound counters; default: $KAIROS_PERFMON, then the files shipped with Kairos",
+            check: folder,
+        },
+        KnobSpec {
+            name: "numa",
+            default: "auto",
+            help: "NUMA placement: each object's pages per node (move_pages(2) queries while the program runs), who touched them first (one page-fault record with its call stack per fault), the nodes of the threads that use them and the estimated remote share; auto: on for a launched program or -p, off with -a",
+            check: auto_on_off,
+        },
     ],
-    collects: "data addresses (PMU memory samples, or cpu-clock samples with the user registers), call stacks, data mappings, and the program's allocations through the preloaded tracker",
+    collects: "data addresses (PMU memory samples, or cpu-clock samples with the user registers), call stacks, data mappings, the program's allocations through the preloaded tracker, and (numa) page faults and page placement",
     reports: &[
         ReportSpec { name: "summary", help: "address source, top memory objects, cache lines shared by threads with the verdict and the fix" },
         ReportSpec { name: "memory-objects", help: "per memory object: samples, share, loads, stores, threads (with a PMU: latency and levels)" },
         ReportSpec { name: "cache-lines", help: "per 64-byte line: object and offsets, threads, reads and writes per offset, false or true sharing" },
+        ReportSpec { name: "memory-bound", help: "with a PMU: the share of pipeline slots stalled on memory and its L1/L2/L3/DRAM/store split (TMA), per function and over time" },
         ReportSpec { name: "memory-functions", help: "which functions access which objects, how much" },
+        ReportSpec { name: "numa", help: "per memory object: pages per NUMA node, first touch (thread, node, function, call stack), nodes of the threads that use it, estimated remote accesses; one sentence per problem with its fix" },
     ],
     views: &["summary", "memory-access", "timeline", "trees", "sample inspector", "compare"],
     needs: &[],
-    uses: &["pebs", "ibs", "address_sampling", "watchpoints", "glibc"],
+    uses: &["pebs", "ibs", "tma_counters", "address_sampling", "watchpoints", "glibc", "numa_placement", "tracepoints"],
     collect: crate::collect::collect,
     report: crate::run_report::report,
 };

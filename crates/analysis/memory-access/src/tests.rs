@@ -118,3 +118,14 @@ fn totals_per_object_and_function() {
     let functions = by_function(located.iter().map(|(s, l)| (*s, *l)));
     assert_eq!(functions.len(), 3, "three (function, object) pairs");
 }
+
+#[test]
+fn a_damaged_block_size_is_scanned_not_indexed() {
+    let vast = HeapBlock { pid: 1, addr: 0x1000, size: u64::MAX / 2, alloc_ns: 0, free_ns: None, site: "bad.c:1".into() };
+    let mut m = ObjectMap::new(vec![vast], vec![], vec![]);
+    let loc = m.locate(&access(1, 5, 0x7fff_0000_0000, Direction::Load));
+    assert_eq!(m.objects()[loc.object as usize].name, format!("bad.c:1 ({} B)", u64::MAX / 2));
+    let mut out = Vec::new();
+    m.owners(1, 0x2000, 0x3000, (0, 10), &mut out);
+    assert_eq!(out, vec![loc.object]);
+}

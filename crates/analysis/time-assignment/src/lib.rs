@@ -54,7 +54,8 @@ pub struct Assignment {
     /// Sorted by time (stable: within a thread, in order of occurrence).
     pub points: Vec<Point>,
     pub method: Method,
-    /// Resolution gained: points / samples (1 with no branch records or `none`).
+    /// Resolution gained: (samples + records given a time) / samples (1 with no branch
+    /// records or `none`).
     pub points_per_sample: f64,
     /// What reports should say: losses, fallbacks, learned rates.
     pub notes: Vec<String>,
@@ -74,11 +75,15 @@ pub fn assign(profile: &Profile, method: Method) -> Result<Assignment, Error> {
         Method::Segments => methods::segments::run(&p, &mut points),
         Method::Nesting => methods::nesting::run(&p, &mut points),
         Method::Visits => methods::visits::run(&p, &mut points),
+        Method::Covered => methods::covered::run(&p, &mut points, &mut notes),
     }
     if method == Method::None && !profile.branches.is_empty() {
         notes.push("branch records ignored (plain sampling)".into());
     }
     points.sort_by_key(|pt| pt.time_ns);
-    let points_per_sample = if p.intervals.is_empty() { 1.0 } else { points.len() as f64 / p.intervals.len() as f64 };
+    // Samples plus records given a time: `covered` adds points that are the sample's own
+    // weight drawn where it lies, which gain no resolution.
+    let records = points.iter().filter(|pt| pt.record.is_some()).count();
+    let points_per_sample = if p.intervals.is_empty() { 1.0 } else { (p.intervals.len() + records) as f64 / p.intervals.len() as f64 };
     Ok(Assignment { points, method, points_per_sample, notes })
 }

@@ -27,11 +27,15 @@ pub enum Method {
     /// Ours: full visits keep their function's expected duration; the interval's slack
     /// goes mostly to the partial head and tail, whose length is least known.
     Visits,
+    /// Ours, the default: records explain the part of the interval they cover (measured
+    /// cycles or expected durations); the part no record covers is weighed like plain
+    /// sampling.
+    Covered,
 }
 
 impl Method {
     /// Every method, in the order reports list them.
-    pub const ALL: [Method; 8] = [
+    pub const ALL: [Method; 9] = [
         Method::None,
         Method::Equal,
         Method::Ratio,
@@ -40,7 +44,12 @@ impl Method {
         Method::Segments,
         Method::Nesting,
         Method::Visits,
+        Method::Covered,
     ];
+
+    /// The branch method used where none is chosen (the page's record times): never
+    /// worse than plain sampling, see crates/lab/README.md.
+    pub const DEFAULT: Method = Method::Covered;
 
     /// The name used on the command line and in reports.
     pub fn as_str(self) -> &'static str {
@@ -53,6 +62,7 @@ impl Method {
             Method::Segments => "segments",
             Method::Nesting => "nesting",
             Method::Visits => "visits",
+            Method::Covered => "covered",
         }
     }
 
@@ -67,6 +77,7 @@ impl Method {
             Method::Segments => "ours: each segment between branches sized by its function's mean duration per visit (sampled time / visits, or measured cycles), not by its run share",
             Method::Nesting => "ours: segment durations learned per call/return context (opening branch, function, closing branch) by regression over complete intervals",
             Method::Visits => "ours: each full visit between branches keeps its function's expected duration per visit; the interval's slack goes to the partial head and tail stretches, by how uncertain they are",
+            Method::Covered => "ours (default): records explain the part of the interval they cover (measured cycles or expected durations per visit); the part no record covers goes to the sampled function, as plain sampling weighs it",
         }
     }
 }

@@ -35,6 +35,8 @@ pub(crate) struct Role {
     pub member: bool,
     pub inherit: bool,
     pub enable_on_exec: bool,
+    /// In a group whose members are read at each sample.
+    pub read_group: bool,
 }
 
 /// The precise_ip of `ev` under `t`.
@@ -71,10 +73,16 @@ pub(crate) fn build(ev: &PmuEvent, t: &Try, role: Role, max_freq: Option<u64>) -
         st &= !(b::PERF_SAMPLE_PHYS_ADDR as u64);
     }
     a.sample_type = st;
+    if role.read_group {
+        a.sample_type |= b::PERF_SAMPLE_READ as u64;
+        a.read_format = super::GROUP_READ_FORMAT;
+    }
     match ev.sampling {
         PmuSampling::Period(0) | PmuSampling::Frequency(0) => {
             return Err(bad("a zero period or frequency counts without sampling".into()))
         }
+        PmuSampling::Count if !role.member => return Err(bad("a counting event must follow a sampling one in its group".into())),
+        PmuSampling::Count => {}
         PmuSampling::Period(n) => a.__bindgen_anon_1.sample_period = n,
         PmuSampling::Frequency(hz) => {
             a.set_freq(1);
@@ -140,7 +148,7 @@ mod tests {
         }
     }
     const FULL: Try = Try { precise_drop: 0, phys_addr: true, include_kernel: true };
-    const LEADER: Role = Role { member: false, inherit: true, enable_on_exec: true };
+    const LEADER: Role = Role { member: false, inherit: true, enable_on_exec: true, read_group: false };
 
     #[test]
     fn fields_are_copied_and_completed() {

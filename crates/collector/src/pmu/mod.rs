@@ -24,6 +24,9 @@ pub enum PmuSampling {
     /// About N samples a second (the kernel adjusts the period); capped at
     /// kernel.perf_event_max_sample_rate, as perf does.
     Frequency(u64),
+    /// Never samples: a group member whose value the sampling event reads
+    /// (PERF_SAMPLE_READ), as the members of perf's `{a,b,c}:S`.
+    Count,
 }
 
 /// One PMU event, as perf_event_attr data.
@@ -51,19 +54,37 @@ pub struct PmuEvent {
 }
 
 /// An event with the group leader the hardware needs in front of it (Sapphire Rapids'
-/// `mem-loads-aux`). Both sample; the leader is recorded as an event of its own.
+/// `mem-loads-aux`; both sample, the leader recorded as an event of its own), and
+/// counting members read at each of its samples.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PmuGroup {
     pub leader: Option<PmuEvent>,
     pub event: PmuEvent,
+    /// [`PmuSampling::Count`] events, in the group after `event`. When there are any,
+    /// `event`'s samples carry every member's value (PERF_SAMPLE_READ with
+    /// PERF_FORMAT_GROUP), so that the reader can give each its delta.
+    pub members: Vec<PmuEvent>,
+    /// The collection goes on without this group when the kernel refuses it (then its
+    /// outcome says why); otherwise a refusal ends the collection.
+    pub optional: bool,
 }
 
 impl PmuGroup {
     /// A group of one event.
     pub fn single(event: PmuEvent) -> PmuGroup {
-        PmuGroup { leader: None, event }
+        PmuGroup { leader: None, event, members: Vec::new(), optional: false }
+    }
+
+    /// Its events in group order: leader, the sampling event, the members.
+    pub fn events(&self) -> Vec<&PmuEvent> {
+        self.leader.iter().chain(std::iter::once(&self.event)).chain(&self.members).collect()
     }
 }
+
+/// read_format of a group whose members are read at each sample: the ids let the reader
+/// match values to events; the times let it see that the group shared the counters.
+pub(crate) const GROUP_READ_FORMAT: u64 =
+    (b::PERF_FORMAT_GROUP | b::PERF_FORMAT_ID | b::PERF_FORMAT_TOTAL_TIME_ENABLED | b::PERF_FORMAT_TOTAL_TIME_RUNNING) as u64;
 
 /// What was recorded for one PMU event (leaders included), for the summary.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +98,8 @@ pub struct PmuOutcome {
     /// Changes from what was asked, and why (physical addresses dropped, precise_ip
     /// lowered, kernel excluded, frequency capped).
     pub notes: Vec<String>,
+    /// An optional group the kernel refused: not recorded, and why.
+    pub refused: Option<String>,
 }
 
 /// A PMU event that cannot be recorded here.

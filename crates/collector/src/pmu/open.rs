@@ -81,7 +81,8 @@ pub(crate) fn settle<'a>(
     (pid, cpu): (i32, i32),
     opener: &mut dyn Opener,
 ) -> Result<Settled<'a>, CollectError> {
-    let events: Vec<&PmuEvent> = g.leader.iter().chain(std::iter::once(&g.event)).collect();
+    let events = g.events();
+    let role = Role { read_group: !g.members.is_empty(), ..role };
     let max_drop = events.iter().map(|e| e.precise_ip.saturating_sub(e.precise_min)).max().unwrap_or(0);
     let phys_options: &[bool] = if events.iter().any(|e| wants_phys(e.sample_type)) { &[true, false] } else { &[false] };
     let mut attempts: Vec<(Try, usize, i32)> = Vec::new();
@@ -201,6 +202,7 @@ pub(crate) fn open_all(opts: &CollectOptions, events: &Events, cpus: &[i32], wri
         member: false,
         inherit: !matches!(opts.target, Target::SystemWide),
         enable_on_exec: matches!(opts.target, Target::Launch { .. }),
+        read_group: false,
     };
     let max_freq = max_sample_rate();
     let pairs: Vec<(i32, i32)> = events.targets.iter().map(|&(pid, ci)| (pid, cpus.get(ci).copied().unwrap_or(-1))).collect();
@@ -215,12 +217,26 @@ pub(crate) fn open_all(opts: &CollectOptions, events: &Events, cpus: &[i32], wri
                 break;
             }
         }
-        let mut s = settled?;
-        let (group_fds, ids) = open_on_targets(&mut s, events, cpus)?;
+        let opened = settled.and_then(|mut s| open_on_targets(&mut s, events, cpus).map(|r| (s, r)));
+        let (mut s, (group_fds, ids)) = match opened {
+            Ok(r) => r,
+            Err(e @ CollectError::Pmu(_)) if g.optional => {
+                outcomes.extend(g.events().into_iter().map(|ev| PmuOutcome {
+                    name: ev.name.clone(),
+                    precise_ip: 0,
+                    sample_type: 0,
+                    include_kernel: false,
+                    notes: Vec::new(),
+                    refused: Some(e.to_string()),
+                }));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         for (((ev, a), ids), notes) in s.events.iter().zip(&s.attrs).zip(ids).zip(std::mem::take(&mut s.notes)) {
             let name = file_name(&ev.name, a.exclude_kernel() == 1);
             writer.add_attr(crate::attr::attr_bytes(a), ids, name.clone());
-            outcomes.push(PmuOutcome { name, precise_ip: a.precise_ip() as u8, sample_type: a.sample_type, include_kernel: a.exclude_kernel() == 0, notes });
+            outcomes.push(PmuOutcome { name, precise_ip: a.precise_ip() as u8, sample_type: a.sample_type, include_kernel: a.exclude_kernel() == 0, notes, refused: None });
         }
         fds.extend(group_fds);
     }

@@ -60,7 +60,7 @@ fn ev(config: u64, phys: bool) -> PmuEvent {
     }
 }
 
-const ROLE: Role = Role { member: false, inherit: true, enable_on_exec: true };
+const ROLE: Role = Role { member: false, inherit: true, enable_on_exec: true, read_group: false };
 
 /// The settled settings and notes, or the error.
 type Outcome = Result<(Try, Vec<Vec<String>>), CollectError>;
@@ -142,7 +142,7 @@ fn permission_is_the_answer_only_when_alone() {
 fn member_is_opened_with_the_leaders_fd() {
     // Sapphire Rapids: the load event is refused (ENODATA) unless its aux leader is its
     // group leader.
-    let g = PmuGroup { leader: Some(ev(0x8203, false)), event: ev(0x1cd, false) };
+    let g = PmuGroup { leader: Some(ev(0x8203, false)), ..PmuGroup::single(ev(0x1cd, false)) };
     let (r, calls) = run(&g, &[true], |c| if c.config == 0x1cd && c.group_fd < 0 { Err(libc::ENODATA) } else { Ok(()) });
     r.expect("settles");
     assert_eq!(calls.len(), 2);

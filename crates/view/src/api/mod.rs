@@ -3,6 +3,7 @@
 mod compare;
 mod counters;
 mod memory;
+mod numa;
 mod sample;
 mod summary;
 mod timeline;
@@ -27,6 +28,7 @@ pub fn handle(state: &State, name: &str, q: &Query) -> Result<Value, Error> {
         "counters" => counters::get(state, q),
         "compare" => compare::get(state, q),
         "memory" => memory::get(state, q),
+        "numa" => numa::get(state, q),
         _ => Err(Error::NotFound(format!("there is no API call {name:?}; see docs/VIEW_API.md"))),
     }
 }

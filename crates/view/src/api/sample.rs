@@ -30,7 +30,7 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let s = &p.samples[pick as usize];
     let names: Vec<&str> = match q.get("methods") {
         Some(m) => m.split(',').filter(|x| !x.is_empty()).take(2).collect(),
-        None if !p.branches.is_empty() => vec!["proportional"],
+        None if !p.branches.is_empty() => vec![kairos_time_assignment::Method::DEFAULT.as_str()],
         None => vec![],
     };
     let methods = names.iter().map(|n| method(n)).collect::<Result<Vec<_>, _>>()?;
