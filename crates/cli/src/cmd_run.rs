@@ -169,15 +169,7 @@ pub fn run(args: RunArgs) -> CliResult {
     let Some(first) = args.program.first() else {
         return Err(UserError::usage("nothing to run: give a program after `--`, e.g. `kairos run --hugepages=hugetlb -- ./app`"));
     };
-    // A missing program is found before anything is changed.
-    let found = if first.contains('/') {
-        std::path::Path::new(first).is_file()
-    } else {
-        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(first).is_file()))
-    };
-    if !found {
-        return Err(UserError::failed(format!("program '{first}' was not found; give a path to an executable or a command on PATH; nothing was changed")));
-    }
+    require_program(first)?;
     let glibc_text = kairos_platform::LiveProber.glibc_version();
     if mode != Mode::None && !matches!(glibc_text.as_deref().and_then(parse_glibc), Some((2, m)) if m >= 35) {
         return Err(UserError::failed(format!(
@@ -357,4 +349,19 @@ pub fn run(args: RunArgs) -> CliResult {
         println!("\nResult: {}  (see `kairos compare A {}`)", d.path().display(), d.path().display());
     }
     Ok(())
+}
+
+/// A missing program is found before anything is changed: a path that is a file, or a
+/// command on PATH.
+pub(crate) fn require_program(first: &str) -> Result<(), UserError> {
+    let found = if first.contains('/') {
+        std::path::Path::new(first).is_file()
+    } else {
+        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(first).is_file()))
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(UserError::failed(format!("program '{first}' was not found; give a path to an executable or a command on PATH; nothing was changed")))
+    }
 }

@@ -58,14 +58,7 @@ pub fn run(args: RunArgs) -> CliResult {
     let Some(first) = args.program.first() else {
         return Err(UserError::usage("nothing to run: give a program after `--`, e.g. `kairos run --cache-ways 4 -- ./rt_loop`"));
     };
-    let found = if first.contains('/') {
-        std::path::Path::new(first).is_file()
-    } else {
-        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(first).is_file()))
-    };
-    if !found {
-        return Err(UserError::failed(format!("program '{first}' was not found; give a path to an executable or a command on PATH; nothing was changed")));
-    }
+    crate::cmd_run::require_program(first)?;
     let root = &args.resctrl_root;
     let tree = match crate::cmd_cache::open(root)? {
         Ok(t) => t,
