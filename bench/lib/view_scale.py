@@ -20,6 +20,11 @@ REPS = int(os.environ.get("BENCH_REPS", "5"))
 N = int(os.environ.get("BENCH_SAMPLES", "10000000"))
 FUNCS = int(os.environ.get("BENCH_FUNCTIONS", "5000"))
 PERF_ITER = os.environ.get("BENCH_PERF_ITER", "10000")
+# A result made before (e.g. by `kairos lab synthesize --samples 100000000`): reused as it
+# is, since a 100-million-sample one takes a while and gigabytes to make.
+RESULT = os.environ.get("BENCH_RESULT")
+# 0: skip the side-by-side with perf report (it does not depend on BENCH_SAMPLES).
+SIDE_BY_SIDE = os.environ.get("BENCH_SIDE_BY_SIDE", "1") != "0"
 CHROMIUM = os.environ.get("KAIROS_CHROMIUM", "/usr/bin/chromium")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -51,6 +56,17 @@ class View:
             body = r.read()
         return time.perf_counter() - t0, json.loads(body)
 
+    def peak_rss(self):
+        """The server's peak resident memory in bytes (VmHWM), None where /proc lacks it."""
+        try:
+            with open(f"/proc/{self.proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return None
+
     def close(self):
         self.proc.kill()
         self.proc.wait()
@@ -61,14 +77,18 @@ def ms(x):
 
 
 def scale(tmp):
-    result = os.path.join(tmp, "big")
-    t0 = time.perf_counter()
-    subprocess.run([KAIROS, "lab", "synthesize", "--samples", str(N), "--functions", str(FUNCS), "--threads", "8",
-                    "--interval-us", "100", "-o", result], check=True, stdout=subprocess.DEVNULL)
-    log(f"synthesized {N:,} samples of {FUNCS:,} functions in {time.perf_counter() - t0:.1f} s")
+    if RESULT:
+        result = RESULT
+        log(f"using the result in {result} (BENCH_RESULT)")
+    else:
+        result = os.path.join(tmp, "big")
+        t0 = time.perf_counter()
+        subprocess.run([KAIROS, "lab", "synthesize", "--samples", str(N), "--functions", str(FUNCS), "--threads", "8",
+                        "--interval-us", "100", "-o", result], check=True, stdout=subprocess.DEVNULL)
+        log(f"synthesized {N:,} samples of {FUNCS:,} functions in {time.perf_counter() - t0:.1f} s")
     first_view = [("results", "results"), ("summary", "summary"),
                   ("timeline", "timeline?width=1400"), ("tree", "tree?kind=top-down")]
-    loads, firsts, per = [], [], {}
+    loads, firsts, per, peaks = [], [], {}, []
     interactions = {}
     for rep in range(REPS):
         v = View(result)
@@ -101,9 +121,13 @@ def scale(tmp):
             if page:
                 interactions.setdefault("page: first view drawn (browser)", []).append(page["first_view_ms"] / 1000)
                 interactions.setdefault("page: wheel zoom redrawn (browser)", []).append(page["zoom_ms"] / 1000)
+            peak = v.peak_rss()
+            if peak is not None:
+                peaks.append(peak)
         finally:
             v.close()
-    print(f"\n== kairos view, {N:,} samples, {FUNCS:,} functions, 8 threads (median of {REPS}) ==")
+    samples = info["results"][0]["samples"]
+    print(f"\n== kairos view, {samples:,} samples, {FUNCS:,} functions, 8 threads (median of {REPS}) ==")
     print(f"  load and index (start to URL)        {ms(statistics.median(loads))}")
     for name, _ in first_view:
         print(f"  first view: api/{name:<24} {ms(statistics.median(per[name]))}")
@@ -116,6 +140,11 @@ def scale(tmp):
             worst = max(worst, m)
         print(f"  {name:<37}{ms(m)}")
     print(f"  slowest zoom/filter answer           {ms(worst)}   goal <= 200 ms: {'met' if worst <= 0.2 else 'NOT met'}")
+    if peaks:
+        mb = max(peaks) / 2**20
+        print(f"  server memory, peak (VmHWM)          {mb:8.0f} MB   goal <= 4096 MB: {'met' if mb <= 4096 else 'NOT met'}")
+    else:
+        print("  server memory: not measured (/proc/PID/status has no VmHWM here)")
 
 
 def page_timings(url):
@@ -164,13 +193,68 @@ def side_by_side(tmp):
     print(f"  kairos import + view first view      {ms(k)}   ratio kairos/perf {k / p:.2f}")
 
 
+def derive_scale(tmp):
+    """Time assignment at scale (issue 14 item 4, bench/README.md): deriving the default
+    method's points, as the page's method switch does, on BENCH_DERIVE_SAMPLES samples
+    with synthetic branch records (BENCH_BRANCH_DEPTH deep) against the same samples
+    without them. Each run is a fresh `kairos lab derive` process: it loads the result,
+    then measures the derivation's time and its peak resident memory."""
+    n = int(os.environ.get("BENCH_DERIVE_SAMPLES", str(N)))
+    depth = os.environ.get("BENCH_BRANCH_DEPTH", "16")
+    reps = int(os.environ.get("BENCH_DERIVE_REPS", "3"))
+    rows = {}
+    for key, extra in [("plain", []), ("branches", ["--branches", depth])]:
+        d = os.path.join(tmp, f"derive-{key}")
+        t0 = time.perf_counter()
+        subprocess.run([KAIROS, "lab", "synthesize", "--samples", str(n), "--functions", str(FUNCS), "--threads", "8",
+                        "--interval-us", "100", "-o", d] + extra, check=True, stdout=subprocess.DEVNULL)
+        log(f"synthesized {n:,} samples ({key}) in {time.perf_counter() - t0:.1f} s")
+        runs = []
+        for _ in range(reps):
+            out = subprocess.run([KAIROS, "lab", "derive", "-r", d, "--format", "json"], check=True,
+                                 capture_output=True, text=True).stdout
+            v = {k: x for b in json.loads(out)["blocks"] for k, x in b.get("values", {}).items()}
+            runs.append(v)
+        rows[key] = runs
+        shutil.rmtree(d, ignore_errors=True)
+
+    def med(key, field):
+        xs = [r[field] for r in rows[key] if isinstance(r.get(field), (int, float))]
+        return statistics.median(xs) if xs else None
+
+    def mib(x):
+        return f"{x:8.0f} MiB" if x is not None else "not measured"
+
+    b, p = rows["branches"][0], rows["plain"][0]
+    print(f"\n== time assignment at scale: the default method's points, {n:,} samples (median of {reps}) ==")
+    print(f"  branch records (depth {depth}): {b['Branch records']:,}, new: {b['New branch records']:,}; "
+          f"points: {b['Points']:,} with, {p['Points']:,} without")
+    for label, field, fmt in [("derive time", "Derive (s)", lambda x: ms(x)),
+                              ("resident after load", "Resident after load (MiB)", mib),
+                              ("peak resident while deriving", "Peak while deriving (MiB)", mib),
+                              ("added by deriving", "Added by deriving (MiB)", mib)]:
+        print(f"  {label:<30} with {fmt(med('branches', field))}   without {fmt(med('plain', field))}")
+    t = med("branches", "Derive (s)")
+    print(f"  derive time with branch records {ms(t)}   goal <= 3000 ms: {'met' if t <= 3 else 'NOT met'}")
+    added_b, added_p = med("branches", "Added by deriving (MiB)"), med("plain", "Added by deriving (MiB)")
+    peak_b, peak_p = med("branches", "Peak while deriving (MiB)"), med("plain", "Peak while deriving (MiB)")
+    if None in (added_b, added_p, peak_b, peak_p) or not added_p or not peak_p:
+        print("  memory goal: not measured (this kernel gives no VmHWM reset)")
+    else:
+        print(f"  memory added by deriving, with / without: {added_b / added_p:.1f}x   goal <= 2x: "
+              f"{'met' if added_b <= 2 * added_p else 'NOT met'}")
+        print(f"  whole-process peak, with / without:       {peak_b / peak_p:.1f}x   (includes the loaded branch records)")
+
+
 def main():
     if REPS < 1:
         sys.exit("view_scale: BENCH_REPS must be >= 1")
     tmp = tempfile.mkdtemp(prefix="kairos-view-bench-")
     try:
         scale(tmp)
-        side_by_side(tmp)
+        if SIDE_BY_SIDE:
+            side_by_side(tmp)
+        derive_scale(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

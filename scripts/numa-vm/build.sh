@@ -123,6 +123,9 @@ for l in $libs; do mkdir -p "$r$(dirname "$l")"; cp -L "$l" "$r$l"; done
 for m in $mods; do mkdir -p "$r/lib/modules/$rel/$(dirname "$m")"; cp "$kernel/modules/$m" "$r/lib/modules/$rel/$m"; done
 grep -F -f <(printf '%s:\n' $mods) "$kernel/modules/modules.dep" >"$r/lib/modules/$rel/modules.dep"
 echo "$rel" >"$r/etc/kernel-release"
+# The kernel's configuration, where the guest's tools look for it: `kairos info` tells a
+# kernel without resctrl from a CPU without RDT by it.
+[ -f "$kernel/config" ] && { mkdir -p "$r/boot"; cp "$kernel/config" "$r/boot/config-$rel"; }
 mkdir -p "$stage/img"
 # Uncompressed: the guest unpacks it faster than it would decompress it under emulation.
 (cd "$r" && find . | LC_ALL=C sort | "$bb" cpio -o -H newc >"$stage/img/initramfs.cpio" 2>/dev/null) ||

@@ -1,6 +1,7 @@
 // Entry point of the `kairos view` page: loads the results and wires the views to the shared state.
 
 import { errorText, getJson, hold } from "./api";
+import { BandwidthView } from "./bandwidth";
 import { CompareView } from "./compare";
 import { Counters } from "./counters";
 import { byId, clear, showError } from "./dom";
@@ -8,6 +9,7 @@ import { keepHash, readHash } from "./hash";
 import { Header } from "./header";
 import { Inspector } from "./inspector";
 import { MemoryView } from "./memory";
+import { PlatformView } from "./platform";
 import { Store } from "./state";
 import { Summary } from "./summary";
 import { Timeline } from "./timeline";
@@ -54,6 +56,8 @@ async function start(): Promise<void> {
   const tree = new TreeView(store);
   const counters = new Counters(store);
   const memory = new MemoryView(store);
+  const platform = new PlatformView(store, byId("memory"));
+  const bandwidth = new BandwidthView(store);
   const compare = new CompareView(store);
   const inspector = new Inspector(store, (lane, t) => { timeline.marker = { key: lane, t }; timeline.draw(); });
   attachTimelineInput(timeline, store, (lane, t) => void inspector.show({ lane: lane.key, laneLabel: lane.label, t }));
@@ -68,6 +72,8 @@ async function start(): Promise<void> {
     void tree.refresh(false);
     void counters.refresh();
     void memory.refresh();
+    void bandwidth.refresh();
+    void platform.refresh();
   });
   store.on("method", () => {
     timeline.schedule();
@@ -101,6 +107,8 @@ async function start(): Promise<void> {
     void compare.refresh();
     void counters.refresh();
     void memory.refresh();
+    void bandwidth.refresh();
+    void platform.refresh();
   });
 
   try {

@@ -130,3 +130,14 @@ after(async () => {
   await Promise.all(servers.map(s => s.stop()));
   await browser?.close();
 });
+
+/** How many pixels of the canvas `sel` are drawn (not transparent): a chart that drew nothing has none. */
+export async function inked(page: Page, sel: string): Promise<number> {
+  return page.locator(sel).evaluate(cv => {
+    const x = cv as HTMLCanvasElement;
+    const d = x.getContext("2d")!.getImageData(0, 0, x.width, x.height).data;
+    let n = 0;
+    for (let i = 3; i < d.length; i += 4) if (d[i]! > 0) n++;
+    return n;
+  });
+}

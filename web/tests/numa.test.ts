@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Page } from "playwright-core";
-import { BIN, T, apiFromPage, getBrowser, need, noErrors, openPage, parseCount, screenshot, serve, waitReady, type Server } from "./harness";
+import { BIN, T, apiFromPage, inked, getBrowser, need, noErrors, openPage, parseCount, screenshot, serve, waitReady, type Server } from "./harness";
 
 const env = process.env;
 
@@ -25,16 +25,6 @@ async function rows(page: Page): Promise<{ name: string; pages: number; nodes: R
     out.push({ name, pages, nodes });
   }
   return out;
-}
-
-async function inked(page: Page, sel: string): Promise<number> {
-  return page.locator(sel).evaluate(cv => {
-    const x = cv as HTMLCanvasElement;
-    const d = x.getContext("2d")!.getImageData(0, 0, x.width, x.height).data;
-    let n = 0;
-    for (let i = 3; i < d.length; i += 4) if (d[i]! > 0) n++;
-    return n;
-  });
 }
 
 describe("NUMA placement on one node", () => {

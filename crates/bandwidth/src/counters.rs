@@ -22,6 +22,8 @@ pub struct UncorePmu {
 pub enum Flow {
     DramRead,
     DramWrite,
+    /// DRAM reads and writes together (AMD's data fabric counts requests with data).
+    DramAll,
     /// Data sent on a socket link.
     LinkTx,
 }
@@ -98,7 +100,7 @@ pub fn plan(pmus: &[UncorePmu], uncore_json: &str) -> Result<Vec<Counter>, Strin
     if !pmus.iter().any(|p| p.name.starts_with("uncore_imc_")) {
         let have: Vec<&str> = pmus.iter().map(|p| p.name.as_str()).collect();
         return Err(if have.is_empty() {
-            "no uncore PMUs (a virtual machine exposes none; on AMD the data fabric is amd_df, not read yet)".into()
+            "no uncore PMUs (a virtual machine exposes none)".into()
         } else {
             format!("no uncore_imc PMU among {}", have.join(" "))
         });

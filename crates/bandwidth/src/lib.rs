@@ -1,12 +1,17 @@
 //! The platform's memory bandwidth, measured by our own triad per NUMA node pair (see the
 //! README): [`measure::measure`] runs it, [`store`] keeps the result per host.
 
+pub mod amd;
 pub mod counters;
+pub mod fixture;
 pub mod kernel;
+pub mod mbm;
 pub mod measure;
 pub mod numa;
+pub mod record;
 pub mod sampler;
 pub mod store;
+pub mod timeline;
 
 pub use measure::{measure, Measurement, Options, Pair};
 

@@ -148,6 +148,7 @@ pub fn parse() -> Result<Cli, clap::Error> {
             reports.push_str(&format!("      {:<16} {}\n", r.name, r.help));
         }
     }
+    reports.push_str(&format!("  any result:\n      {:<16} {}\n", "topology", "devices (network, storage, accelerators) by NUMA node against where the target ran"));
     let cmd = Cli::command()
         .mut_subcommand("collect", |c| c.after_help(analyses))
         .mut_subcommand("report", |c| c.after_help(reports));

@@ -55,6 +55,15 @@ pub fn run(args: ImportArgs) -> CliResult {
             m.notes.push(format!("recorded with: {}", cmdline.join(" ")));
         }
     }
+    // The recording machine's nodes and sockets from the header's topology features, for
+    // `report topology` (a header lists no devices; without the features it says so).
+    if !from_stdin {
+        if let Ok(Some(p)) = kairos_platform::Platform::from_perf_data(&args.file) {
+            if let Err(e) = p.write(dir.path()) {
+                dir.manifest_mut().notes.push(format!("no platform snapshot: {e}"));
+            }
+        }
+    }
     session::save(&dir)?;
     let opts = ConvertOptions {
         symbolizer: SymbolizerOptions {

@@ -5,12 +5,15 @@ use crate::args::InfoArgs;
 use crate::error::{CliResult, UserError};
 
 pub fn run(args: InfoArgs) -> CliResult {
-    let caps = kairos_platform::detect();
+    let mut caps = kairos_platform::detect();
+    // The bandwidth timeline's sources (uncore IMC or resctrl MBM) are kairos-bandwidth's to judge.
+    caps.items.push(kairos_bandwidth::record::capability(&kairos_bandwidth::record::Places::default()));
     let ready = kairos_analyses::readiness(&|name| caps.is_available(name));
     match args.format.as_str() {
         "text" => {
             print!("{}", caps.render_text());
             print!("\n{}", analyses_text(&ready));
+            println!("\n{}", topology_line());
         }
         "json" => {
             let mut v = caps.to_json_value();
@@ -20,6 +23,7 @@ pub fn run(args: InfoArgs) -> CliResult {
                 .collect();
             if let Some(o) = v.as_object_mut() {
                 o.insert("analyses".into(), serde_json::Value::Array(list));
+                o.insert("topology".into(), serde_json::Value::String(topology_line()));
             }
             println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         }
@@ -47,4 +51,17 @@ fn analyses_text(ready: &[kairos_analyses::Readiness]) -> String {
         out.push_str(&format!("{:<w$}  {:<7} {}\n", r.analysis, runs, parts.join("; ")));
     }
     out
+}
+
+/// What `report topology` will know on this machine: it needs sysfs only.
+fn topology_line() -> String {
+    let p = kairos_platform::Platform::read(&kairos_platform::SystemRoot::live());
+    let devices = p.devices.as_deref().unwrap_or_default();
+    let checked = devices.iter().filter(|d| kairos_analysis_topology::check::checked_kind(d)).count();
+    let unknown = devices.iter().filter(|d| kairos_analysis_topology::check::checked_kind(d) && d.node.is_none()).count();
+    format!(
+        "topology (report topology, any result): needs sysfs only; {} socket(s), {} NUMA node(s), {checked} network/storage/accelerator device(s), {unknown} without a node",
+        p.sockets.len(),
+        p.nodes.len()
+    )
 }

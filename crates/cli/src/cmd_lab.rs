@@ -29,6 +29,21 @@ pub enum LabCommand {
     Score(ScoreArgs),
     /// Write a synthetic sampled result of any size (labelled synthetic), to measure the viewer and reports at scale.
     Synthesize(SynthesizeArgs),
+    /// Measure the time and memory of deriving a time-assignment method's points from a result (as the page's method switch does).
+    Derive(DeriveArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DeriveArgs {
+    /// Result directory.
+    #[arg(short = 'r', long = "result-dir", required = true)]
+    pub result_dir: PathBuf,
+    /// Time-assignment method (default: the default method).
+    #[arg(long)]
+    pub method: Option<String>,
+    /// text, csv or json.
+    #[arg(long, default_value = "text")]
+    pub format: String,
 }
 
 #[derive(Debug, Args)]
@@ -46,6 +61,12 @@ pub struct SynthesizeArgs {
     pub interval_us: f64,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Give every sample a snapshot of DEPTH synthetic branch records (user calls and returns consistent with the stacks): 8, 16, 32 or 64.
+    #[arg(long, value_name = "DEPTH", num_args = 0..=1, default_missing_value = "16")]
+    pub branches: Option<u32>,
+    /// With --branches: records carry the cycles since the previous record.
+    #[arg(long, requires = "branches")]
+    pub cycles: bool,
     /// Output result directory (must not exist, or be empty).
     #[arg(short = 'o', long = "output", required = true)]
     pub output: PathBuf,
@@ -106,6 +127,7 @@ pub fn run(args: LabArgs) -> CliResult {
         LabCommand::EmulateLbr(a) => emulate(a),
         LabCommand::Score(a) => score(a),
         LabCommand::Synthesize(a) => synthesize(a),
+        LabCommand::Derive(a) => derive(a),
     }
 }
 
@@ -126,6 +148,8 @@ fn synthesize(a: SynthesizeArgs) -> CliResult {
         threads: a.threads,
         interval_ns,
         seed: a.seed,
+        branch_depth: a.branches.unwrap_or(0),
+        branch_cycles: a.cycles,
         ..Default::default()
     };
     let bar = kairos_session::spinner(false, "synthesizing");
@@ -139,8 +163,12 @@ fn synthesize(a: SynthesizeArgs) -> CliResult {
     m.event = Some(Event { name: "synthetic".into(), reason: Some("made by `kairos lab synthesize`; nothing was measured".into()) });
     m.counts = Some(Counts::new(p.samples.len() as u64, p.losses));
     m.duration_secs = p.time_span().map(|(x, y)| (y - x) as f64 / 1e9);
+    let branches = match &p.branch_info {
+        Some(b) => format!(", with {} synthetic branch records ({}-deep snapshots{})", p.branches.len(), b.depth, if b.has_cycles { ", cycles" } else { "" }),
+        None => String::new(),
+    };
     m.notes.insert(0, format!(
-        "synthetic: {} samples of {} leaf functions on {} threads made by `kairos lab synthesize` (seed {}); no program ran",
+        "synthetic: {} samples of {} leaf functions on {} threads{branches} made by `kairos lab synthesize` (seed {}); no program ran",
         p.samples.len(), a.functions, a.threads, a.seed
     ));
     bar.set_message(format!("writing {}", a.output.display()));
@@ -148,7 +176,23 @@ fn synthesize(a: SynthesizeArgs) -> CliResult {
     kairos_result::write_profile(&mut dir, &p)
         .map_err(|e| UserError::failed(format!("cannot write the result {}: {e}", a.output.display())))?;
     bar.finish_and_clear();
-    println!("Synthetic result: {} ({} samples)", dir.path().display(), p.samples.len());
+    println!("Synthetic result: {} ({} samples, {} branch records)", dir.path().display(), p.samples.len(), p.branches.len());
+    Ok(())
+}
+
+fn derive(a: DeriveArgs) -> CliResult {
+    let method = match &a.method {
+        Some(m) => Method::from_str(m).map_err(|e| UserError::usage(e.to_string()))?,
+        None => Method::DEFAULT,
+    };
+    let format = Format::from_str(&a.format).map_err(|e| UserError::usage(e.to_string()))?;
+    let t0 = std::time::Instant::now();
+    let (_dir, p) = open(&a.result_dir)?;
+    let load_s = t0.elapsed().as_secs_f64();
+    let m = kairos_lab::measure_derive(&p, method, load_s).map_err(|e| {
+        UserError::failed(format!("cannot derive the {method} points of {}: {e}", a.result_dir.display()))
+    })?;
+    print!("{}", m.to_document().render(format));
     Ok(())
 }
 

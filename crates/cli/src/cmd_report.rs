@@ -8,10 +8,13 @@ use crate::args::ReportArgs;
 use crate::error::CliResult;
 
 pub fn run(args: ReportArgs) -> CliResult {
+    // The topology report reads what every result kind keeps: no analysis owns it.
+    let topology = args.report == kairos_analysis_topology::REPORT;
     let spec = match ResultDir::open(&args.result_dir) {
-        Ok(dir) => kairos_analyses::for_kind(dir.manifest().kind.as_deref()),
+        _ if topology => None,
+        Ok(dir) => Some(kairos_analyses::for_kind(dir.manifest().kind.as_deref())),
         // The analysis declaring the report says why the result cannot be read.
-        Err(_) => kairos_analyses::for_report(&args.report)?,
+        Err(_) => Some(kairos_analyses::for_report(&args.report)?),
     };
     let req = ReportRequest {
         report: args.report,
@@ -26,5 +29,8 @@ pub fn run(args: ReportArgs) -> CliResult {
         time: args.time,
         event: args.event,
     };
-    Ok((spec.report)(&req)?)
+    match spec {
+        Some(spec) => Ok((spec.report)(&req)?),
+        None => Ok(kairos_analysis_topology::report(&req)?),
+    }
 }

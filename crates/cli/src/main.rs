@@ -14,6 +14,7 @@ mod cmd_compare;
 mod cmd_run;
 mod cmd_run_cache;
 mod cmd_view;
+mod collect_cache;
 mod error;
 mod knobs;
 

@@ -25,11 +25,7 @@ const TREES: [&str; 8] = [
 ];
 
 fn fixtures() -> PathBuf {
-    let d = std::env::var_os("KAIROS_RESCTRL_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/resctrl/goresctrl"));
-    assert!(d.is_dir(), "resctrl fixtures not found at {}; set KAIROS_RESCTRL_FIXTURES", d.display());
-    d
+    kairos_resctrl::fixtures::dir().unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn golden(name: &str) -> PathBuf {
@@ -37,36 +33,12 @@ fn golden(name: &str) -> PathBuf {
 }
 
 fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
+    kairos_resctrl::fixtures::copy_dir(from, to).unwrap();
 }
 
 /// Every file with its content (schemata by meaning: the kernel reformats them).
 fn snapshot(dir: &Path) -> BTreeMap<String, String> {
-    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            let rel = p.strip_prefix(base).unwrap().display().to_string();
-            if p.is_dir() {
-                out.insert(rel.clone() + "/", String::new());
-                walk(base, &p, out);
-            } else {
-                let t = std::fs::read_to_string(&p).unwrap();
-                let t = if rel.ends_with("schemata") { kairos_resctrl::schemata::Schemata::parse(&t).unwrap().render() } else { t };
-                out.insert(rel, t);
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
+    kairos_resctrl::fixtures::snapshot(dir).unwrap()
 }
 
 /// A copy of `tree` under a temp dir, named `rc`, plus a CPU topology with `cpus` CPUs,

@@ -14,6 +14,8 @@ pub mod launch;
 pub mod pmu;
 pub mod ring;
 pub mod sample_hook;
+pub mod target_hook;
+pub use target_hook::TargetHook;
 pub mod synth;
 pub mod uprobe;
 pub mod watch;
@@ -111,6 +113,8 @@ pub struct CollectOptions {
     /// Receives a copy of each sample of the sampling event as it is drained (pid, tid,
     /// time, IP, user registers), for analyses that act during the collection.
     pub on_sample: Option<sample_hook::SampleSender>,
+    /// Run on the target before it is measured (e.g. to put it in a resctrl group).
+    pub on_target: Option<TargetHook>,
 }
 
 /// `-k branch-records=`: every sample with the last user calls and returns (LBR).
@@ -153,6 +157,7 @@ impl CollectOptions {
             pmu_events: Vec::new(),
             pmu_with_timer: false,
             on_sample: None,
+            on_target: None,
         }
     }
 }
@@ -238,6 +243,8 @@ pub enum CollectError {
     EventUnsupported { event: String, detail: String },
     #[error("invalid options: {0}")]
     InvalidOptions(String),
+    #[error("the target could not be prepared: {0}")]
+    TargetSetup(String),
     /// Branch records were required (`On`) and cannot be recorded here; says why.
     #[error("branch records (LBR) cannot be recorded here: {0}")]
     NoBranchRecords(String),
@@ -854,6 +861,17 @@ fn run(
     }
     for r in &synthesised {
         sink.record(r);
+    }
+
+    if let Some(h) = &opts.on_target {
+        let tids = match (&child, &opts.target) {
+            (Some(c), _) => vec![c.pid],
+            (None, Target::Pid(pid)) => target_hook::threads(*pid),
+            _ => Vec::new(),
+        };
+        for tid in tids {
+            (h.0)(tid).map_err(CollectError::TargetSetup)?;
+        }
     }
 
     // Start counting.

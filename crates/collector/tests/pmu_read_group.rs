@@ -39,6 +39,7 @@ fn group(optional: bool) -> PmuGroup {
         event: sw("cpu-clock", b::PERF_COUNT_SW_CPU_CLOCK, PmuSampling::Frequency(2000)),
         members: vec![sw("page-faults", b::PERF_COUNT_SW_PAGE_FAULTS, PmuSampling::Count), sw("context-switches", b::PERF_COUNT_SW_CONTEXT_SWITCHES, PmuSampling::Count)],
         optional,
+        cpus: None,
     }
 }
 

@@ -31,6 +31,9 @@ pub struct Facts {
     pub pmu_remote_share_pct: Option<f64>,
     pub numa_problems: Option<u64>,
     pub pages_by_node: BTreeMap<String, u64>,
+    /// Memory bandwidth (GB/s) per domain ("socket 0", "all") and flow ("read", "write",
+    /// "link", "total", "local"): (average, peak), from the result's bandwidth timeline.
+    pub bandwidth: BTreeMap<(String, String), (f64, f64)>,
 }
 
 fn u(v: &Value, k: &str) -> Option<u64> {
@@ -90,6 +93,16 @@ impl Facts {
             if let Some(n) = ma.get("numa") {
                 f.pmu_remote_share_pct = n.get("pmu_remote_share_pct").and_then(Value::as_f64);
             }
+        }
+        match kairos_bandwidth::timeline::Timeline::load(dir.path()) {
+            Some(Ok(t)) => {
+                for r in kairos_bandwidth::timeline::stats(&t) {
+                    let domain = r.domain.map_or("all".to_string(), |d| format!("{} {d}", t.domain));
+                    f.bandwidth.insert((domain, r.flow.name().to_string()), (r.average_gbs, r.peak_gbs));
+                }
+            }
+            Some(Err(e)) => notes.push(format!("{}: bandwidth n/a ({e})", dir.path().display())),
+            None => {}
         }
         if let Some(h) = m.extra.get("hugepages") {
             f.hugetlb_peak_kb = u(h, "hugetlb_peak_kb");
@@ -190,6 +203,19 @@ pub fn compare(a: &Facts, b: &Facts) -> Table {
         let get = |f: &Facts| if f.pages_by_node.is_empty() { None } else { Some(f.pages_by_node.get(n).copied().unwrap_or(0)) };
         counts(&mut t, &format!("pages on node {n}"), get(a), get(b), "fewer", "more");
     }
+    let keys: std::collections::BTreeSet<&(String, String)> = a.bandwidth.keys().chain(b.bandwidth.keys()).collect();
+    for k in keys {
+        for (what, pick) in [("average", 0), ("peak", 1)] {
+            let get = |f: &Facts| f.bandwidth.get(k).map(|v| if pick == 0 { v.0 } else { v.1 });
+            let (x, y) = (get(a), get(b));
+            let gbs = |v: Option<f64>| v.map(|s| Cell::float(s, 2)).unwrap_or_else(na);
+            let (d, r, w) = match (x, y) {
+                (Some(x), Some(y)) => (Cell::float(y - x, 2), ratio(x, y), Cell::text(phrase(x, y, "lower", "higher"))),
+                _ => (na(), na(), na()),
+            };
+            t.push_row(vec![Cell::text(format!("bandwidth {} {}, {what} (GB/s)", k.0, k.1)), gbs(x), gbs(y), d, r, w]);
+        }
+    }
     counts(&mut t, "samples", a.samples, b.samples, "fewer", "more");
     counts(&mut t, "huge pages in use, peak (kB)", a.hugetlb_peak_kb, b.hugetlb_peak_kb, "less", "more");
     counts(&mut t, "THP in use, peak (kB)", a.anon_huge_peak_kb, b.anon_huge_peak_kb, "less", "more");
@@ -251,6 +277,18 @@ mod tests {
         assert!(s.contains(&"page faults: 162.0x fewer".to_string()), "{s:?}");
         assert!(s.contains(&"run time: 5.0% shorter".to_string()), "{s:?}");
         assert!(!s.iter().any(|l| l.starts_with("allocated")));
+    }
+
+    #[test]
+    fn bandwidth_per_socket_average_and_peak() {
+        let bw = |avg: f64, peak: f64| BTreeMap::from([(("socket 0".to_string(), "read".to_string()), (avg, peak))]);
+        let a = Facts { bandwidth: bw(20.0, 40.0), ..Default::default() };
+        let b = Facts { bandwidth: bw(10.0, 40.0), ..Default::default() };
+        let s = sentences(&a, &b);
+        assert!(s.contains(&"bandwidth socket 0 read, average (GB/s): 2.0x lower".to_string()), "{s:?}");
+        assert!(s.contains(&"bandwidth socket 0 read, peak (GB/s): same".to_string()), "{s:?}");
+        // One result without a timeline: n/a, no sentence.
+        assert!(sentences(&a, &Facts::default()).iter().all(|l| !l.starts_with("bandwidth")));
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub enum Error {
     /// Options of a synthetic profile that cannot be met.
     #[error("{0}")]
     InvalidOptions(String),
+    /// Time assignment refused the profile.
+    #[error(transparent)]
+    Assign(#[from] kairos_time_assignment::Error),
 }
 
 /// Result alias of this crate.

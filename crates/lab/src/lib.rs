@@ -23,10 +23,12 @@
 pub mod accuracy;
 mod delays;
 pub mod decompose;
+mod derive;
 mod emulate;
 mod error;
 mod render;
 mod scale;
+mod scale_branches;
 mod score;
 pub mod synth;
 mod timeline;
@@ -35,7 +37,8 @@ mod timeline;
 mod testutil;
 
 pub use delays::parse_delays;
-pub use scale::{synthesize, ScaleOptions};
+pub use derive::{measure_derive, DeriveMeasure};
+pub use scale::{synthesize, ScaleOptions, SYNTHETIC_FILTER};
 pub use emulate::{emulate_lbr, emulate_lbr_with, EmulateOptions, DEPTHS, FILTER, MAX_CYCLES};
 pub use error::{Error, Result};
 pub use score::{

@@ -75,6 +75,8 @@ pub struct EventGroup {
     /// (PERF_SAMPLE_IDENTIFIER). Not yet run on SPR hardware here.
     pub leader: Option<AttrSpec>,
     pub event: AttrSpec,
+    /// The CPUs its PMU drives (hybrid CPUs), None for all.
+    pub cpus: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -240,14 +242,14 @@ fn intel_pmu(p: &Pmu, cpu: Option<&CpuId>, o: &Options, plan: &mut Plan) -> Resu
             }
             None => None,
         };
-        plan.loads.push(EventGroup { leader, event: spec(p, name, c, o, precise) });
+        plan.loads.push(EventGroup { leader, event: spec(p, name, c, o, precise), cpus: p.cpus.clone() });
     }
     if o.stores {
         match stores {
             Some(s) => {
                 let mut c = Config::default();
                 p.encode(&s, &mut c)?;
-                plan.stores.push(EventGroup { leader: None, event: spec(p, format!("{}/mem-stores/P", p.name), c, o, precise) });
+                plan.stores.push(EventGroup { leader: None, event: spec(p, format!("{}/mem-stores/P", p.name), c, o, precise), cpus: p.cpus.clone() });
             }
             None => plan.notes.push(format!("{}: no store sampling event on this CPU", p.name)),
         }
@@ -286,6 +288,6 @@ fn amd(devices: &Path, o: &Options) -> Result<Plan, Refusal> {
     let o2 = Options { sampling, ..o.clone() };
     let mut event = spec(&p, "ibs_op//".into(), c, &o2, (0, 0));
     event.no_exclude = true;
-    let loads = if o.loads || o.stores { vec![EventGroup { leader: None, event }] } else { Vec::new() };
+    let loads = if o.loads || o.stores { vec![EventGroup { leader: None, event, cpus: None }] } else { Vec::new() };
     Ok(Plan { source: Source::AmdIbs, loads, stores: Vec::new(), notes })
 }

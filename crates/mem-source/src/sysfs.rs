@@ -51,6 +51,9 @@ pub struct Pmu {
     /// The perf_event_attr type to use for it.
     pub type_: u32,
     pub formats: BTreeMap<String, Format>,
+    /// Its `cpus` file: the CPUs of one kind of core on a hybrid CPU (`cpu_core`,
+    /// `cpu_atom`); None where the PMU drives every CPU.
+    pub cpus: Option<Vec<u32>>,
 }
 
 /// `config1:0-15`, `config:0-7,32-35`, `config:21`.
@@ -113,7 +116,8 @@ pub fn read_pmu(devices: &Path, name: &str) -> Result<Option<Pmu>, SysfsError> {
             formats.insert(term, f);
         }
     }
-    Ok(Some(Pmu { name: name.into(), dir, type_, formats }))
+    let cpus = read_trimmed(&dir.join("cpus")).and_then(|s| kairos_platform::numa::parse_cpulist(&s)).filter(|v| !v.is_empty());
+    Ok(Some(Pmu { name: name.into(), dir, type_, formats, cpus }))
 }
 
 impl Pmu {

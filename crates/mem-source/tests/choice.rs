@@ -95,6 +95,15 @@ fn hybrid_and_model_tables() {
     let types: Vec<(u32, bool)> = p.loads.iter().map(|g| (g.event.type_, g.leader.is_some())).collect();
     assert_eq!(types, vec![(8, true), (10, false)]);
     assert_eq!(p.loads[1].event.config, 0x5d0);
+    // Without `cpus` files every CPU; with them (Alder Lake: P-cores 0-15, E-cores 16-23)
+    // each group only on its own kind of core, where the kernel accepts it.
+    assert!(p.loads.iter().chain(&p.stores).all(|g| g.cpus.is_none()));
+    std::fs::write(t.path().join("cpu_core/cpus"), "0-15\n").unwrap();
+    std::fs::write(t.path().join("cpu_atom/cpus"), "16-23\n").unwrap();
+    let p = choose(t.path(), Some(&intel(0x97)), &Options::default()).unwrap();
+    let cpus: Vec<Option<Vec<u32>>> = p.loads.iter().chain(&p.stores).map(|g| g.cpus.clone()).collect();
+    let (core, atom) = (Some((0..16).collect::<Vec<u32>>()), Some((16..24).collect::<Vec<u32>>()));
+    assert_eq!(cpus, vec![core.clone(), atom.clone(), core, atom]);
     // Skylake-SP and Nehalem without sysfs aliases; an unknown model.
     for (model, loads, stores) in [(0x55, 0x1cd, Some(0x82d0)), (0x1a, 0x100b, None)] {
         let t = tempfile::tempdir().unwrap();

@@ -7,16 +7,23 @@
 //! probe answers, which is how the tests feed files recorded on other machines.
 //! Nothing here panics or changes the system (no mounts, no writes).
 
+pub mod devices;
+pub mod kconfig;
 mod memory_sources;
+pub mod resctrl_support;
 pub mod numa;
 pub mod parse;
+mod perf_header;
 pub mod probe;
+pub mod sockets;
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 pub use parse::{CpuInfo, Mount, Privileges};
 pub use probe::{LiveProber, PerfProbe, ProbeOutcome, Prober};
+pub use devices::{Device, DeviceKind, Link, NodeSource};
+pub use sockets::{Platform, PlatformError, Socket, PLATFORM_FILE};
 
 /// One feature and whether this machine has it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -248,7 +255,7 @@ pub fn detect_with(root: &SystemRoot, prober: &dyn Prober) -> Capabilities {
     items.push(tracepoints);
     items.push(ctx.uprobes_cap());
     items.push(ctx.btf_cap());
-    items.push(ctx.resctrl_cap());
+    items.push(resctrl_support::capability(root, &cpu, &mounts, &filesystems));
     items.extend(ctx.hugetlb_caps());
     items.push(ctx.thp_cap());
     items.push(ctx.paranoid_cap());
@@ -765,61 +772,6 @@ impl Ctx<'_> {
                 false,
                 format!("no /sys/kernel/btf/vmlinux{unpriv_txt}"),
                 Some("the kernel was built without CONFIG_DEBUG_INFO_BTF: CO-RE eBPF programs cannot run".into()),
-            ),
-        }
-    }
-
-    fn resctrl_cap(&self) -> Capability {
-        let flags: Vec<&str> = [
-            "rdt_a", "cat_l3", "cat_l2", "cdp_l3", "cdp_l2", "mba", "cqm", "cqm_llc",
-            "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local",
-        ]
-        .into_iter()
-        .filter(|f| self.cpu.has_flag(f))
-        .collect();
-        let flag_txt = if flags.is_empty() {
-            "no RDT cpuinfo flags".to_string()
-        } else {
-            format!("cpuinfo flags {}", flags.join(" "))
-        };
-        let rdt_hw = flags.iter().any(|f| *f != "cdp_l3" && *f != "cdp_l2");
-        if let Some(m) = self.mounts.iter().find(|m| m.fstype == "resctrl") {
-            let dir = self.root.map_path(&m.target);
-            let info = list_dir(&dir.join("info"));
-            return cap(
-                names::RESCTRL,
-                true,
-                format!(
-                    "mounted at {}; info: {}; {flag_txt}",
-                    m.target,
-                    if info.is_empty() { "-".to_string() } else { info.join(" ") }
-                ),
-                None,
-            );
-        }
-        let fs = self.filesystems.contains("resctrl");
-        match (fs, rdt_hw) {
-            (true, true) => cap(
-                names::RESCTRL,
-                true,
-                format!("supported, not mounted; {flag_txt}"),
-                Some("not mounted; as root: mount -t resctrl resctrl /sys/fs/resctrl".into()),
-            ),
-            (true, false) => cap(
-                names::RESCTRL,
-                false,
-                format!("kernel supports resctrl; {flag_txt}"),
-                Some(if self.cpu.is_virtual() {
-                    "the (virtual) CPU exposes no cache/memory-bandwidth allocation or monitoring (RDT/PQoS)".into()
-                } else {
-                    "the CPU has no cache/memory-bandwidth allocation or monitoring (RDT/PQoS)".into()
-                }),
-            ),
-            (false, _) => cap(
-                names::RESCTRL,
-                false,
-                flag_txt,
-                Some("the kernel has no resctrl file system (CONFIG_X86_CPU_RESCTRL off or not x86)".into()),
             ),
         }
     }

@@ -21,6 +21,8 @@ pub mod write;
 
 #[cfg(any(test, feature = "fake-kernel"))]
 pub mod fake;
+#[cfg(any(test, feature = "fake-kernel"))]
+pub mod fixtures;
 
 pub use info::{Caps, CacheResource, MbResource, MonInfo};
 pub use tree::{Group, RootKind, Tree};

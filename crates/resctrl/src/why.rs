@@ -5,11 +5,10 @@
 
 use std::path::Path;
 
+use kairos_platform::kconfig::KernelConfig;
 use kairos_platform::parse::{parse_cpuinfo, parse_filesystems, parse_mounts};
-
-/// The cpuinfo flags of Intel RDT / AMD PQoS allocation and monitoring.
-pub const RDT_FLAGS: [&str; 11] =
-    ["rdt_a", "cat_l3", "cat_l2", "cdp_l3", "cdp_l2", "mba", "cqm_llc", "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local", "smba"];
+use kairos_platform::resctrl_support::ResctrlSupport;
+pub use kairos_platform::resctrl_support::RDT_FLAGS;
 
 /// The facts and the explanation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,27 +21,16 @@ pub struct Absence {
     pub causes: Vec<String>,
 }
 
-/// Explains why `root` holds no resctrl tree.
-pub fn explain(cpuinfo: &str, filesystems: &str, mounts: &str, root: &Path) -> Absence {
-    let cpu = parse_cpuinfo(cpuinfo);
-    let cpu_flags: Vec<String> = RDT_FLAGS.iter().filter(|f| cpu.has_flag(f)).map(|f| f.to_string()).collect();
-    let kernel_has_resctrl = parse_filesystems(filesystems).contains("resctrl");
+/// Explains why `root` holds no resctrl tree; `config` is the kernel's build
+/// configuration where readable (it tells a kernel without resctrl from a CPU without RDT).
+pub fn explain(cpuinfo: &str, filesystems: &str, mounts: &str, config: Option<&KernelConfig>, root: &Path) -> Absence {
+    let support = ResctrlSupport::new(&parse_cpuinfo(cpuinfo), &parse_filesystems(filesystems), config);
     let mounted_at = parse_mounts(mounts).into_iter().find(|m| m.fstype == "resctrl").map(|m| m.target);
-    let mut causes = Vec::new();
-    if cpu_flags.is_empty() {
-        let vm = if cpu.is_virtual() { " (this is a virtual machine: hypervisors rarely pass RDT through)" } else { "" };
-        causes.push(format!(
-            "the CPU has no cache or memory-bandwidth allocation or monitoring: /proc/cpuinfo shows none of the RDT flags {}{vm}",
-            RDT_FLAGS.join(", ")
-        ));
-    }
-    if !kernel_has_resctrl {
-        causes.push("the kernel was built without resctrl: /proc/filesystems has no 'resctrl' (CONFIG_X86_CPU_RESCTRL is off, or this is not x86)".into());
-    }
+    let mut causes: Vec<String> = [support.cpu_cause(), support.kernel_cause()].into_iter().flatten().collect();
     match &mounted_at {
         Some(m) if Path::new(m) != root => causes.push(format!("resctrl is mounted at {m}, not at {}: give --resctrl-root {m}", root.display())),
         Some(_) => {}
-        None if kernel_has_resctrl && !cpu_flags.is_empty() => {
+        None if support.registered && support.has_hardware() => {
             causes.push(format!("resctrl is supported but not mounted; as root: mount -t resctrl resctrl {} (add -o cdp for code/data prioritisation, -o mba_MBps for bandwidth limits in MB/s)", root.display()))
         }
         None => {}
@@ -50,13 +38,14 @@ pub fn explain(cpuinfo: &str, filesystems: &str, mounts: &str, root: &Path) -> A
     if causes.is_empty() {
         causes.push(format!("{} has no info/ directory", root.display()));
     }
-    Absence { cpu_flags, kernel_has_resctrl, mounted_at, causes }
+    Absence { cpu_flags: support.cpu_flags, kernel_has_resctrl: support.registered, mounted_at, causes }
 }
 
 /// The live system's explanation.
 pub fn explain_live(root: &Path) -> Absence {
     let r = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    explain(&r("/proc/cpuinfo"), &r("/proc/filesystems"), &r("/proc/mounts"), root)
+    let config = KernelConfig::read(&kairos_platform::SystemRoot::live());
+    explain(&r("/proc/cpuinfo"), &r("/proc/filesystems"), &r("/proc/mounts"), config.as_ref(), root)
 }
 
 /// What works without resctrl.
@@ -76,17 +65,22 @@ mod tests {
 
     #[test]
     fn each_cause_has_its_sentence() {
-        let a = explain(VM, FS_NO, "", Path::new(ROOT));
+        let no = KernelConfig::parse("# CONFIG_X86_CPU_RESCTRL is not set\n", "/proc/config.gz");
+        let a = explain(VM, FS_NO, "", Some(&no), Path::new(ROOT));
         assert_eq!(a.causes.len(), 2, "{a:?}");
         assert!(a.causes[0].contains("none of the RDT flags rdt_a, cat_l3") && a.causes[0].contains("virtual machine"));
         assert!(a.causes[1].contains("built without resctrl"));
-        let a = explain(INTEL, FS_YES, "sysfs /sys sysfs rw 0 0\n", Path::new(ROOT));
+        // A guest whose kernel has resctrl: only the CPU is to blame.
+        let yes = KernelConfig::parse("CONFIG_X86_CPU_RESCTRL=y\n", "/boot/config-6.1.0");
+        let a = explain(VM, FS_NO, "", Some(&yes), Path::new(ROOT));
+        assert_eq!(a.causes.len(), 1, "{a:?}");
+        let a = explain(INTEL, FS_YES, "sysfs /sys sysfs rw 0 0\n", None, Path::new(ROOT));
         assert_eq!(a.cpu_flags, ["rdt_a", "cat_l3", "mba", "cqm_llc", "cqm_occup_llc"]);
         assert_eq!(a.causes.len(), 1);
         assert!(a.causes[0].contains("not mounted; as root: mount -t resctrl resctrl /sys/fs/resctrl"), "{a:?}");
-        let a = explain(INTEL, FS_YES, "resctrl /mnt/rc resctrl rw 0 0\n", Path::new(ROOT));
+        let a = explain(INTEL, FS_YES, "resctrl /mnt/rc resctrl rw 0 0\n", None, Path::new(ROOT));
         assert!(a.causes[0].contains("mounted at /mnt/rc") && a.causes[0].contains("--resctrl-root /mnt/rc"));
-        let a = explain(INTEL, FS_NO, "", Path::new(ROOT));
+        let a = explain(INTEL, FS_NO, "", None, Path::new(ROOT));
         assert_eq!(a.causes.len(), 1);
         assert!(a.causes[0].contains("built without resctrl"));
     }

@@ -17,8 +17,15 @@ use crate::manifest::TableInfo;
 use crate::table_io::{read_table, read_table_part, Cols};
 use crate::tables::{f, slice, TableDef};
 
-/// Rows reserved up front at most (the vector grows past it as usual).
+/// Rows read by the threads into a vector filled up front at most; above it, and when the
+/// row groups cannot be checked against the manifest, the table is read serially into a
+/// vector reserved up to this and grown as usual.
 const MAX_RESERVE: u64 = 1 << 24;
+
+/// Rows per byte of the file at most: a delta-encoded column of equal values still costs
+/// about five bytes per block of 128, so a file claiming more rows is damaged and must not
+/// make us allocate for them.
+const MAX_ROWS_PER_BYTE: u64 = 6;
 
 const COLUMNS: &[&str] = &["time_ns", "thread", "cpu", "stack", "weight", "event"];
 
@@ -74,7 +81,8 @@ pub(crate) fn read(dir: &ResultDir, root: &Path) -> Result<(Vec<Sample>, Vec<u16
     if events.iter().any(|&e| e != 0) {
         events.resize(samples.len(), 0);
     } else {
-        events.clear();
+        // Freed rather than cleared: two bytes a sample of a large result.
+        events = Vec::new();
     }
     Ok((samples, events))
 }
@@ -83,15 +91,32 @@ pub(crate) fn read(dir: &ResultDir, root: &Path) -> Result<(Vec<Sample>, Vec<u16
 /// (read it in one go instead) when the manifest does not say how many rows to expect or
 /// the file's row groups do not add up to that.
 fn read_parallel(dir: &ResultDir, root: &Path) -> Result<Option<(Vec<Sample>, Vec<u16>)>> {
-    let expected = dir.manifest().table(SAMPLES.name).map(|t| t.rows).filter(|&n| n <= MAX_RESERVE);
-    let Some(expected) = expected else { return Ok(None) };
-    let groups = kairos_table::row_groups(&root.join(SAMPLES.file())).map_err(|e| SAMPLES.error(e))?;
+    let Some(expected) = dir.manifest().table(SAMPLES.name).map(|t| t.rows) else { return Ok(None) };
+    let path = root.join(SAMPLES.file());
+    // Above MAX_RESERVE the serial read is faster: filling the whole vector before the
+    // threads start costs a pass of page faults on one core (measured at 100M rows),
+    // whereas a growing vector is moved by remapping, not copied. The file's size bounds
+    // the claim too, so a damaged manifest cannot make us allocate for absurd counts.
+    let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+    if expected > MAX_RESERVE || expected > bytes.saturating_mul(MAX_ROWS_PER_BYTE) {
+        return Ok(None);
+    }
+    let groups = kairos_table::row_groups(&path).map_err(|e| SAMPLES.error(e))?;
     if groups.len() < 2 || groups.iter().try_fold(0u64, |a, &n| a.checked_add(n)) != Some(expected) {
         return Ok(None);
     }
     let n = expected as usize;
-    let mut samples = vec![Sample::default(); n];
-    let mut events = vec![0u16; n];
+    // A size the machine cannot hold is said, not a stop.
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut events: Vec<u16> = Vec::new();
+    if samples.try_reserve_exact(n).is_err() || events.try_reserve_exact(n).is_err() {
+        return Err(SAMPLES.error(kairos_table::TableError::Damaged {
+            path,
+            detail: format!("it claims {n} samples, more than this machine can hold in memory"),
+        }));
+    }
+    samples.resize(n, Sample::default());
+    events.resize(n, 0);
     let mut parts: Vec<Part<'_>> = (0..THREADS).map(|_| Vec::new()).collect();
     let (mut s_rest, mut e_rest) = (samples.as_mut_slice(), events.as_mut_slice());
     for (g, &rows) in groups.iter().enumerate() {

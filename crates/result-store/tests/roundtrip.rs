@@ -281,3 +281,22 @@ fn samples_in_several_row_groups_round_trip_and_keep_their_events() {
     let err = read_profile(&ResultDir::open(dir.path()).unwrap()).unwrap_err();
     assert!(err.to_string().contains("rows, but the manifest records"), "{err}");
 }
+
+#[test]
+fn a_manifest_claiming_more_samples_than_the_file_holds_is_an_error_not_an_allocation() {
+    // Sizes are no longer capped before the parallel read: the file's size bounds them, so
+    // a trillion claimed rows is said to be wrong instead of reserved.
+    let tmp = tempfile::tempdir().unwrap();
+    let p = common::generated_profile(600_000, 11);
+    let mut dir = ResultDir::create(tmp.path().join("r000hs")).unwrap();
+    write_profile(&mut dir, &p).unwrap();
+    let mut dir = ResultDir::open(dir.path()).unwrap();
+    for t in &mut dir.manifest_mut().tables {
+        if t.name == "samples" {
+            t.rows = 1 << 40;
+        }
+    }
+    dir.save_manifest().unwrap();
+    let err = read_profile(&ResultDir::open(dir.path()).unwrap()).unwrap_err();
+    assert!(err.to_string().contains("rows, but the manifest records"), "{err}");
+}

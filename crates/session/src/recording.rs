@@ -87,6 +87,7 @@ pub fn collect_error(e: CollectError) -> Failure {
         CollectError::NoBranchRecords(why) => Failure::failed(format!(
             "branch records (LBR) cannot be recorded: {why}; collect without them with -k branch-records=off (or auto), or emulate them from an exact trace with `kairos lab emulate-lbr`"
         )),
+        CollectError::TargetSetup(why) => Failure::failed(format!("{why}; nothing was measured")),
         other => Failure::failed(format!("collection failed: {other}")),
     }
 }

@@ -44,6 +44,10 @@ pub fn start_manifest(dir: &mut ResultDir, kind: &str, knobs: &Knobs, target: ka
     m.start_time = Some(kairos_result::rfc3339_utc(SystemTime::now()));
     m.host = Some(crate::host::this_host());
     m.source = Some(Source::Collected);
+    // The sockets, nodes and devices, so topology reports work on another machine later.
+    if let Err(e) = kairos_platform::Platform::read(&kairos_platform::SystemRoot::live()).write(dir.path()) {
+        dir.manifest_mut().notes.push(format!("no platform snapshot: {e}; `kairos report topology` will not know this machine's devices"));
+    }
 }
 
 /// This machine's capabilities (`kairos info`), as a sampling result records them.

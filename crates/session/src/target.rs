@@ -77,6 +77,22 @@ pub fn resolve_program(program: &Path) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())
 }
 
+/// For analyses that launch their target themselves (without the collector): a cache
+/// group cannot be honoured, so it is refused before anything starts.
+pub fn refuse_target_step(req: &CollectRequest, analysis: &str) -> Result<(), Failure> {
+    match req.on_target {
+        Some(_) => Err(Failure::usage(format!(
+            "-k cache-group is not available for {analysis}: it runs the program itself; collect hotspots, system-overview or memory-access, or run it under `kairos run --cache-ways N`"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The request's step on the target (`-k cache-group`), in the collector's terms.
+pub fn target_hook(req: &CollectRequest) -> Option<kairos_collector::TargetHook> {
+    req.on_target.as_ref().map(|s| kairos_collector::TargetHook(s.0.clone()))
+}
+
 /// The collector's target as the manifest describes it.
 pub fn describe(target: &Target) -> kairos_result::Target {
     match target {
@@ -103,6 +119,7 @@ mod tests {
             duration,
             result_dir: None,
             quiet: true,
+            on_target: None,
         }
     }
 

@@ -35,17 +35,19 @@ impl Group {
 /// Group id of a sample: thread index, index of its pid in `pids`, CPU, or leaf module.
 pub fn group_of(ix: &Index, pids: &[i32], group: Group, i: usize) -> u32 {
     let p: &Profile = &ix.profile;
-    let Some(s) = p.samples.get(i) else { return NONE };
+    if i >= ix.samples.len() {
+        return NONE;
+    }
     match group {
         Group::Function => 0,
-        Group::Thread => s.thread,
+        Group::Thread => ix.samples.thread(i),
         Group::Process => {
-            let pid = p.threads.get(s.thread as usize).map_or(-1, |t| t.pid);
+            let pid = p.threads.get(ix.samples.thread(i) as usize).map_or(-1, |t| t.pid);
             pids.binary_search(&pid).map_or(NONE, |k| k as u32)
         }
-        Group::Cpu => s.cpu,
+        Group::Cpu => ix.samples.cpu(i),
         Group::Module => {
-            let f = ix.func_of_node(ix.leaf_node(i));
+            let f = ix.leaf_func(i);
             ix.funcs.module_id.get(f as usize).copied().unwrap_or(NONE)
         }
     }
@@ -87,28 +89,48 @@ impl ThreadMask {
 }
 
 pub fn aggregate(ix: &Index, sel: &Sel, only: Option<(Group, u32)>) -> Agg {
+    aggregate_in(ix, sel, only, None)
+}
+
+/// [`aggregate`] in `parts` parts (None: as many as the cores and the size call for).
+pub fn aggregate_in(ix: &Index, sel: &Sel, only: Option<(Group, u32)>, parts: Option<usize>) -> Agg {
     let n = ix.node_parent.len();
-    let mut a = Agg { self_w: vec![0; n], self_c: vec![0; n], ..Agg::default() };
     let mask = ThreadMask::new(&ix.profile, &sel.tids);
     let pids = pids(&ix.profile);
-    for i in ix.range(sel.from, sel.to) {
-        let s = &ix.profile.samples[i];
-        if !mask.admits(s.thread) {
-            continue;
-        }
-        if let Some((g, id)) = only {
-            if group_of(ix, &pids, g, i) != id {
+    let body = |r: std::ops::Range<usize>| {
+        let mut a = Agg { self_w: vec![0; n], self_c: vec![0; n], ..Agg::default() };
+        let s = &ix.samples;
+        for i in r {
+            if !mask.admits(s.thread(i)) {
                 continue;
             }
+            if let Some((g, id)) = only {
+                if group_of(ix, &pids, g, i) != id {
+                    continue;
+                }
+            }
+            let w = s.weight(i);
+            a.weight += w;
+            a.count += 1;
+            let node = ix.leaf_node(i);
+            if node != NONE {
+                a.self_w[node as usize] += w;
+                a.self_c[node as usize] += 1;
+            }
         }
-        a.weight += s.weight;
-        a.count += 1;
-        let node = ix.leaf_node(i);
-        if node != NONE {
-            a.self_w[node as usize] += s.weight;
-            a.self_c[node as usize] += 1;
-        }
-    }
+        a
+    };
+    let merge = |a: &mut Agg, b: Agg| {
+        crate::par::add(&mut a.self_w, &b.self_w);
+        crate::par::add(&mut a.self_c, &b.self_c);
+        a.weight += b.weight;
+        a.count += b.count;
+    };
+    let range = ix.range(sel.from, sel.to);
+    let mut a = match parts {
+        Some(k) => crate::par::split(range, k, body, merge),
+        None => crate::par::fold(range, body, merge),
+    };
     a.total_w = a.self_w.clone();
     a.total_c = a.self_c.clone();
     for v in (0..n).rev() {

@@ -2,11 +2,12 @@
 //! samples it selects: function ids (name + module), a call tree of functions (stack nodes
 //! whose frames belong to the same function path merged), and per-lane sample lists.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kairos_model::Profile;
 use rustc_hash::FxHashMap;
+
+use crate::samples::Samples;
 
 /// No node / no function.
 pub const NONE: u32 = u32::MAX;
@@ -92,11 +93,11 @@ pub struct Index {
     fn_list: Vec<u32>,
     pub thread_lanes: Vec<Lane>,
     pub cpu_lanes: Vec<Lane>,
-    /// Sample times, in order (samples are sorted by time).
-    pub times: Vec<u64>,
-    /// Tree node of each sample's leaf (NONE without a stack): one lookup instead of three
-    /// in the loops over millions of samples.
-    leaf: Vec<u32>,
+    /// The samples, as columns (the profile's own vector is moved here, leaving it empty).
+    pub samples: Samples,
+    /// Function of each stack's leaf (NONE without one): per stack rather than per
+    /// sample, so it costs no memory per sample and stays in cache.
+    stack_func: Vec<u32>,
     /// Tree aggregates of recent selections.
     pub agg: crate::agg::Cache,
 }
@@ -119,8 +120,10 @@ fn csr(n: usize, pairs: impl Iterator<Item = (u32, u32)> + Clone) -> (Vec<u32>, 
 }
 
 impl Index {
-    pub fn new(profile: Arc<Profile>, funcs: Arc<Functions>) -> Index {
-        let p = &*profile;
+    /// Indexes `profile`, taking its samples over into columns.
+    pub fn new(mut profile: Profile, funcs: Arc<Functions>) -> Index {
+        let samples = Samples::take(&mut profile.samples);
+        let p = &profile;
         let mut node_of: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         let (mut node_parent, mut node_func) = (Vec::new(), Vec::new());
         let mut stack_node = Vec::with_capacity(p.stacks.len());
@@ -160,15 +163,10 @@ impl Index {
             let (a, b) = (child_start[v as usize] as usize, child_start[v as usize + 1] as usize);
             stack.extend(child_list[a..b].iter().rev().map(|&c| (c, false)));
         }
-        let (thread_lanes, cpu_lanes) = lanes(p);
-        let times = p.samples.iter().map(|s| s.time_ns).collect();
-        let leaf = p
-            .samples
-            .iter()
-            .map(|s| s.stack.and_then(|st| stack_node.get(st as usize).copied()).unwrap_or(NONE))
-            .collect();
+        let (thread_lanes, cpu_lanes) = lanes(p, &samples);
+        let stack_func = stack_node.iter().map(|&n| node_func.get(n as usize).copied().unwrap_or(NONE)).collect();
         Index {
-            profile,
+            profile: Arc::new(profile),
             funcs,
             node_parent,
             node_func,
@@ -181,8 +179,8 @@ impl Index {
             fn_list,
             thread_lanes,
             cpu_lanes,
-            times,
-            leaf,
+            samples,
+            stack_func,
             agg: Default::default(),
         }
     }
@@ -206,7 +204,25 @@ impl Index {
 
     /// Tree node of a sample's leaf, NONE without a stack.
     pub fn leaf_node(&self, sample: usize) -> u32 {
-        self.leaf.get(sample).copied().unwrap_or(NONE)
+        match self.samples.stack.get(sample) {
+            Some(&s) if s != NONE => self.stack_node.get(s as usize).copied().unwrap_or(NONE),
+            _ => NONE,
+        }
+    }
+
+    /// Function of a sample's leaf, NONE without a stack: the same as
+    /// `func_of_node(leaf_node(i))` in one lookup.
+    #[inline]
+    pub fn leaf_func(&self, sample: usize) -> u32 {
+        match self.samples.stack.get(sample) {
+            Some(&s) if s != NONE => self.stack_func.get(s as usize).copied().unwrap_or(NONE),
+            _ => NONE,
+        }
+    }
+
+    /// Sample times, ascending (absolute ns).
+    pub fn times(&self) -> &[u64] {
+        &self.samples.time
     }
 
     pub fn func_of_node(&self, node: u32) -> u32 {
@@ -215,8 +231,8 @@ impl Index {
 
     /// Samples with time in `[from, to)` (absolute ns), as an index range.
     pub fn range(&self, from: u64, to: u64) -> std::ops::Range<usize> {
-        let a = self.times.partition_point(|&t| t < from);
-        let b = self.times.partition_point(|&t| t < to);
+        let a = self.samples.time.partition_point(|&t| t < from);
+        let b = self.samples.time.partition_point(|&t| t < to);
         a..b.max(a)
     }
 
@@ -229,34 +245,114 @@ impl Index {
     }
 }
 
-fn lanes(p: &Profile) -> (Vec<Lane>, Vec<Lane>) {
-    let mut by_tid: BTreeMap<i32, Lane> = BTreeMap::new();
-    let mut by_cpu: BTreeMap<u32, Lane> = BTreeMap::new();
-    for (i, s) in p.samples.iter().enumerate() {
-        let th = p.threads.get(s.thread as usize);
-        let tid = th.map_or(-1, |t| t.tid);
-        by_tid
-            .entry(tid)
-            .or_insert_with(|| Lane {
+/// Thread lanes (by TID, ascending) and CPU lanes (ascending), each listing its samples,
+/// built side by side on two threads.
+fn lanes(p: &Profile, samples: &Samples) -> (Vec<Lane>, Vec<Lane>) {
+    std::thread::scope(|s| {
+        let cpus = s.spawn(|| cpu_lanes(samples));
+        let threads = thread_lanes(p, samples);
+        (threads, cpus.join().unwrap_or_else(|_| cpu_lanes(samples)))
+    })
+}
+
+/// Two passes over dense per-thread slots (no map look-up per sample): the first counts,
+/// so every list is allocated once at its size.
+fn thread_lanes(p: &Profile, samples: &Samples) -> Vec<Lane> {
+    let n = samples.len();
+    // Slot of a sample's thread: its index, or one past the threads for a bad index.
+    let unknown = p.threads.len();
+    let thread_slot = |i: usize| (samples.thread(i) as usize).min(unknown);
+    let tid_of = |slot: usize| p.threads.get(slot).map_or(-1, |t| t.tid);
+    // Threads sharing a TID share a lane, labelled by the first sample's thread.
+    let mut tids: Vec<i32> = (0..=unknown).map(tid_of).collect();
+    tids.sort_unstable();
+    tids.dedup();
+    let lane_of_slot: Vec<usize> = (0..=unknown).map(|s| tids.binary_search(&tid_of(s)).unwrap_or(0)).collect();
+    let (mut count, mut first) = (vec![0usize; tids.len()], vec![usize::MAX; tids.len()]);
+    for i in 0..n {
+        let slot = thread_slot(i);
+        let l = lane_of_slot[slot];
+        if count[l] == 0 {
+            first[l] = slot;
+        }
+        count[l] += 1;
+    }
+    let mut lanes: Vec<Lane> = tids
+        .iter()
+        .enumerate()
+        .map(|(l, &tid)| {
+            let th = p.threads.get(first[l]);
+            Lane {
                 key: format!("thread:{tid}"),
                 label: th.map_or_else(|| "unknown thread".into(), |t| format!("{} ({tid})", t.name)),
                 tid: Some(tid),
                 cpu: None,
-                samples: Vec::new(),
-            })
-            .samples
-            .push(i as u32);
-        by_cpu
-            .entry(s.cpu)
-            .or_insert_with(|| Lane {
-                key: format!("cpu:{}", s.cpu),
-                label: format!("CPU {}", s.cpu),
-                tid: None,
-                cpu: Some(s.cpu),
-                samples: Vec::new(),
-            })
-            .samples
-            .push(i as u32);
+                samples: Vec::with_capacity(count[l]),
+            }
+        })
+        .collect();
+    for i in 0..n {
+        lanes[lane_of_slot[thread_slot(i)]].samples.push(i as u32);
     }
-    (by_tid.into_values().collect(), by_cpu.into_values().collect())
+    lanes.retain(|l| !l.samples.is_empty());
+    lanes
+}
+
+fn cpu_lanes(samples: &Samples) -> Vec<Lane> {
+    let cpus = Slots::new(samples);
+    let mut count = vec![0usize; cpus.values.len()];
+    for i in 0..samples.len() {
+        count[cpus.slot(samples.cpu(i))] += 1;
+    }
+    let mut lanes: Vec<Lane> = cpus
+        .values
+        .iter()
+        .zip(&count)
+        .map(|(&cpu, &k)| Lane { key: format!("cpu:{cpu}"), label: format!("CPU {cpu}"), tid: None, cpu: Some(cpu), samples: Vec::with_capacity(k) })
+        .collect();
+    for i in 0..samples.len() {
+        lanes[cpus.slot(samples.cpu(i))].samples.push(i as u32);
+    }
+    lanes.retain(|l| !l.samples.is_empty());
+    lanes
+}
+
+/// The distinct CPUs of the samples, ascending, and the slot of each: a dense table when
+/// CPU numbers are small (always, on real machines), else a binary search.
+struct Slots {
+    values: Vec<u32>,
+    dense: Vec<u32>,
+}
+
+impl Slots {
+    const DENSE: usize = 1 << 16;
+
+    fn new(samples: &Samples) -> Slots {
+        let mut seen = vec![false; Slots::DENSE];
+        let mut big: Vec<u32> = Vec::new();
+        for i in 0..samples.len() {
+            let c = samples.cpu(i);
+            match seen.get_mut(c as usize) {
+                Some(x) => *x = true,
+                None => big.push(c),
+            }
+        }
+        big.sort_unstable();
+        big.dedup();
+        let mut values: Vec<u32> = (0..Slots::DENSE as u32).filter(|&c| seen[c as usize]).collect();
+        let mut dense = vec![0u32; Slots::DENSE];
+        for (k, &c) in values.iter().enumerate() {
+            dense[c as usize] = k as u32;
+        }
+        values.extend(big);
+        Slots { values, dense }
+    }
+
+    #[inline]
+    fn slot(&self, cpu: u32) -> usize {
+        match self.dense.get(cpu as usize) {
+            Some(&k) => k as usize,
+            None => self.values.binary_search(&cpu).unwrap_or(0),
+        }
+    }
 }

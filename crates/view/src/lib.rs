@@ -7,11 +7,15 @@
 mod agg;
 mod api;
 mod assets;
+#[cfg(test)]
+mod fast_path_tests;
 mod http;
 mod index;
 mod memory;
+mod par;
 mod query;
 mod results;
+mod samples;
 mod token;
 
 use std::net::{SocketAddr, TcpListener};

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use kairos_analysis_system_overview::{tables as so_tables, Entry};
 use kairos_model::Profile;
 use kairos_result::ResultDir;
-use kairos_time_assignment::{assign, to_profile, Method};
+use kairos_time_assignment::{derive, Method};
 
 use crate::index::{Functions, Index};
 use crate::memory::Memory;
@@ -107,7 +107,7 @@ impl Data {
         }
         let (start_ns, duration_ns) = span.map_or((0, 0), |(a, b)| (a, b - a));
         let funcs = Arc::new(Functions::new(&profile));
-        let base = Arc::new(Index::new(Arc::new(profile), funcs));
+        let base = Arc::new(Index::new(profile, funcs));
         Ok(Data { dir, base, start_ns, duration_ns, methods, counters, notes, derived: Mutex::new(HashMap::new()), memory: OnceLock::new() })
     }
 
@@ -147,19 +147,15 @@ impl Data {
     }
 
     fn compute(&self, method: Method) -> Result<Derived, Error> {
-        let p = &*self.base.profile;
         if method == Method::None {
             return Ok(Derived { index: self.base.clone(), record_time: Vec::new(), points_per_sample: 1.0, notes: Vec::new() });
         }
-        let a = assign(p, method).map_err(|e| Error::Internal(format!("time assignment {method} failed: {e}")))?;
-        let mut record_time = vec![u64::MAX; p.branches.len()];
-        for pt in &a.points {
-            if let Some(slot) = pt.record.and_then(|r| record_time.get_mut(r as usize)) {
-                *slot = pt.time_ns;
-            }
-        }
-        let derived = to_profile(p, &a);
-        let index = Arc::new(Index::new(Arc::new(derived), self.base.funcs.clone()));
-        Ok(Derived { index, record_time, points_per_sample: a.points_per_sample, notes: a.notes })
+        // The index keeps the samples as columns only; time assignment reads the model's
+        // vector, so it is rebuilt for it (results with branch records are small).
+        let p = &Profile { samples: self.base.samples.to_vec(), ..(*self.base.profile).clone() };
+        // One pass from the method to the derived profile (no list of points, no sort).
+        let d = derive(p, method).map_err(|e| Error::Internal(format!("time assignment {method} failed: {e}")))?;
+        let index = Arc::new(Index::new(d.profile, self.base.funcs.clone()));
+        Ok(Derived { index, record_time: d.record_time, points_per_sample: d.points_per_sample, notes: d.notes })
     }
 }

@@ -20,6 +20,27 @@ pub struct CollectRequest {
     pub result_dir: Option<PathBuf>,
     /// No progress display.
     pub quiet: bool,
+    /// Run on the target before it is measured; set by `kairos collect` for options that
+    /// hold for every analysis (`-k cache-group`). Analyses that measure a target pass it
+    /// to the collector.
+    pub on_target: Option<TargetStep>,
+}
+
+/// Called with a launched program's pid before it runs, or with each thread id of `-p`;
+/// an error is a sentence.
+#[derive(Clone)]
+pub struct TargetStep(pub std::sync::Arc<dyn Fn(i32) -> Result<(), String> + Send + Sync>);
+
+impl std::fmt::Debug for TargetStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TargetStep")
+    }
+}
+
+impl PartialEq for TargetStep {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// `kairos report NAME -r DIR [options]`; each analysis reads the options it has.

@@ -17,6 +17,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
 
     let mut opts = options(&req.knobs, target, dir.path().join(PERF_DATA));
     opts.duration = duration;
+    opts.on_target = session::target_hook(req);
     opts.lbr_missing = lbr_missing(dir.manifest());
     let bar = session::spinner(req.quiet, "collecting");
     let summary = kairos_collector::collect(&opts, &mut |p| {

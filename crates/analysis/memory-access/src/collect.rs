@@ -61,7 +61,7 @@ fn pmu_groups(plan: &Plan) -> Vec<PmuGroup> {
         },
         no_exclude: a.no_exclude,
     };
-    plan.loads.iter().chain(&plan.stores).map(|g| PmuGroup { leader: g.leader.as_ref().map(event), event: event(&g.event), members: Vec::new(), optional: false }).collect()
+    plan.loads.iter().chain(&plan.stores).map(|g| PmuGroup { leader: g.leader.as_ref().map(event), event: event(&g.event), members: Vec::new(), optional: false, cpus: g.cpus.clone() }).collect()
 }
 
 pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
@@ -77,6 +77,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     dir.manifest_mut().capabilities = session::platform_capabilities();
     let mut opts = CollectOptions::new(target.clone(), dir.path().join(PERF_DATA));
     opts.duration = duration;
+    opts.on_target = session::target_hook(req);
     opts.interval_us = req.knobs.u64("sampling-interval-us");
     opts.unwinding = Unwinding::FramePointers;
     // Data mappings name what holds an address.
@@ -125,6 +126,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     }
     let numa = crate::numa::collect::Numa::start(req.knobs.get("numa"), &target, &mut opts)?;
     session::save(&dir)?;
+    let bandwidth = crate::bandwidth::start(req.knobs.get("perfmon"));
     let bar = session::spinner(req.quiet, "collecting");
     let mut summary = kairos_collector::collect(&opts, &mut |p| {
         bar.set_message(format!("collecting: {} samples, {} KiB", p.samples, p.bytes / 1024));
@@ -143,6 +145,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
         });
     }
     bar.finish_and_clear();
+    crate::bandwidth::finish(&mut dir, bandwidth);
     // The sender goes first, so the decoder sees the end of the samples.
     drop(opts);
     let watched = watching.map(crate::watch::Watching::finish);

@@ -4,6 +4,8 @@
 //! sharing verdict per line (`lines`), and summed per object and function (`totals`).
 //! See the README for the stages and the data they read.
 
+pub mod bandwidth;
+pub mod bandwidth_report;
 pub mod blocks;
 pub mod build;
 mod collect;

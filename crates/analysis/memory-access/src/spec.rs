@@ -74,11 +74,12 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         ReportSpec { name: "cache-lines", help: "per 64-byte line: object and offsets, threads, reads and writes per offset, false or true sharing" },
         ReportSpec { name: "memory-bound", help: "with a PMU: the share of pipeline slots stalled on memory and its L1/L2/L3/DRAM/store split (TMA), per function and over time" },
         ReportSpec { name: "memory-functions", help: "which functions access which objects, how much" },
+        ReportSpec { name: "bandwidth", help: "DRAM and socket-link bandwidth over the run per socket and flow (average, peak, share of the maximum from `kairos measure bandwidth`), the utilization histogram, and the objects and functions it comes from" },
         ReportSpec { name: "numa", help: "per memory object: pages per NUMA node, first touch (thread, node, function, call stack), nodes of the threads that use it, estimated remote accesses; one sentence per problem with its fix" },
     ],
     views: &["summary", "memory-access", "timeline", "trees", "sample inspector", "compare"],
     needs: &[],
-    uses: &["pebs", "ibs", "tma_counters", "address_sampling", "watchpoints", "glibc", "numa_placement", "tracepoints"],
+    uses: &["pebs", "ibs", "tma_counters", "address_sampling", "watchpoints", "glibc", "numa_placement", "tracepoints", "bandwidth_timeline"],
     collect: crate::collect::collect,
     report: crate::run_report::report,
 };

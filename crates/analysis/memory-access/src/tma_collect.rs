@@ -38,6 +38,7 @@ pub(crate) fn groups(perfmon: Option<&Path>) -> Result<(Vec<PmuGroup>, PathBuf),
             event: event(g, &p.leader, PmuSampling::Period(p.period)),
             members: p.members.iter().map(|m| event(g, m, PmuSampling::Count)).collect(),
             optional: true,
+            cpus: None,
         })
         .collect();
     Ok((groups, files.dir))

@@ -1,6 +1,6 @@
 //! The one list of Kairos analyses; see the README.
 
-pub use kairos_analysis_api::{AnalysisSpec, CollectRequest, Failure, KnobError, Knobs, ReportRequest, ReportSpec};
+pub use kairos_analysis_api::{AnalysisSpec, CollectRequest, Failure, KnobError, Knobs, ReportRequest, ReportSpec, TargetStep};
 
 /// Every analysis, in the order menus show them. Adding one is one line here. The first
 /// reads the results no analysis claims (imported or older ones): sampled profiles.

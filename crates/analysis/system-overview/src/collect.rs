@@ -75,6 +75,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     let mut opts = CollectOptions::new(target, dir.path().join(PERF_DATA));
     opts.interval_us = req.knobs.u64("sampling-interval-us");
     opts.duration = duration;
+    opts.on_target = session::target_hook(req);
     // No PMU is needed: the timer works everywhere and its kernel-mode samples give the
     // sampled kernel share.
     opts.event = EventChoice::CpuClock;

@@ -9,4 +9,6 @@ pub enum Error {
     UnknownMethod(String),
     #[error("time assignment `{method}` is unavailable: {reason}")]
     MethodUnavailable { method: Method, reason: String },
+    #[error("internal error: {0}; please report it with the result")]
+    Internal(String),
 }

@@ -3,12 +3,13 @@
 //! weights and each point is placed at the end of its sub-interval, so the sample stays
 //! at t_i and a record's point covers the execution that its branch ended.
 
+use crate::out::Out;
 use crate::prepare::Interval;
 use crate::Point;
 
 /// Appends the points of `iv` for `weights` (len = records + 1). All-zero or non-finite
 /// weights fall back to an equal split. Weights (ns) always sum to the interval length.
-pub(crate) fn split(iv: &Interval, weights: &[f64], out: &mut Vec<Point>) {
+pub(crate) fn split(iv: &Interval, weights: &[f64], out: &mut Out) {
     let n = iv.recs.len() + 1;
     let clean: Vec<f64> = (0..n).map(|k| weights.get(k).copied().filter(|w| w.is_finite() && *w > 0.0).unwrap_or(0.0)).collect();
     let total: f64 = clean.iter().sum();

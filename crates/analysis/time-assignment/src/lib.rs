@@ -19,15 +19,19 @@
 //!   samples by weight (by count when no sample has a weight);
 //! - nothing panics on any profile.
 
+mod derive;
 mod error;
 mod layout;
 mod method;
 mod methods;
+mod out;
 mod prepare;
+mod slots;
 mod to_profile;
 
 use kairos_model::{FrameIdx, Profile, ThreadIdx};
 
+pub use derive::{derive, Derived};
 pub use error::Error;
 pub use method::Method;
 pub use to_profile::to_profile;
@@ -65,25 +69,49 @@ pub struct Assignment {
 pub fn assign(profile: &Profile, method: Method) -> Result<Assignment, Error> {
     let p = prepare::prepare(profile);
     let mut points = Vec::with_capacity(profile.samples.len() + profile.branches.len());
+    let (notes, records) = run_sorted(&p, profile, method, &mut points)?;
+    let points_per_sample = per_sample(&p, records);
+    Ok(Assignment { points, method, points_per_sample, notes })
+}
+
+/// Samples plus records given a time, per sample: `covered` adds points that are the
+/// sample's own weight drawn where it lies, which gain no resolution.
+fn per_sample(p: &prepare::Prepared, records: u64) -> f64 {
+    if p.intervals.is_empty() {
+        1.0
+    } else {
+        (p.intervals.len() as f64 + records as f64) / p.intervals.len() as f64
+    }
+}
+
+/// Runs `method` and hands its points to `sink` in time order (stable: within a thread,
+/// in order of occurrence); returns the notes and how many points are records.
+fn run_sorted(p: &prepare::Prepared, profile: &Profile, method: Method, sink: &mut dyn out::Sink) -> Result<(Vec<String>, u64), Error> {
     let mut notes = p.notes.clone();
-    match method {
-        Method::None => methods::none::run(&p, &mut points),
-        Method::Equal => methods::equal::run(&p, &mut points),
-        Method::Ratio => methods::ratio::run(&p, &mut points),
-        Method::Proportional => methods::proportional::run(&p, &mut points),
-        Method::Cycles => methods::cycles::run(&p, &mut points, &mut notes)?,
-        Method::Segments => methods::segments::run(&p, &mut points),
-        Method::Nesting => methods::nesting::run(&p, &mut points),
-        Method::Visits => methods::visits::run(&p, &mut points),
-        Method::Covered => methods::covered::run(&p, &mut points, &mut notes),
+    let mut o = out::Out::new(p, sink);
+    run_method(p, method, &mut o, &mut notes)?;
+    let (records, out_of_order) = o.finish();
+    if out_of_order {
+        // Never with the methods as they are; kept so a new method cannot break order.
+        return Err(Error::Internal(format!("time assignment {method} gave a thread's points out of time order")));
     }
     if method == Method::None && !profile.branches.is_empty() {
         notes.push("branch records ignored (plain sampling)".into());
     }
-    points.sort_by_key(|pt| pt.time_ns);
-    // Samples plus records given a time: `covered` adds points that are the sample's own
-    // weight drawn where it lies, which gain no resolution.
-    let records = points.iter().filter(|pt| pt.record.is_some()).count();
-    let points_per_sample = if p.intervals.is_empty() { 1.0 } else { (p.intervals.len() + records) as f64 / p.intervals.len() as f64 };
-    Ok(Assignment { points, method, points_per_sample, notes })
+    Ok((notes, records))
+}
+
+fn run_method(p: &prepare::Prepared, method: Method, out: &mut out::Out, notes: &mut Vec<String>) -> Result<(), Error> {
+    match method {
+        Method::None => methods::none::run(p, out),
+        Method::Equal => methods::equal::run(p, out),
+        Method::Ratio => methods::ratio::run(p, out),
+        Method::Proportional => methods::proportional::run(p, out),
+        Method::Cycles => methods::cycles::run(p, out, notes)?,
+        Method::Segments => methods::segments::run(p, out),
+        Method::Nesting => methods::nesting::run(p, out),
+        Method::Visits => methods::visits::run(p, out),
+        Method::Covered => methods::covered::run(p, out, notes),
+    }
+    Ok(())
 }

@@ -6,30 +6,24 @@
 //! profile has no branch records (their sample indices would no longer hold); threads,
 //! modules, frames, losses, branch info and calls are kept; weights become ns.
 
-use std::collections::HashMap;
-
-use kairos_model::{FrameIdx, Profile, Sample, Stack, StackIdx};
+use kairos_model::{Profile, Sample, Stack, StackIdx};
 
 use crate::Assignment;
 
 pub fn to_profile(profile: &Profile, a: &Assignment) -> Profile {
     let mut stacks = profile.stacks.clone();
-    let mut roots: HashMap<FrameIdx, StackIdx> = HashMap::new();
-    for (i, s) in stacks.iter().enumerate().rev() {
-        if s.parent.is_none() {
-            roots.insert(s.frame, i as StackIdx);
-        }
-    }
+    let mut roots = root_stacks(profile);
     let mut samples = Vec::with_capacity(a.points.len());
     for pt in &a.points {
         // The sample whose interval holds the point: its CPU, and its stack for its own point.
         let owner = profile.samples.get(pt.sample as usize);
         let stack = if pt.from_branch {
-            pt.frame.filter(|&f| (f as usize) < profile.frames.len()).map(|f| {
-                *roots.entry(f).or_insert_with(|| {
+            pt.frame.and_then(|f| {
+                let root = roots.get_mut(f as usize)?;
+                Some(*root.get_or_insert_with(|| {
                     stacks.push(Stack { parent: None, frame: f });
                     (stacks.len() - 1) as StackIdx
-                })
+                }))
             })
         } else {
             owner.and_then(|s| s.stack)
@@ -42,12 +36,39 @@ pub fn to_profile(profile: &Profile, a: &Assignment) -> Profile {
             weight: pt.weight_ns,
         });
     }
-    // Clone everything else, so fields added to the model later are kept too.
-    let mut out = profile.clone();
-    out.stacks = stacks;
-    out.samples = samples;
-    out.branches = Vec::new();
-    // Point weights are always nanoseconds.
-    out.weight_event = None;
-    out
+    with_samples(profile, stacks, samples)
+}
+
+/// The root stack node of each frame (by frame index; the first when there are several).
+pub(crate) fn root_stacks(profile: &Profile) -> Vec<Option<StackIdx>> {
+    let mut roots = vec![None; profile.frames.len()];
+    for (i, s) in profile.stacks.iter().enumerate() {
+        if let Some(r) = roots.get_mut(s.frame as usize).filter(|r: &&mut Option<StackIdx>| s.parent.is_none() && r.is_none()) {
+            *r = Some(i as StackIdx);
+        }
+    }
+    roots
+}
+
+/// `profile` with these stacks and samples, weights in ns and no branch records.
+pub(crate) fn with_samples(profile: &Profile, stacks: Vec<Stack>, samples: Vec<Sample>) -> Profile {
+    // Everything else is kept. Destructured without `..` so a field added to the model
+    // later fails to compile here until it is kept or dropped; the samples and branch
+    // records (hundreds of millions of them) are never copied.
+    let Profile { threads, modules, frames, stacks: _, samples: _, losses, branches: _, branch_info, calls, weight_event: _, events, sample_events } = profile;
+    Profile {
+        threads: threads.clone(),
+        modules: modules.clone(),
+        frames: frames.clone(),
+        stacks,
+        samples,
+        losses: *losses,
+        branches: Vec::new(),
+        branch_info: branch_info.clone(),
+        calls: calls.clone(),
+        // Point weights are always nanoseconds.
+        weight_event: None,
+        events: events.clone(),
+        sample_events: sample_events.clone(),
+    }
 }

@@ -67,12 +67,15 @@ pub struct PmuGroup {
     /// The collection goes on without this group when the kernel refuses it (then its
     /// outcome says why); otherwise a refusal ends the collection.
     pub optional: bool,
+    /// The CPUs its PMU drives, when not all: a hybrid CPU's `cpu_core` and `cpu_atom`
+    /// each cover one kind of core, and the kernel refuses their events on the others.
+    pub cpus: Option<Vec<u32>>,
 }
 
 impl PmuGroup {
     /// A group of one event.
     pub fn single(event: PmuEvent) -> PmuGroup {
-        PmuGroup { leader: None, event, members: Vec::new(), optional: false }
+        PmuGroup { leader: None, event, members: Vec::new(), optional: false, cpus: None }
     }
 
     /// Its events in group order: leader, the sampling event, the members.

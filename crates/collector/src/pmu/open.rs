@@ -152,11 +152,14 @@ fn notes_for(ev: &PmuEvent, t: &Try, kernel_options: &[bool], max_freq: Option<u
 
 /// Opens a settled group on every (task, CPU) pair of the tracking event, each fd writing
 /// into its CPU's ring. Returns the fds and, per attr of the group, the sample ids.
-fn open_on_targets(s: &mut Settled<'_>, events: &Events, cpus: &[i32]) -> Result<(Vec<OwnedFd>, Vec<Vec<u64>>), CollectError> {
+fn open_on_targets(s: &mut Settled<'_>, events: &Events, cpus: &[i32], only: Option<&[u32]>) -> Result<(Vec<OwnedFd>, Vec<Vec<u64>>), CollectError> {
     let mut all = Vec::new();
     let mut ids = vec![Vec::new(); s.attrs.len()];
     for &(pid, ci) in &events.targets {
         let cpu = cpus.get(ci).copied().unwrap_or(-1);
+        if !on_pmu_cpu(cpu, only) {
+            continue;
+        }
         let fds = match open_group(&mut s.attrs, pid, cpu, &mut Kernel) {
             Ok(fds) => fds,
             // A thread of an attached process that ended meanwhile.
@@ -189,6 +192,11 @@ fn open_on_targets(s: &mut Settled<'_>, events: &Events, cpus: &[i32]) -> Result
     Ok((all, ids))
 }
 
+/// Whether `cpu` (-1: any) is one the group's PMU drives.
+fn on_pmu_cpu(cpu: i32, only: Option<&[u32]>) -> bool {
+    cpu < 0 || only.is_none_or(|l| l.contains(&(cpu as u32)))
+}
+
 /// Opens every group of `opts.pmu_events` next to the tracking event and declares each
 /// event (leaders too) in the file with its own attr and name. Any refusal fails the
 /// collection: the caller asked for these events.
@@ -211,13 +219,13 @@ pub(crate) fn open_all(opts: &CollectOptions, events: &Events, cpus: &[i32], wri
     for g in &opts.pmu_events {
         // Settled on the first pair whose task still exists (threads of -p may end).
         let mut settled = Err(CollectError::InvalidOptions("no task or CPU to open the PMU events on".into()));
-        for &pair in &pairs {
+        for &pair in pairs.iter().filter(|p| on_pmu_cpu(p.1, g.cpus.as_deref())) {
             settled = settle(g, &kernel_options, role, max_freq, pair, &mut Kernel);
             if !matches!(settled, Err(CollectError::NoSuchProcess(_))) {
                 break;
             }
         }
-        let opened = settled.and_then(|mut s| open_on_targets(&mut s, events, cpus).map(|r| (s, r)));
+        let opened = settled.and_then(|mut s| open_on_targets(&mut s, events, cpus, g.cpus.as_deref()).map(|r| (s, r)));
         let (mut s, (group_fds, ids)) = match opened {
             Ok(r) => r,
             Err(e @ CollectError::Pmu(_)) if g.optional => {

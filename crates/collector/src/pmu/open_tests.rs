@@ -160,3 +160,11 @@ fn bad_spec_is_not_sent_to_the_kernel() {
     assert!(calls.is_empty());
     assert!(matches!(r, Err(CollectError::Pmu(PmuError::BadSpec { .. }))));
 }
+
+#[test]
+fn a_hybrid_pmu_is_opened_only_on_its_own_cpus() {
+    let atom: &[u32] = &[16, 17];
+    assert!(on_pmu_cpu(16, Some(atom)) && !on_pmu_cpu(3, Some(atom)));
+    // Per-task events (any CPU) and PMUs that drive every CPU.
+    assert!(on_pmu_cpu(-1, Some(atom)) && on_pmu_cpu(3, None));
+}

@@ -54,18 +54,18 @@ fn weights(d: &Data, group: &str) -> HashMap<(String, String), u64> {
     let ix = &d.base;
     let p = &ix.profile;
     let mut out: HashMap<(String, String), u64> = HashMap::new();
-    for (i, s) in p.samples.iter().enumerate() {
-        let th = p.threads.get(s.thread as usize);
+    for i in 0..ix.samples.len() {
+        let th = p.threads.get(ix.samples.thread(i) as usize);
         let key = match group {
             "thread" => (th.map_or("[unknown]".into(), |t| t.name.clone()), String::new()),
             "process" => (th.map_or("[unknown]".into(), |t| t.process_name.clone()), String::new()),
-            g => match ix.func_of_node(ix.leaf_node(i)) {
+            g => match ix.leaf_func(i) {
                 NONE => ("[no stack]".into(), String::new()),
                 f if g == "module" => (ix.funcs.modules[ix.funcs.module_id[f as usize] as usize].clone(), String::new()),
                 f => (ix.funcs.name[f as usize].clone(), ix.funcs.module[f as usize].clone()),
             },
         };
-        *out.entry(key).or_default() += s.weight;
+        *out.entry(key).or_default() += ix.samples.weight(i);
     }
     out
 }

@@ -1,9 +1,11 @@
 //! The JSON API: one module per endpoint, each `fn(&State, &Query) -> Result<Value>`.
 
+mod bandwidth;
 mod compare;
 mod counters;
 mod memory;
 mod numa;
+mod platform;
 mod sample;
 mod summary;
 mod timeline;
@@ -29,6 +31,8 @@ pub fn handle(state: &State, name: &str, q: &Query) -> Result<Value, Error> {
         "compare" => compare::get(state, q),
         "memory" => memory::get(state, q),
         "numa" => numa::get(state, q),
+        "bandwidth" => bandwidth::get(state, q),
+        "platform" => platform::get(state, q),
         _ => Err(Error::NotFound(format!("there is no API call {name:?}; see docs/VIEW_API.md"))),
     }
 }
@@ -81,7 +85,7 @@ fn one(l: &crate::results::Loaded, d: &Data) -> Value {
         .thread_lanes
         .iter()
         .map(|lane| {
-            let th = lane.samples.first().and_then(|&i| p.samples.get(i as usize)).and_then(|s| p.threads.get(s.thread as usize));
+            let th = lane.samples.first().and_then(|&i| d.base.samples.get(i as usize)).and_then(|s| p.threads.get(s.thread as usize));
             json!({ "tid": lane.tid, "pid": th.map(|t| t.pid), "name": th.map(|t| t.name.clone()),
                     "process": th.map(|t| t.process_name.clone()), "samples": lane.samples.len() })
         })
@@ -89,7 +93,7 @@ fn one(l: &crate::results::Loaded, d: &Data) -> Value {
     let cpus: Vec<u32> = d.base.cpu_lanes.iter().filter_map(|l| l.cpu).collect();
     json!({
         "id": l.id, "name": l.name, "path": l.path.display().to_string(), "ok": true, "error": null,
-        "kind": m.kind, "command": command, "samples": p.samples.len(),
+        "kind": m.kind, "command": command, "samples": d.base.samples.len(),
         // The views its analysis declares in the registry (absent for an unknown kind: all).
         "views": m.kind.as_deref().and_then(kairos_analyses::find).map(|a| a.views),
         "events": m.events.iter().map(|e| json!({ "name": e.name, "samples": e.samples, "weight": e.weight, "time": e.time })).collect::<Vec<_>>(),

@@ -20,14 +20,14 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
         .ok_or_else(|| Error::NotFound(format!("lane {key} has no samples in this result")))?;
     let t = d.start_ns.saturating_add(q.num("t")?.unwrap_or(0));
     // Nearest sample: the first at or after t, or the one before it if closer.
-    let k = lane.samples.partition_point(|&i| ix.times[i as usize] < t);
+    let k = lane.samples.partition_point(|&i| ix.times()[i as usize] < t);
     let pick = [k.checked_sub(1), Some(k)]
         .into_iter()
         .flatten()
         .filter_map(|k| lane.samples.get(k).copied())
-        .min_by_key(|&i| ix.times[i as usize].abs_diff(t))
+        .min_by_key(|&i| ix.times()[i as usize].abs_diff(t))
         .ok_or_else(|| Error::NotFound(format!("lane {key} has no samples")))?;
-    let s = &p.samples[pick as usize];
+    let s = &ix.samples.get(pick as usize).ok_or_else(|| Error::NotFound(format!("sample {pick} does not exist")))?;
     let names: Vec<&str> = match q.get("methods") {
         Some(m) => m.split(',').filter(|x| !x.is_empty()).take(2).collect(),
         None if !p.branches.is_empty() => vec![kairos_time_assignment::Method::DEFAULT.as_str()],

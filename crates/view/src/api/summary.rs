@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::{data, derived, duration, thousands};
 use crate::agg::ThreadMask;
-use crate::index::NONE;
+use crate::index::{Index, NONE};
 use crate::query::Query;
 use crate::{Error, State};
 
@@ -16,26 +16,8 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let p = &ix.profile;
     let mask = ThreadMask::new(p, &sel.tids);
     let nf = ix.funcs.len();
-    let (mut self_w, mut self_c) = (vec![0u64; nf + 1], vec![0u64; nf + 1]);
-    let (mut weight, mut count) = (0u64, 0u64);
-    let mut threads = vec![false; p.threads.len()];
-    for i in ix.range(sel.from, sel.to) {
-        let s = &p.samples[i];
-        if !mask.admits(s.thread) {
-            continue;
-        }
-        let f = match ix.func_of_node(ix.leaf_node(i)) {
-            NONE => nf,
-            f => f as usize,
-        };
-        self_w[f] += s.weight;
-        self_c[f] += 1;
-        weight += s.weight;
-        count += 1;
-        if let Some(t) = threads.get_mut(s.thread as usize) {
-            *t = true;
-        }
-    }
+    let t = tally(ix, &mask, ix.range(sel.from, sel.to), None);
+    let (self_w, self_c, weight, count, threads) = (t.self_w, t.self_c, t.weight, t.count, t.threads);
     let time = p.weight_is_time();
     let w = |x: u64| if time { duration(x) } else { thousands(x) };
     let m = d.dir.manifest();
@@ -68,4 +50,94 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let mut notes = dv.notes.clone();
     notes.dedup();
     Ok(json!({ "facts": facts.iter().map(|(a, b)| [a, b]).collect::<Vec<_>>(), "top": top, "notes": notes }))
+}
+
+/// Self weight and count per function (the last slot: no stack), totals, and which
+/// threads were seen, over the samples of `range` that `mask` admits.
+struct Tally {
+    self_w: Vec<u64>,
+    self_c: Vec<u64>,
+    weight: u64,
+    count: u64,
+    threads: Vec<bool>,
+}
+
+/// One pass (split over the cores unless `parts` says how many parts).
+fn tally(ix: &Index, mask: &ThreadMask, range: std::ops::Range<usize>, parts: Option<usize>) -> Tally {
+    let nf = ix.funcs.len();
+    let nt = ix.profile.threads.len();
+    let body = |r: std::ops::Range<usize>| {
+        let mut t = Tally { self_w: vec![0; nf + 1], self_c: vec![0; nf + 1], weight: 0, count: 0, threads: vec![false; nt] };
+        let s = &ix.samples;
+        for i in r {
+            let thread = s.thread(i);
+            if !mask.admits(thread) {
+                continue;
+            }
+            let f = match ix.leaf_func(i) {
+                NONE => nf,
+                f => (f as usize).min(nf),
+            };
+            let w = s.weight(i);
+            t.self_w[f] += w;
+            t.self_c[f] += 1;
+            t.weight += w;
+            t.count += 1;
+            if let Some(x) = t.threads.get_mut(thread as usize) {
+                *x = true;
+            }
+        }
+        t
+    };
+    let merge = |a: &mut Tally, b: Tally| {
+        crate::par::add(&mut a.self_w, &b.self_w);
+        crate::par::add(&mut a.self_c, &b.self_c);
+        a.weight += b.weight;
+        a.count += b.count;
+        for (x, y) in a.threads.iter_mut().zip(&b.threads) {
+            *x |= *y;
+        }
+    };
+    match parts {
+        Some(k) => crate::par::split(range, k, body, merge),
+        None => crate::par::fold(range, body, merge),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::fast_path_tests::profile;
+    use crate::index::Functions;
+
+    /// The top functions' tally is the same split over parts as sample by sample.
+    #[test]
+    fn split_tally_equals_one_pass_over_the_model() {
+        let p = profile(25_000, 9);
+        let ix = Index::new(p.clone(), Arc::new(Functions::new(&p)));
+        let nf = ix.funcs.len();
+        for tids in [None, Some(vec![7]), Some(vec![1, 3])] {
+            let mask = ThreadMask::new(&ix.profile, &tids);
+            let (mut w, mut c, mut seen) = (vec![0u64; nf + 1], vec![0u64; nf + 1], vec![false; p.threads.len()]);
+            for s in &p.samples {
+                let tid = p.threads.get(s.thread as usize).map(|t| t.tid);
+                if tids.as_ref().is_some_and(|t| !tid.is_some_and(|x| t.contains(&x))) {
+                    continue;
+                }
+                let f = s.stack.map_or(nf, |st| ix.func_of_node(ix.stack_node[st as usize]) as usize);
+                w[f] += s.weight;
+                c[f] += 1;
+                if let Some(x) = seen.get_mut(s.thread as usize) {
+                    *x = true;
+                }
+            }
+            for parts in [1, 2, 5] {
+                let t = tally(&ix, &mask, 0..ix.samples.len(), Some(parts));
+                assert_eq!((&t.self_w, &t.self_c, &t.threads), (&w, &c, &seen), "{tids:?} parts {parts}");
+                assert_eq!((t.weight, t.count), (w.iter().sum(), c.iter().sum()));
+            }
+        }
+    }
 }

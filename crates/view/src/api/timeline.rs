@@ -35,27 +35,8 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
         .collect();
     // Thread lanes are filtered by choosing lanes; CPU lanes sample by sample.
     let mask = if by_cpu { ThreadMask::new(&ix.profile, &sel.tids) } else { ThreadMask::all() };
-    // Lanes are independent: split them over the cores when there is much to do.
-    let work: usize = lanes.iter().map(|l| l.samples.len()).sum();
-    let threads = if work > 1_000_000 { std::thread::available_parallelism().map_or(1, |n| n.get()).min(lanes.len()) } else { 1 };
-    let mut out: Vec<Buckets> = Vec::with_capacity(lanes.len());
-    if threads <= 1 {
-        out.extend(lanes.iter().map(|l| buckets(ix, l, &sel, width as usize, &mask)));
-    } else {
-        let chunk = lanes.len().div_ceil(threads);
-        std::thread::scope(|s| {
-            let handles: Vec<_> = lanes
-                .chunks(chunk)
-                .map(|part| {
-                    let (sel, mask) = (&sel, &mask);
-                    s.spawn(move || part.iter().map(|l| buckets(ix, l, sel, width as usize, mask)).collect::<Vec<_>>())
-                })
-                .collect();
-            for h in handles {
-                out.extend(h.join().unwrap_or_default());
-            }
-        });
-    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let out = lane_buckets(ix, &lanes, &sel, width as usize, &mask, cores, MIN_PIECE);
     let mut used: Vec<u32> = out.iter().flat_map(|b| b.func.iter().copied()).filter(|&f| f != NONE).collect();
     used.sort_unstable();
     used.dedup();
@@ -78,10 +59,76 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     }))
 }
 
-fn buckets(ix: &Index, lane: &Lane, sel: &Sel, width: usize, mask: &ThreadMask) -> Buckets {
-    let p = &ix.profile;
-    let a = lane.samples.partition_point(|&i| ix.times[i as usize] < sel.from);
-    let b = lane.samples.partition_point(|&i| ix.times[i as usize] < sel.to);
+/// Samples of a lane below which it is not cut into pieces: a thread costs more.
+const MIN_PIECE: usize = 1 << 18;
+
+/// Every lane's buckets. Lanes with many samples in the selection are cut at bucket starts
+/// into pieces (a bucket is never in two, so the pieces' buckets concatenate exactly), and
+/// the pieces are spread over `cores`: a single lane or two CPU lanes use every core too.
+fn lane_buckets(ix: &Index, lanes: &[&Lane], sel: &Sel, width: usize, mask: &ThreadMask, cores: usize, min_piece: usize) -> Vec<Buckets> {
+    let times = ix.times();
+    let span = (sel.to - sel.from).max(1) as u128;
+    let start_of = |k: usize| sel.from + ((k as u128 * span).div_ceil(width as u128)) as u64;
+    let mut jobs: Vec<(usize, &[u32])> = Vec::new();
+    for (l, lane) in lanes.iter().enumerate() {
+        let a = lane.samples.partition_point(|&i| times[i as usize] < sel.from);
+        let b = lane.samples.partition_point(|&i| times[i as usize] < sel.to).max(a);
+        let part = &lane.samples[a..b];
+        let pieces = (part.len() / min_piece.max(1)).clamp(1, cores.max(1)).min(width);
+        let mut from = 0;
+        for j in 1..pieces {
+            let t = start_of(width * j / pieces);
+            let cut = part.partition_point(|&i| times[i as usize] < t).max(from);
+            jobs.push((l, &part[from..cut]));
+            from = cut;
+        }
+        jobs.push((l, &part[from..]));
+    }
+    let total: usize = jobs.iter().map(|j| j.1.len()).sum();
+    let workers = if total >= min_piece { cores.min(jobs.len()) } else { 1 };
+    let mut results: Vec<Option<Buckets>> = (0..jobs.len()).map(|_| None).collect();
+    if workers <= 1 {
+        for (r, (_, part)) in results.iter_mut().zip(&jobs) {
+            *r = Some(buckets(ix, part, sel, width, mask));
+        }
+    } else {
+        // Workers take the next job as they finish one, so unequal pieces even out.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let done: Vec<Vec<(usize, Buckets)>> = std::thread::scope(|s| {
+            let work = || {
+                let mut mine = Vec::new();
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((_, part)) = jobs.get(k) else { break };
+                    mine.push((k, buckets(ix, part, sel, width, mask)));
+                }
+                mine
+            };
+            let handles: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
+            let mut all = vec![work()];
+            all.extend(handles.into_iter().map(|h| h.join().unwrap_or_default()));
+            all
+        });
+        for (k, b) in done.into_iter().flatten() {
+            results[k] = Some(b);
+        }
+    }
+    let mut out: Vec<Buckets> = (0..lanes.len()).map(|_| Buckets::default()).collect();
+    for ((l, part), r) in jobs.iter().zip(results) {
+        // A piece whose thread failed is done again here rather than lost.
+        let b = r.unwrap_or_else(|| buckets(ix, part, sel, width, mask));
+        let o = &mut out[*l];
+        o.bucket.extend(b.bucket);
+        o.count.extend(b.count);
+        o.weight.extend(b.weight);
+        o.func.extend(b.func);
+    }
+    out
+}
+
+/// Buckets of `samples` (sample indices of one lane within the selection, in time order).
+fn buckets(ix: &Index, samples: &[u32], sel: &Sel, width: usize, mask: &ThreadMask) -> Buckets {
+    let (cols, times) = (&ix.samples, ix.times());
     let span = (sel.to - sel.from).max(1) as u128;
     let mut out = Buckets::default();
     // Dense per-function weights of the current bucket, reset through `touched`.
@@ -103,29 +150,31 @@ fn buckets(ix: &Index, lane: &Lane, sel: &Sel, width: usize, mask: &ThreadMask) 
     // Samples are in time order: walk the bucket boundaries instead of dividing per sample.
     let start_of = |k: usize| sel.from + ((k as u128 * span).div_ceil(width as u128)) as u64;
     let mut next_start = 0u64;
-    for &i in &lane.samples[a..b.max(a)] {
-        let s = &p.samples[i as usize];
-        if !mask.admits(s.thread) {
+    for &i in samples {
+        let i = i as usize;
+        if !mask.admits(cols.thread(i)) {
             continue;
         }
-        if cur == usize::MAX || s.time_ns >= next_start {
-            let k = (((s.time_ns - sel.from) as u128 * width as u128) / span).min(width as u128 - 1) as usize;
+        let time_ns = times[i];
+        if cur == usize::MAX || time_ns >= next_start {
+            let k = (((time_ns - sel.from) as u128 * width as u128) / span).min(width as u128 - 1) as usize;
             flush(&mut out, cur, count, weight, best, &mut touched, &mut acc);
             (cur, count, weight, best, best_w) = (k, 0, 0, NONE, 0);
             next_start = if k + 1 >= width { u64::MAX } else { start_of(k + 1) };
         }
-        let f = ix.func_of_node(ix.leaf_node(i as usize));
+        let f = ix.leaf_func(i);
+        let w = cols.weight(i);
         let slot = if f == NONE { acc.len() - 1 } else { f as usize };
         if acc[slot] == 0 {
             touched.push(slot);
         }
         // Weightless samples (pure counts) still vote.
-        acc[slot] += s.weight.max(1);
+        acc[slot] += w.max(1);
         if acc[slot] > best_w {
             (best, best_w) = (f, acc[slot]);
         }
         count += 1;
-        weight += s.weight;
+        weight += w;
     }
     flush(&mut out, cur, count, weight, best, &mut touched, &mut acc);
     out
@@ -177,13 +226,22 @@ mod tests {
         for (seed, step, width, cut) in [(1u64, 5000, 7usize, 0u64), (2, 5000, 333, 12_345), (3, 5000, 4096, 1), (4, 5000, 1, 0), (5, 1, 7, 0), (6, 1, 333, 3), (7, 1, 4096, 0)] {
             let p = profile(5000, seed, step);
             let funcs = Arc::new(Functions::new(&p));
-            let ix = Index::new(Arc::new(p), funcs);
-            let (a, b) = (ix.times[0] + cut, ix.times[ix.times.len() - 1] - cut / 2);
+            let ix = Index::new(p, funcs);
+            let times = ix.times();
+            let (a, b) = (times[0] + cut, times[times.len() - 1] - cut / 2);
             let sel = Sel { from: a, to: b, tids: None };
-            let got = buckets(&ix, &ix.thread_lanes[0], &sel, width, &ThreadMask::all());
+            let lane = &ix.thread_lanes[0];
+            let got = lane_buckets(&ix, &[lane], &sel, width, &ThreadMask::all(), 1, MIN_PIECE).remove(0);
+            // Cut into pieces at bucket starts, on one core or several: the same buckets.
+            for (cores, min_piece) in [(1usize, 1usize), (2, 100), (3, 7), (8, 1)] {
+                let split = lane_buckets(&ix, &[lane, lane], &sel, width, &ThreadMask::all(), cores, min_piece);
+                for b in &split {
+                    assert_eq!((&b.bucket, &b.count, &b.weight, &b.func), (&got.bucket, &got.count, &got.weight, &got.func), "cores {cores}");
+                }
+            }
             let span = (b - a) as u128;
             let mut want: std::collections::BTreeMap<usize, (u64, u64, Vec<u64>)> = Default::default();
-            for (i, s) in ix.profile.samples.iter().enumerate().filter(|(_, s)| s.time_ns >= a && s.time_ns < b) {
+            for (i, s) in ix.samples.to_vec().iter().enumerate().filter(|(_, s)| s.time_ns >= a && s.time_ns < b) {
                 let k = (((s.time_ns - a) as u128 * width as u128) / span).min(width as u128 - 1) as usize;
                 let e = want.entry(k).or_insert((0, 0, vec![0; 8]));
                 e.0 += 1;

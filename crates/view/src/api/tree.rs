@@ -160,18 +160,29 @@ fn groups(ix: &Index, sel: &crate::query::Sel, g: Group) -> Vec<Row> {
         Group::Cpu => ix.cpu_lanes.iter().filter_map(|l| l.cpu).max().map_or(0, |c| c as usize + 1),
         _ => ix.funcs.modules.len(),
     } + 1;
-    let (mut w, mut c, mut stacked) = (vec![0u64; slots], vec![0u64; slots], vec![false; slots]);
-    for i in ix.range(sel.from, sel.to) {
-        let s = &p.samples[i];
-        if !mask.admits(s.thread) {
-            continue;
+    let body = |r: std::ops::Range<usize>| {
+        let (mut w, mut c, mut stacked) = (vec![0u64; slots], vec![0u64; slots], vec![false; slots]);
+        let s = &ix.samples;
+        for i in r {
+            if !mask.admits(s.thread(i)) {
+                continue;
+            }
+            let id = crate::agg::group_of(ix, &pids, g, i);
+            let k = if (id as usize) < slots - 1 { id as usize } else { slots - 1 };
+            w[k] += s.weight(i);
+            c[k] += 1;
+            stacked[k] |= s.stack(i).is_some();
         }
-        let id = crate::agg::group_of(ix, &pids, g, i);
-        let k = if (id as usize) < slots - 1 { id as usize } else { slots - 1 };
-        w[k] += s.weight;
-        c[k] += 1;
-        stacked[k] |= s.stack.is_some();
-    }
+        (w, c, stacked)
+    };
+    let merge = |a: &mut (Vec<u64>, Vec<u64>, Vec<bool>), b: (Vec<u64>, Vec<u64>, Vec<bool>)| {
+        crate::par::add(&mut a.0, &b.0);
+        crate::par::add(&mut a.1, &b.1);
+        for (x, y) in a.2.iter_mut().zip(&b.2) {
+            *x |= *y;
+        }
+    };
+    let (w, c, stacked) = crate::par::fold(ix.range(sel.from, sel.to), body, merge);
     (0..slots)
         .filter(|&k| c[k] > 0)
         .map(|k| {

@@ -3,6 +3,8 @@
 //! object spread over nodes whose sampled accesses are still largely remote (the parts are
 //! not on the nodes of the threads that use them).
 
+use std::collections::BTreeMap;
+
 use super::attribute::{NumaData, ObjectNuma, Toucher};
 use super::naming::variable_of;
 use super::UNKNOWN_NODE;
@@ -64,16 +66,24 @@ fn pct(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// Each NUMA record with its object, its pages by node and how many of them are on a
+/// known node.
+fn with_pages<'a>(data: &'a NumaData, objects: &'a [Object]) -> impl Iterator<Item = (&'a ObjectNuma, &'a Object, BTreeMap<u32, u64>, u64)> {
+    data.objects.iter().filter_map(|n| {
+        let o = objects.get(n.object as usize)?;
+        let pages = n.pages_by_node();
+        let total: u64 = pages.iter().filter(|(k, _)| **k != UNKNOWN_NODE).map(|(_, c)| c).sum();
+        Some((n, o, pages, total))
+    })
+}
+
 /// The problems of `data`, in its object order; none on a machine of one node.
 pub fn problems(data: &NumaData, objects: &[Object], nodes_with_cpus: usize) -> Vec<Problem> {
     if nodes_with_cpus < 2 {
         return Vec::new();
     }
     let mut out = Vec::new();
-    for n in &data.objects {
-        let Some(o) = objects.get(n.object as usize) else { continue };
-        let pages = n.pages_by_node();
-        let total: u64 = pages.iter().filter(|(k, _)| **k != UNKNOWN_NODE).map(|(_, c)| c).sum();
+    for (n, o, pages, total) in with_pages(data, objects) {
         if total < MIN_PAGES || n.samples_total() < MIN_SAMPLES {
             continue;
         }
@@ -157,10 +167,7 @@ pub fn unjudged(data: &NumaData, objects: &[Object], nodes_with_cpus: usize) -> 
         return Vec::new();
     }
     let mut out = Vec::new();
-    for n in &data.objects {
-        let Some(o) = objects.get(n.object as usize) else { continue };
-        let pages = n.pages_by_node();
-        let total: u64 = pages.iter().filter(|(k, _)| **k != UNKNOWN_NODE).map(|(_, c)| c).sum();
+    for (n, o, pages, total) in with_pages(data, objects) {
         let Some((&home, &on_home)) = pages.iter().filter(|(k, _)| **k != UNKNOWN_NODE).max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) else { continue };
         let samples = n.samples_total();
         if total < MIN_PAGES || samples >= MIN_SAMPLES || (on_home as f64) < ONE_NODE_SHARE * total as f64 {

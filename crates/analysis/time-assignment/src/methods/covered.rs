@@ -28,10 +28,9 @@
 //! are too low, lengths too long, and functions have no expected length (only measured
 //! cycles give them one).
 
-use std::collections::HashMap;
+use kairos_model::FrameIdx;
 
-use kairos_model::{FrameIdx, ThreadIdx};
-
+use crate::out::Out;
 use crate::methods::rate::{self, Rate};
 use crate::prepare::{FnKey, Interval, Prepared, Rec};
 use crate::Point;
@@ -59,15 +58,16 @@ impl Model {
         // A visit count is right only where no snapshot lost records: a lost record is
         // not seen at all, so overflows make counts too low and lengths too long. Only
         // threads whose snapshots (almost) never overflowed are counted.
-        let mut per_thread: HashMap<ThreadIdx, (u64, u64)> = HashMap::new();
+        let mut per_thread: Vec<(u64, u64)> = vec![(0, 0); p.n_threads];
         for iv in &p.intervals {
-            let e = per_thread.entry(iv.thread).or_default();
-            e.0 += 1;
-            e.1 += u64::from(!iv.complete);
+            if let Some(e) = per_thread.get_mut(iv.slot as usize) {
+                e.0 += 1;
+                e.1 += u64::from(!iv.complete);
+            }
         }
-        let trusted = |t: ThreadIdx| per_thread.get(&t).is_some_and(|&(all, lost)| (lost as f64) <= MAX_OVERFLOWED * all as f64);
+        let trusted = |t: u32| per_thread.get(t as usize).is_some_and(|&(all, lost)| (lost as f64) <= MAX_OVERFLOWED * all as f64);
         let (mut time, mut visits) = (vec![0.0; n], vec![0u64; n]);
-        for iv in p.intervals.iter().filter(|iv| trusted(iv.thread)) {
+        for iv in p.intervals.iter().filter(|iv| trusted(iv.slot)) {
             if let Some(x) = time.get_mut(iv.leaf_func as usize) {
                 *x += iv.len() as f64;
             }
@@ -132,15 +132,27 @@ impl Model {
     }
 }
 
+/// Buffers reused from interval to interval (tens of millions of intervals).
+#[derive(Default)]
+struct Scratch {
+    mu: Vec<f64>,
+    v: Vec<f64>,
+    x: Vec<f64>,
+    free: Vec<bool>,
+    items: Vec<(Option<FrameIdx>, Option<u32>, f64)>,
+}
+
 /// Best linear estimate of lengths with expectations `mu` and variances `v` that sum
 /// to `t`: x = mu + v / sum(v) x (t - sum(mu)); stretches that would go negative are
-/// held at 0 and the rest solved again.
-fn fill(mu: &[f64], v: &[f64], t: f64) -> Vec<f64> {
-    let mut free: Vec<bool> = vec![true; mu.len()];
-    let mut x = vec![0.0; mu.len()];
+/// held at 0 and the rest solved again. Writes `x`.
+fn fill(mu: &[f64], v: &[f64], t: f64, free: &mut Vec<bool>, x: &mut Vec<f64>) {
+    free.clear();
+    free.resize(mu.len(), true);
+    x.clear();
+    x.resize(mu.len(), 0.0);
     for _ in 0..mu.len().max(1) {
-        let sm: f64 = mu.iter().zip(&free).filter(|(_, &f)| f).map(|(m, _)| m).sum();
-        let sv: f64 = v.iter().zip(&free).filter(|(_, &f)| f).map(|(v, _)| v).sum();
+        let sm: f64 = mu.iter().zip(free.iter()).filter(|(_, &f)| f).map(|(m, _)| m).sum();
+        let sv: f64 = v.iter().zip(free.iter()).filter(|(_, &f)| f).map(|(v, _)| v).sum();
         let nf = free.iter().filter(|&&f| f).count().max(1) as f64;
         let slack = t - sm;
         for k in 0..mu.len() {
@@ -152,32 +164,49 @@ fn fill(mu: &[f64], v: &[f64], t: f64) -> Vec<f64> {
                 mu[k] + slack / nf
             };
         }
-        let neg: Vec<usize> = (0..x.len()).filter(|&k| free[k] && x[k] < 0.0).collect();
-        if neg.is_empty() {
+        let mut any = false;
+        for k in 0..x.len() {
+            if free[k] && x[k] < 0.0 {
+                free[k] = false;
+                any = true;
+            }
+        }
+        if !any {
             break;
         }
-        neg.into_iter().for_each(|k| free[k] = false);
     }
-    x.iter().map(|&v| v.max(0.0)).collect()
+    x.iter_mut().for_each(|v| *v = v.max(0.0));
 }
 
-/// Lengths of the gap and of the stretches (oldest first, the tail last) of `iv`, given
-/// how long the head's visit had already run at the interval's start, when known.
-fn lengths(m: &Model, iv: &Interval, before: Option<f64>) -> (f64, Vec<f64>) {
+/// Length of the gap, and the lengths of the stretches (oldest first, the tail last) of
+/// `iv` in `s.x`, given how long the head's visit had already run at the interval's
+/// start, when known.
+fn lengths(m: &Model, iv: &Interval, before: Option<f64>, s: &mut Scratch) -> f64 {
     let t = iv.len() as f64;
     let n = iv.recs.len();
+    let Scratch { mu, v, x, free, .. } = s;
     if n == 0 {
-        return (0.0, vec![t]);
+        x.clear();
+        x.push(t);
+        return 0.0;
     }
     let (tail_mu, tail_v) = m.partial(iv.leaf_func, t);
+    mu.clear();
+    v.clear();
     if !iv.complete {
         // Every stretch is a full visit but the tail; unknown ones count for nothing.
-        let mut mu: Vec<f64> = iv.recs.iter().map(|r| m.full(r).map_or(0.0, |x| x.0)).collect();
-        let mut v: Vec<f64> = iv.recs.iter().map(|r| m.full(r).map_or(0.0, |x| x.1)).collect();
+        mu.extend(iv.recs.iter().map(|r| m.full(r).map_or(0.0, |x| x.0)));
+        v.extend(iv.recs.iter().map(|r| m.full(r).map_or(0.0, |x| x.1)));
         mu.push(tail_mu);
         v.push(tail_v);
         let covered: f64 = mu.iter().sum();
-        return if covered <= t { (t - covered, mu) } else { (0.0, fill(&mu, &v, t)) };
+        if covered <= t {
+            x.clear();
+            x.extend_from_slice(mu);
+            return t - covered;
+        }
+        fill(mu, v, t, free, x);
+        return 0.0;
     }
     let first = &iv.recs[0];
     let (head_mu, head_v) = match (before, m.full(first)) {
@@ -186,8 +215,8 @@ fn lengths(m: &Model, iv: &Interval, before: Option<f64>) -> (f64, Vec<f64>) {
         (None, Some((d, _))) => (d / 2.0, d * d),
         (_, None) => (0.0, t * t),
     };
-    let mut mu = vec![head_mu];
-    let mut v = vec![head_v];
+    mu.push(head_mu);
+    v.push(head_v);
     for r in &iv.recs[1..] {
         // Unknown lengths count for nothing, as in overflowed intervals: what they took
         // stays with the head and tail, weighed like plain sampling.
@@ -197,17 +226,18 @@ fn lengths(m: &Model, iv: &Interval, before: Option<f64>) -> (f64, Vec<f64>) {
     }
     mu.push(tail_mu);
     v.push(tail_v);
-    (0.0, fill(&mu, &v, t))
+    fill(mu, v, t, free, x);
+    0.0
 }
 
 /// Appends the points, oldest first: what plain sampling weighs (the gap, or the head
 /// of a complete interval) as the sampled function's at the start, one point per record
 /// (the full visit it ends, in its FROM function; 0 for the record ending the head),
 /// then the sample's tail at t_i. Returns the weight given like plain sampling.
-fn emit(iv: &Interval, gap: f64, x: &[f64], own_head: bool, out: &mut Vec<Point>) -> u64 {
+fn emit(iv: &Interval, gap: f64, x: &[f64], own_head: bool, items: &mut Vec<(Option<FrameIdx>, Option<u32>, f64)>, out: &mut Out) -> u64 {
     let t = iv.len();
     // (frame, record, length): the head, if any, becomes part of the sampled function's.
-    let mut items: Vec<(Option<FrameIdx>, Option<u32>, f64)> = Vec::with_capacity(x.len() + 2);
+    items.clear();
     let head_to_sample = iv.complete && !own_head;
     let lead = if head_to_sample { gap + x.first().copied().unwrap_or(0.0) } else { gap };
     if lead > 0.0 || !iv.complete {
@@ -241,28 +271,30 @@ fn emit(iv: &Interval, gap: f64, x: &[f64], own_head: bool, out: &mut Vec<Point>
 /// Per interval: whether it lies in a run of at least [`LONG_CHAIN`] consecutive
 /// complete intervals of its thread.
 fn long_chains(p: &Prepared) -> Vec<bool> {
-    let mut by_thread: HashMap<ThreadIdx, Vec<usize>> = HashMap::new();
-    for (i, iv) in p.intervals.iter().enumerate() {
-        by_thread.entry(iv.thread).or_default().push(i);
-    }
     let mut out = vec![false; p.intervals.len()];
-    for idx in by_thread.values() {
-        let mut k = 0;
-        while k < idx.len() {
-            let mut e = k;
-            while e < idx.len() && p.intervals[idx[e]].complete {
-                e += 1;
-            }
-            if e - k >= LONG_CHAIN {
-                idx[k..e].iter().for_each(|&i| out[i] = true);
-            }
-            k = e.max(k + 1);
+    // Per thread: the intervals of its current run of complete ones.
+    let mut runs: Vec<Vec<usize>> = vec![Vec::new(); p.n_threads];
+    let close = |run: &mut Vec<usize>, out: &mut Vec<bool>| {
+        if run.len() >= LONG_CHAIN {
+            run.iter().for_each(|&i| out[i] = true);
         }
+        run.clear();
+    };
+    for (i, iv) in p.intervals.iter().enumerate() {
+        let Some(run) = runs.get_mut(iv.slot as usize) else { continue };
+        if iv.complete {
+            run.push(i);
+        } else {
+            close(run, &mut out);
+        }
+    }
+    for run in &mut runs {
+        close(run, &mut out);
     }
     out
 }
 
-pub(crate) fn run(p: &Prepared, out: &mut Vec<Point>, notes: &mut Vec<String>) {
+pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) {
     let m = Model::learn(p);
     if p.intervals.iter().any(|iv| iv.recs.iter().any(|r| r.cycles.is_some())) {
         notes.push(match m.rate {
@@ -272,16 +304,19 @@ pub(crate) fn run(p: &Prepared, out: &mut Vec<Point>, notes: &mut Vec<String>) {
     }
     let (mut plain, mut total) = (0u64, 0u64);
     // Per thread: the sampled function and how long its visit had run at the sample.
-    let mut open: HashMap<ThreadIdx, (FnKey, f64)> = HashMap::new();
+    let mut open: Vec<Option<(FnKey, f64)>> = vec![None; p.n_threads];
     let long = long_chains(p);
+    let mut s = Scratch::default();
     for (i, iv) in p.intervals.iter().enumerate() {
         let head = iv.recs.first().map_or(iv.leaf_func, |r| r.func);
-        let before = open.get(&iv.thread).filter(|&&(f, _)| iv.complete && f == head).map(|&(_, b)| b);
-        let (gap, x) = lengths(&m, iv, before);
-        plain += emit(iv, gap, &x, long.get(i).copied().unwrap_or(false), out);
+        let before = open.get(iv.slot as usize).copied().flatten().filter(|&(f, _)| iv.complete && f == head).map(|(_, b)| b);
+        let gap = lengths(&m, iv, before, &mut s);
+        plain += emit(iv, gap, &s.x, long.get(i).copied().unwrap_or(false), &mut s.items, out);
         total += iv.len();
-        let ran = if iv.recs.is_empty() { before.unwrap_or(0.0) + iv.len() as f64 } else { x.last().copied().unwrap_or(0.0) };
-        open.insert(iv.thread, (iv.leaf_func, ran));
+        let ran = if iv.recs.is_empty() { before.unwrap_or(0.0) + iv.len() as f64 } else { s.x.last().copied().unwrap_or(0.0) };
+        if let Some(o) = open.get_mut(iv.slot as usize) {
+            *o = Some((iv.leaf_func, ran));
+        }
     }
     if total > 0 {
         notes.push(format!("covered: {:.1}% of the time weighed like plain sampling (not between two records of an interval)", 100.0 * plain as f64 / total as f64));

@@ -15,14 +15,20 @@
 //! the interval is shared between them and the tail in proportion to r_f. Intervals with
 //! a record without cycles fall back to paper method 3 (`proportional`).
 
+use crate::out::Out;
 use crate::layout::{epsilon, share_or, split};
 use crate::methods::proportional;
 use crate::prepare::{Interval, Prepared};
-use crate::{Error, Method, Point};
-use std::collections::HashMap;
+use crate::{Error, Method};
 
 fn all_measured(iv: &Interval) -> bool {
     !iv.recs.is_empty() && iv.recs.iter().all(|r| r.cycles.is_some())
+}
+
+fn set(carry: &mut [Option<f64>], slot: u32, v: Option<f64>) {
+    if let Some(c) = carry.get_mut(slot as usize) {
+        *c = v;
+    }
 }
 
 fn saturated(p: &Prepared, c: u32) -> bool {
@@ -45,7 +51,7 @@ pub(crate) fn rate(p: &Prepared) -> Option<f64> {
     sum(true).or_else(|| sum(false))
 }
 
-pub(crate) fn run(p: &Prepared, out: &mut Vec<Point>, notes: &mut Vec<String>) -> Result<(), Error> {
+pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) -> Result<(), Error> {
     if !p.intervals.iter().any(|iv| iv.recs.iter().any(|r| r.cycles.is_some())) {
         return Err(Error::MethodUnavailable {
             method: Method::Cycles,
@@ -56,17 +62,17 @@ pub(crate) fn run(p: &Prepared, out: &mut Vec<Point>, notes: &mut Vec<String>) -
     notes.push(format!("cycles: {rho:.4} ns per cycle learned from the run"));
     let eps = epsilon(&p.shares);
     let (mut fallback, mut sat) = (0u64, 0u64);
-    let mut carry: HashMap<u32, f64> = HashMap::new(); // thread -> tail of its previous interval
+    let mut carry: Vec<Option<f64>> = vec![None; p.n_threads]; // thread slot -> tail of its previous interval
     for iv in &p.intervals {
         let t = iv.len() as f64;
         if iv.recs.is_empty() {
             split(iv, &[1.0], out);
-            carry.insert(iv.thread, t);
+            set(&mut carry, iv.slot, Some(t));
             continue;
         }
         if !all_measured(iv) {
             fallback += 1;
-            carry.remove(&iv.thread);
+            set(&mut carry, iv.slot, None);
             split(iv, &proportional::weights(p, iv), out);
             continue;
         }
@@ -86,16 +92,16 @@ pub(crate) fn run(p: &Prepared, out: &mut Vec<Point>, notes: &mut Vec<String>) -
                 w[j] += rest * s / sum_s;
             }
             w[iv.recs.len()] = rest * tail_share / sum_s;
-            carry.remove(&iv.thread);
+            set(&mut carry, iv.slot, None);
             split(iv, &w, out);
             continue;
         }
-        let prev_tail = if iv.complete { carry.get(&iv.thread).copied() } else { None };
+        let prev_tail = if iv.complete { carry.get(iv.slot as usize).copied().flatten() } else { None };
         let tail = match prev_tail {
             Some(pt) => (pt + t - total).clamp(0.0, t),
             None => (t - total).max(0.0),
         };
-        carry.insert(iv.thread, tail);
+        set(&mut carry, iv.slot, Some(tail));
         let mut budget = t - tail;
         w[iv.recs.len()] = tail;
         for j in (1..iv.recs.len()).rev() {

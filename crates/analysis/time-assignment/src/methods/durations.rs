@@ -13,9 +13,9 @@
 //! record's function was tried (`PACK_LOST`); on emulated traces it scored slightly worse
 //! than stretching the observed pattern over the whole interval, so it is off.
 
+use crate::out::Out;
 use crate::layout::split;
 use crate::prepare::{Interval, Prepared};
-use crate::Point;
 
 /// Fraction of a segment's expected duration that lies inside the interval.
 pub(crate) const PARTIAL: f64 = 0.5;
@@ -67,7 +67,7 @@ pub(crate) fn calibrate(p: &Prepared, seg_d: impl Fn(&Interval) -> Vec<f64>) -> 
 
 /// Places the points of `iv` given each segment's expected full duration `d` (oldest
 /// first, the tail last) and the calibration `scale`.
-pub(crate) fn place(iv: &Interval, d: &[f64], scale: f64, out: &mut Vec<Point>) {
+pub(crate) fn place(iv: &Interval, d: &[f64], scale: f64, out: &mut Out) {
     let mut w: Vec<f64> = d.iter().zip(factors(iv)).map(|(d, f)| d * f * scale).collect();
     let sum: f64 = w.iter().sum();
     let t = iv.len() as f64;

@@ -1,11 +1,11 @@
 //! `equal` (paper method 1): the interval is divided equally among the n new records and
 //! the sample, T/(n+1) each, points in order of occurrence with the sample last.
 
+use crate::out::Out;
 use crate::layout::split;
 use crate::prepare::Prepared;
-use crate::Point;
 
-pub(crate) fn run(p: &Prepared, out: &mut Vec<Point>) {
+pub(crate) fn run(p: &Prepared, out: &mut Out) {
     for iv in &p.intervals {
         split(iv, &vec![1.0; iv.recs.len() + 1], out);
     }

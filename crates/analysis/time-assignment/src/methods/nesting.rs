@@ -15,9 +15,9 @@ use std::collections::HashMap;
 
 use kairos_model::BranchKind;
 
+use crate::out::Out;
 use crate::methods::{cycles, durations, segments};
 use crate::prepare::{FnKey, Interval, Prepared};
-use crate::Point;
 
 type Ctx = (Option<(BranchKind, FnKey)>, FnKey, Option<(BranchKind, FnKey)>);
 
@@ -32,7 +32,7 @@ fn contexts(iv: &Interval) -> Vec<Ctx> {
     v
 }
 
-pub(crate) fn run(p: &Prepared, out: &mut Vec<Point>) {
+pub(crate) fn run(p: &Prepared, out: &mut Out) {
     let fd = segments::model(p);
     let fscale = durations::calibrate(p, |iv| segments::seg_durations(&fd, iv));
     // Intern contexts and build the rows (interval -> (context, factor)).

@@ -2,9 +2,9 @@
 //! sample in proportion to the run shares r_f of their functions, normalised within the
 //! interval. Functions sampling never saw get a small epsilon so they still appear.
 
+use crate::out::Out;
 use crate::layout::{epsilon, share_or, split};
 use crate::prepare::{Interval, Prepared};
-use crate::Point;
 
 /// The weights of one interval (records oldest first, the sample last).
 pub(crate) fn weights(p: &Prepared, iv: &Interval) -> Vec<f64> {
@@ -12,7 +12,7 @@ pub(crate) fn weights(p: &Prepared, iv: &Interval) -> Vec<f64> {
     iv.recs.iter().map(|r| r.func).chain([iv.leaf_func]).map(|f| share_or(&p.shares, f, eps)).collect()
 }
 
-pub(crate) fn run(p: &Prepared, out: &mut Vec<Point>) {
+pub(crate) fn run(p: &Prepared, out: &mut Out) {
     for iv in &p.intervals {
         split(iv, &weights(p, iv), out);
     }

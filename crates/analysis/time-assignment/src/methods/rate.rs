@@ -24,8 +24,6 @@
 //! between any two short ones (the `spikes` and `transitions` samples) give no lower
 //! bound at all.
 
-use std::collections::HashMap;
-
 use crate::prepare::{Interval, Prepared};
 
 /// Lower bounds needed before the rate counts as known.
@@ -46,37 +44,45 @@ fn saturated(p: &Prepared, c: u32) -> bool {
     p.cycles_saturate.is_some_and(|s| c >= s)
 }
 
-/// Cycles of every new record, None when one has none.
-fn all_cycles(iv: &Interval) -> Option<Vec<u32>> {
-    iv.recs.iter().map(|r| r.cycles).collect()
+/// Whether every new record has cycles.
+fn all_cycles(iv: &Interval) -> bool {
+    iv.recs.iter().all(|r| r.cycles.is_some())
+}
+
+/// The cycles of the new records (all present, see [`all_cycles`]).
+fn cycles(iv: &Interval) -> impl Iterator<Item = u32> + '_ {
+    iv.recs.iter().map(|r| r.cycles.unwrap_or(0))
 }
 
 /// The rate, or None when no lower bound pins it down.
 pub(crate) fn learn(p: &Prepared) -> Option<Rate> {
-    let mut by_thread: HashMap<u32, Vec<&Interval>> = HashMap::new();
-    for iv in &p.intervals {
-        by_thread.entry(iv.thread).or_default().push(iv);
+    // Each interval with the next interval of its thread (None for the thread's last).
+    let mut next_of: Vec<Option<u32>> = vec![None; p.intervals.len()];
+    let mut last: Vec<Option<u32>> = vec![None; p.n_threads];
+    for (k, iv) in p.intervals.iter().enumerate() {
+        if let Some(l) = last.get_mut(iv.slot as usize) {
+            if let Some(prev) = l.replace(k as u32) {
+                next_of[prev as usize] = Some(k as u32);
+            }
+        }
     }
     let (mut lower, mut upper) = (Vec::new(), Vec::new());
-    for ivs in by_thread.values() {
-        for (k, iv) in ivs.iter().enumerate() {
-            let t = iv.len() as f64;
-            if t <= 0.0 {
-                continue;
-            }
-            let Some(c) = all_cycles(iv) else { continue };
-            let inside: f64 = c.iter().skip(1).map(|&x| f64::from(x)).sum();
-            if inside > 0.0 {
-                upper.push(t / inside);
-            }
-            let Some(next) = ivs.get(k + 1) else { continue };
-            let first_next = next.recs.first().and_then(|r| r.cycles);
-            let unsat = |x: &u32| !saturated(p, *x);
-            if iv.complete && next.complete && c.iter().all(unsat) {
-                if let Some(f) = first_next.filter(unsat) {
-                    let span = c.iter().map(|&x| f64::from(x)).sum::<f64>() + f64::from(f);
-                    lower.push(t / span);
-                }
+    for (k, iv) in p.intervals.iter().enumerate() {
+        let t = iv.len() as f64;
+        if t <= 0.0 || !all_cycles(iv) {
+            continue;
+        }
+        let inside: f64 = cycles(iv).skip(1).map(f64::from).sum();
+        if inside > 0.0 {
+            upper.push(t / inside);
+        }
+        let Some(next) = next_of[k].and_then(|n| p.intervals.get(n as usize)) else { continue };
+        let first_next = next.recs.first().and_then(|r| r.cycles);
+        let unsat = |x: &u32| !saturated(p, *x);
+        if iv.complete && next.complete && cycles(iv).all(|x| unsat(&x)) {
+            if let Some(f) = first_next.filter(unsat) {
+                let span = cycles(iv).map(f64::from).sum::<f64>() + f64::from(f);
+                lower.push(t / span);
             }
         }
     }

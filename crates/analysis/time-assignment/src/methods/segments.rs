@@ -7,9 +7,9 @@
 //! Where records carry measured cycles, the per-function durations are the measured
 //! means instead (cycles x the run's ns-per-cycle rate).
 
+use crate::out::Out;
 use crate::methods::{cycles, durations};
 use crate::prepare::{Interval, Prepared};
-use crate::Point;
 
 /// Per-function durations: measured where cycles exist, sampled time / visits elsewhere.
 pub(crate) fn model(p: &Prepared) -> Vec<f64> {
@@ -38,7 +38,7 @@ pub(crate) fn seg_durations(d: &[f64], iv: &Interval) -> Vec<f64> {
     iv.recs.iter().map(|r| get(r.func)).chain([get(iv.leaf_func)]).collect()
 }
 
-pub(crate) fn run(p: &Prepared, out: &mut Vec<Point>) {
+pub(crate) fn run(p: &Prepared, out: &mut Out) {
     let d = model(p);
     let scale = durations::calibrate(p, |iv| seg_durations(&d, iv));
     for iv in &p.intervals {

@@ -33,10 +33,10 @@ use std::collections::HashMap;
 
 use kairos_model::ThreadIdx;
 
+use crate::out::Out;
 use crate::layout::split;
 use crate::methods::segments;
 use crate::prepare::{FnKey, Interval, Prepared};
-use crate::Point;
 
 /// Coefficient of variation assumed for a full visit's duration.
 const CV: f64 = 0.3;
@@ -78,7 +78,7 @@ pub(crate) fn lengths(d: &[f64], iv: &Interval, before: Option<f64>) -> Vec<f64>
     mu.iter().zip(&v).map(|(m, vk)| if vs > 0.0 { m + vk / vs * slack } else { m * t / total.max(f64::MIN_POSITIVE) }).collect()
 }
 
-pub(crate) fn run(p: &Prepared, out: &mut Vec<Point>) {
+pub(crate) fn run(p: &Prepared, out: &mut Out) {
     let d = segments::model(p);
     // Per thread: the sampled function and how long its visit has run at the sample.
     let mut open: HashMap<ThreadIdx, (FnKey, f64)> = HashMap::new();

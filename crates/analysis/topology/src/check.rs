@@ -1,0 +1,148 @@
+//! The check itself: each network, storage and accelerator device's node against the nodes
+//! the target's samples ran on and its memory pages are on.
+
+use std::collections::BTreeMap;
+
+use kairos_platform::numa::format_cpulist;
+use kairos_platform::{Device, DeviceKind, Platform};
+use serde::Serialize;
+
+/// What the result measured of the target, per node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Usage {
+    /// Samples per node (each sample's CPU mapped to its node).
+    pub samples_by_node: BTreeMap<u32, u64>,
+    /// Samples on CPUs no node lists (or with no CPU recorded).
+    pub samples_without_node: u64,
+    /// Samples per CPU.
+    pub samples_by_cpu: BTreeMap<u32, u64>,
+    /// Resident pages of the target's memory objects per node (memory-access NUMA data);
+    /// None when the result has no placement.
+    pub pages_by_node: Option<BTreeMap<u32, u64>>,
+}
+
+impl Usage {
+    pub fn samples(&self) -> u64 {
+        self.samples_by_node.values().sum()
+    }
+    pub fn pages(&self) -> u64 {
+        self.pages_by_node.as_ref().map_or(0, |m| m.values().sum())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The target ran (or its memory is) mostly off the device's node.
+    Mismatch,
+    Local,
+    /// The device's node is unknown, or nothing was measured.
+    Unchecked,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Mismatch => "mismatch",
+            Verdict::Local => "local",
+            Verdict::Unchecked => "not checked",
+        }
+    }
+}
+
+/// One device's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub device: String,
+    pub node: Option<u32>,
+    pub verdict: Verdict,
+    /// Share of the samples (with a node) that ran on other nodes, in percent.
+    pub off_node_samples_pct: Option<f64>,
+    /// Share of the pages on other nodes, in percent.
+    pub off_node_pages_pct: Option<f64>,
+    pub sentence: String,
+}
+
+/// Whether the device is one the check is about: hardware that moves data.
+pub fn checked_kind(d: &Device) -> bool {
+    !d.virtual_device && matches!(d.kind, DeviceKind::Network | DeviceKind::Storage | DeviceKind::Accelerator)
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// The node other than `node` holding the most of `by` (for "ran on node 0").
+fn main_other(by: &BTreeMap<u32, u64>, node: u32) -> Option<u32> {
+    by.iter().filter(|(&n, &c)| n != node && c > 0).max_by_key(|(&n, &c)| (c, std::cmp::Reverse(n))).map(|(&n, _)| n)
+}
+
+fn what_lands(d: &Device, node: u32) -> String {
+    if d.class == kairos_platform::devices::PERSISTENT_MEMORY {
+        return format!("its media is node {node}'s memory and every load and store to it from there is remote");
+    }
+    match d.kind {
+        DeviceKind::Network => format!("inbound data lands in node {node}'s L3 and memory and every read of it is remote"),
+        DeviceKind::Storage => format!("data read from it is written by DMA to node {node}'s L3 and memory, and every read of it is remote"),
+        _ => format!("data it writes lands in node {node}'s L3 and memory, and every read of it is remote"),
+    }
+}
+
+/// One finding per checked device, in the platform's device order.
+pub fn check(p: &Platform, u: &Usage) -> Vec<Finding> {
+    let Some(devices) = &p.devices else { return Vec::new() };
+    let samples = u.samples();
+    let pages = u.pages();
+    devices.iter().filter(|d| checked_kind(d)).map(|d| finding(p, d, u, samples, pages)).collect()
+}
+
+fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Finding {
+    let device = d.label();
+    let Some(node) = d.node else {
+        let why = d.note.clone().unwrap_or_else(|| "no node".into());
+        return Finding { device: device.clone(), node: None, verdict: Verdict::Unchecked, off_node_samples_pct: None, off_node_pages_pct: None, sentence: format!("{device}: {why}, so it cannot be checked; find its socket from the slot it sits in") };
+    };
+    let off_s = samples - u.samples_by_node.get(&node).copied().unwrap_or(0);
+    let off_p = pages - u.pages_by_node.as_ref().and_then(|m| m.get(&node)).copied().unwrap_or(0);
+    let s_pct = (samples > 0).then(|| pct(off_s, samples));
+    let p_pct = (pages > 0).then(|| pct(off_p, pages));
+    let mut out = Finding { device: device.clone(), node: Some(node), verdict: Verdict::Local, off_node_samples_pct: s_pct, off_node_pages_pct: p_pct, sentence: String::new() };
+    if p.nodes.iter().filter(|n| !n.cpus.is_empty()).count() < 2 {
+        out.verdict = Verdict::Local;
+        out.sentence = format!("{device} is on node {node}, the only node with CPUs: every access is local");
+        return out;
+    }
+    if samples == 0 && pages == 0 {
+        out.verdict = Verdict::Unchecked;
+        out.sentence = format!("{device} is on node {node}; the result has no samples with a CPU and no page placement, so nothing to check it against");
+        return out;
+    }
+    let cpus = p.nodes.iter().find(|n| n.id == node).map(|n| format_cpulist(&n.cpus)).unwrap_or_default();
+    let fix = format!("pin the threads to node {node}'s CPUs {cpus} (taskset -c {cpus}, or numactl --cpunodebind={node} --membind={node})");
+    let mut parts: Vec<String> = Vec::new();
+    // A majority off the device's node is the mismatch: most reads of its data are remote.
+    if let (Some(sp), Some(other)) = (s_pct, main_other(&u.samples_by_node, node)) {
+        if sp > 50.0 {
+            parts.push(format!("{:.0}% of the samples of the target's threads ran on node {other}: {}", sp, what_lands(d, node)));
+        }
+    }
+    if let (Some(pp), Some(other)) = (p_pct, u.pages_by_node.as_ref().and_then(|m| main_other(m, node))) {
+        if pp > 50.0 {
+            parts.push(format!("{pp:.0}% of the target's resident pages are on node {other}, so buffers exchanged with the device cross the interconnect"));
+        }
+    }
+    if parts.is_empty() {
+        let ran = s_pct.map(|sp| format!("{:.0}% of the samples ran on node {node}", 100.0 - sp));
+        let mem = p_pct.map(|pp| format!("{:.0}% of the pages are on node {node}", 100.0 - pp));
+        let what: Vec<String> = [ran, mem].into_iter().flatten().collect();
+        out.sentence = format!("{device} is on node {node}; {}: local", what.join(" and "));
+        return out;
+    }
+    out.verdict = Verdict::Mismatch;
+    out.sentence = format!("{device} is on node {node}; {}; {fix}", parts.join("; "));
+    out
+}

@@ -1,0 +1,113 @@
+//! `kairos report topology -r DIR`: the platform snapshot of a result and the check of each
+//! network, storage and accelerator device's NUMA node against where the target ran and
+//! where its memory is. It applies to every result kind, so the CLI dispatches it before
+//! the analysis of the result; see the README.
+
+pub mod check;
+pub mod render;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use arrow_array::{UInt32Array, UInt64Array};
+use kairos_analysis_api::{Failure, ReportRequest};
+use kairos_platform::Platform;
+use kairos_report::Format;
+use kairos_session as session;
+
+pub use check::{check, Finding, Usage, Verdict};
+
+/// The report's name on the command line.
+pub const REPORT: &str = "topology";
+
+/// The memory-access NUMA table whose `pages` per `node` are the target's resident pages.
+const NUMA_OBJECTS: &str = "numa_objects.parquet";
+/// `node` value of rows without a node.
+const UNKNOWN_NODE: u32 = u32::MAX;
+
+/// What the report prints, for the CLI, the page and tests.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Topology {
+    pub platform: Platform,
+    pub usage: Usage,
+    pub findings: Vec<Finding>,
+    pub notes: Vec<String>,
+}
+
+/// Reads a result's snapshot and measurements and checks them.
+pub fn analyse(result_dir: &Path) -> Result<Topology, Failure> {
+    let mut notes = Vec::new();
+    let samples = match session::open(result_dir) {
+        Ok((_, profile)) => Some(profile.samples),
+        Err(e) => {
+            notes.push(format!("no samples to place: {e}"));
+            None
+        }
+    };
+    let mut t = analyse_with(result_dir, samples.as_deref().unwrap_or_default().iter().map(|s| s.cpu))?;
+    t.notes.extend(notes);
+    Ok(t)
+}
+
+/// The same with the samples' CPUs already read (the page has them loaded).
+pub fn analyse_with(result_dir: &Path, sample_cpus: impl Iterator<Item = u32>) -> Result<Topology, Failure> {
+    let notes: Vec<String> = Vec::new();
+    let dir = session::open_result(result_dir)?;
+    let platform = match Platform::load(result_dir) {
+        Ok(Some(p)) => p,
+        // Not this machine's layout: the result may come from anywhere.
+        Ok(None) => Platform {
+            source: "none".into(),
+            sockets: Vec::new(),
+            nodes: Vec::new(),
+            devices: None,
+            notes: vec!["this result kept no platform snapshot (imported from a file without NUMA_TOPOLOGY/CPU_TOPOLOGY, or made before snapshots): sockets, nodes and devices unknown".into()],
+        },
+        Err(e) => return Err(Failure::failed(format!("{e}; collect the result again"))),
+    };
+    let mut usage = Usage::default();
+    for cpu in sample_cpus {
+        *usage.samples_by_cpu.entry(cpu).or_default() += 1;
+        match platform.node_of_cpu(cpu) {
+            Some(n) => *usage.samples_by_node.entry(n).or_default() += 1,
+            None => usage.samples_without_node += 1,
+        }
+    }
+    usage.pages_by_node = pages_by_node(&dir.tables_path().join(NUMA_OBJECTS)).map_err(|e| Failure::failed(format!("result {} is damaged: {e}; collect it again", result_dir.display())))?;
+    let findings = check(&platform, &usage);
+    Ok(Topology { platform, usage, findings, notes })
+}
+
+/// Pages per node of the memory-access NUMA table; None when the result has none.
+pub fn pages_by_node(path: &Path) -> Result<Option<BTreeMap<u32, u64>>, kairos_table::TableError> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let mut by: BTreeMap<u32, u64> = BTreeMap::new();
+    kairos_table::read(path, 1 << 16, |b| {
+        let (node, pages) = (b.col::<UInt32Array>("node", false)?, b.col::<UInt64Array>("pages", false)?);
+        for i in 0..b.rows {
+            if node.value(i) != UNKNOWN_NODE && pages.value(i) > 0 {
+                *by.entry(node.value(i)).or_default() += pages.value(i);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(Some(by))
+}
+
+/// The report entry: `kairos report topology -r DIR [--format text|csv|json]`.
+pub fn report(req: &ReportRequest) -> Result<(), Failure> {
+    if req.report != REPORT {
+        return Err(Failure::usage(format!("unknown report '{}'; this entry prints '{REPORT}'", req.report)));
+    }
+    let format = session::report_format(req)?;
+    let t = analyse(&req.result_dir)?;
+    print!("{}", render::render(&t.platform, &t.usage, &t.findings, &t.notes, format));
+    if format == Format::Text {
+        if let Ok(dir) = session::open_result(&req.result_dir) {
+            session::print_notes(&dir);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,78 @@
+// Browser test of the platform picture on a result made here (a short hotspots collection of
+// a shell loop) whose platform snapshot is replaced by the recorded 2-socket Sandy Bridge-EP
+// (`crates/analysis/topology/tests/golden/platform-snb-ep-2s.json`, written from the capture
+// in shared/fixtures/topology by the topology crate's golden test): devices under the right
+// node, the NVMe with numa_node -1 shown as unknown, virtual interfaces with no node, "not
+// measurable here" where the result has no measurement, and the check's sentences.
+
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { BIN, T, apiFromPage, getBrowser, need, noErrors, openPage, screenshot, serve, type Server } from "./harness";
+
+const SNAPSHOT = join(process.cwd(), "..", "crates/analysis/topology/tests/golden/platform-snb-ep-2s.json");
+
+interface Answer { samples: number; usage: { samples_by_node: Record<string, number>; pages_by_node: unknown }; findings: { device: string; verdict: string; sentence: string }[] }
+
+describe("platform picture of the recorded two-socket machine", () => {
+  let srv: Server | null = null;
+  let dir = "";
+  before(async () => {
+    if (!BIN) return;
+    dir = mkdtempSync(join(tmpdir(), "kairos-platform-"));
+    const res = join(dir, "res");
+    const r = spawnSync(BIN, ["collect", "hotspots", "-q", "-r", res, "--", "sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"], { encoding: "utf8" });
+    assert.equal(r.status, 0, `kairos collect failed: ${r.stderr}`);
+    copyFileSync(SNAPSHOT, join(res, "platform.json"));
+    srv = await serve(res);
+  });
+  after(async () => { await srv?.stop(); if (dir) rmSync(dir, { recursive: true, force: true }); });
+
+  it("puts devices under their node and says what is not measured", T, async t => {
+    if (!need(t)) return;
+    const errors: string[] = [];
+    const page = await openPage(await getBrowser(), srv!.url, errors);
+    const pic = page.locator("#platform-picture");
+    await pic.waitFor();
+    assert.equal(await pic.getAttribute("data-sockets"), "2");
+    assert.equal(await pic.getAttribute("data-nodes"), "2");
+    // Each node inside its socket.
+    assert.equal(await page.locator('.platform-socket[data-socket="0"] .platform-node[data-node="0"]').count(), 1);
+    assert.equal(await page.locator('.platform-socket[data-socket="1"] .platform-node[data-node="1"]').count(), 1);
+    assert.match(await page.locator('.platform-node[data-node="1"] [data-fact="CPUs"]').innerText(), /8-15/);
+    assert.match(await page.locator('.platform-node[data-node="0"] [data-fact="Distances"]').innerText(), /node 1: 21/);
+    // Devices under the node the oracle gives.
+    const under = async (node: string) => page.locator(`.platform-node[data-node="${node}"] li.platform-device`).evaluateAll(els => els.map(e => e.getAttribute("data-device")));
+    const n0 = await under("0"), n1 = await under("1"), unknown = await under("unknown");
+    for (const d of ["eth0", "eth1", "sda"]) assert.ok(n0.includes(d), `${d} on node 0: ${n0}`);
+    for (const d of ["ib0/mlx4_0", "mic0"]) assert.ok(n1.includes(d), `${d} on node 1: ${n1}`);
+    assert.ok(!n0.includes("nvme0n1") && !n1.includes("nvme0n1"), "the NVMe is on no node");
+    assert.ok(unknown.includes("nvme0n1"), `the NVMe is under no known node: ${unknown}`);
+    const nvme = page.locator('li.platform-device[data-device="nvme0n1"]');
+    assert.equal(await nvme.getAttribute("data-node-source"), "unknown");
+    assert.match(await nvme.innerText(), /node unknown: numa_node is -1/);
+    for (const v of ["br0", "lo"]) assert.equal(await page.locator(`li.platform-device[data-device="${v}"]`).getAttribute("data-node-source"), "virtual");
+    // Measured here: samples (all on this machine's CPUs 0-1, node 0 of the snapshot).
+    const api = await apiFromPage<Answer>(page, "platform?r=0");
+    assert.ok(api.samples > 0, "the loop was sampled");
+    assert.equal(api.usage.pages_by_node, null, "a hotspots result has no page placement");
+    assert.match(await page.locator('.platform-node[data-node="0"] [data-fact="Samples"]').innerText(), /\(100\.0%\)/);
+    // Not measured: pages, bandwidth, device traffic.
+    for (const f of ["Resident pages", "Bandwidth"]) {
+      assert.match(await page.locator(`.platform-node[data-node="0"] [data-fact="${f}"]`).innerText(), /not measurable here/, f);
+    }
+    assert.match(await page.locator('li.platform-device[data-device="eth0"] [data-fact="traffic"]').innerText(), /not measurable here/);
+    // The check: the node-1 devices are mismatches with node 1's CPUs as the fix.
+    const ib = page.locator('#platform-findings li[data-device="ib0/mlx4_0 (0000:82:00.0)"]');
+    assert.equal(await ib.getAttribute("data-verdict"), "mismatch");
+    assert.match(await ib.innerText(), /is on node 1; 100% of the samples of the target's threads ran on node 0: .*pin the threads to node 1's CPUs 8-15/);
+    assert.equal(await page.locator('#platform-findings li[data-device="eth0 (0000:02:00.0)"]').getAttribute("data-verdict"), "local");
+    await pic.scrollIntoViewIfNeeded();
+    await screenshot(page, "platform-two-sockets");
+    noErrors(errors);
+    await page.close();
+  });
+});
