@@ -30,27 +30,53 @@ pub(crate) fn groups(perfmon: Option<&Path>) -> Result<(Vec<PmuGroup>, PathBuf),
     let cpu = cpu.ok_or("unavailable: /proc/cpuinfo does not say which CPU this is")?;
     let files = load_for(&cpu, &candidates(perfmon)).map_err(|e| format!("not measured: {e}"))?;
     let planned = plan(&files.metrics, &files.events, GP_COUNTERS).map_err(|e| format!("not measured: {e}"))?;
+    let core = HybridCore::read(Path::new(DEVICES));
     let groups = planned
         .iter()
         .enumerate()
         .map(|(g, p)| PmuGroup {
             leader: None,
-            event: event(g, &p.leader, PmuSampling::Period(p.period)),
-            members: p.members.iter().map(|m| event(g, m, PmuSampling::Count)).collect(),
+            event: event(g, &p.leader, PmuSampling::Period(p.period), core.as_ref()),
+            members: p.members.iter().map(|m| event(g, m, PmuSampling::Count, core.as_ref())).collect(),
             optional: true,
-            cpus: None,
+            cpus: core.as_ref().and_then(|c| c.cpus.clone()),
         })
         .collect();
     Ok((groups, files.dir))
 }
 
-fn event(group: usize, e: &Encoded, sampling: PmuSampling) -> PmuEvent {
-    // The `cpu` PMU's type is PERF_TYPE_RAW for its raw encodings, slots and topdown too.
-    let type_ = if e.kind == Kind::Hardware { b::PERF_TYPE_HARDWARE } else { b::PERF_TYPE_RAW };
+/// A hybrid CPU's big-core PMU (`cpu_core`): the perfmon files describe the big cores, so
+/// the groups go to that PMU's type and CPUs only. None on other CPUs (one `cpu` PMU).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HybridCore {
+    type_: u32,
+    cpus: Option<Vec<u32>>,
+}
+
+impl HybridCore {
+    fn read(devices: &Path) -> Option<HybridCore> {
+        let p = kairos_mem_source::sysfs::read_pmu(devices, "cpu_core").ok()??;
+        Some(HybridCore { type_: p.type_, cpus: p.cpus })
+    }
+}
+
+/// Generic hardware events name their PMU in the config's upper half (the kernel's
+/// extended type, PERF_PMU_TYPE_SHIFT).
+const PMU_TYPE_SHIFT: u32 = 32;
+
+fn event(group: usize, e: &Encoded, sampling: PmuSampling, core: Option<&HybridCore>) -> PmuEvent {
+    // The `cpu` PMU's type is PERF_TYPE_RAW for its raw encodings, slots and topdown too;
+    // a hybrid CPU's `cpu_core` has a type of its own.
+    let (type_, config) = match (e.kind == Kind::Hardware, core) {
+        (true, None) => (b::PERF_TYPE_HARDWARE, e.config),
+        (true, Some(c)) => (b::PERF_TYPE_HARDWARE, e.config | (u64::from(c.type_) << PMU_TYPE_SHIFT)),
+        (false, None) => (b::PERF_TYPE_RAW, e.config),
+        (false, Some(c)) => (c.type_, e.config),
+    };
     PmuEvent {
         name: recording_name(group, &e.name),
         type_,
-        config: e.config,
+        config,
         config1: e.config1,
         config2: 0,
         config3: 0,
@@ -114,4 +140,28 @@ pub fn sentence(r: &MemoryBoundResult) -> String {
 /// The figures of a result, when it has them.
 pub fn load(dir: &Path) -> Option<MemoryBoundResult> {
     serde_json::from_slice(&std::fs::read(dir.join(FILE)).ok()?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hybrid_groups_go_to_the_big_cores_pmu() {
+        let t = std::env::temp_dir().join(format!("kairos-tma-hybrid-{}", std::process::id()));
+        std::fs::create_dir_all(t.join("cpu_core")).ok();
+        std::fs::write(t.join("cpu_core/type"), "8\n").ok();
+        std::fs::write(t.join("cpu_core/cpus"), "0-15\n").ok();
+        let core = HybridCore::read(&t);
+        std::fs::remove_dir_all(&t).ok();
+        assert_eq!(core, Some(HybridCore { type_: 8, cpus: Some((0..16).collect()) }));
+        let raw = Encoded { name: "MEM_LOAD_RETIRED.L1_MISS".into(), kind: Kind::Raw, config: 0x8d1, config1: 0, fixed: false };
+        let cycles = Encoded { name: "CPU_CLK_UNHALTED.THREAD".into(), kind: Kind::Hardware, config: 0, config1: 0, fixed: true };
+        let (r, c) = (event(0, &raw, PmuSampling::Count, core.as_ref()), event(0, &cycles, PmuSampling::Count, core.as_ref()));
+        assert_eq!((r.type_, r.config), (8, 0x8d1));
+        assert_eq!((c.type_, c.config), (b::PERF_TYPE_HARDWARE, 8 << 32));
+        // One `cpu` PMU: the generic types.
+        let r = event(0, &raw, PmuSampling::Count, None);
+        assert_eq!((r.type_, r.config), (b::PERF_TYPE_RAW, 0x8d1));
+    }
 }
