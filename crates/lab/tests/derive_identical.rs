@@ -5,7 +5,7 @@
 
 use kairos_lab::{synthesize, ScaleOptions};
 use kairos_model::Profile;
-use kairos_time_assignment::{assign, derive, to_profile, Method};
+use kairos_time_assignment::{assign, derive, derive_over, to_profile, Method};
 
 /// FNV-1a over the debug text of a value: every field, in order.
 fn digest(x: &impl std::fmt::Debug) -> u64 {
@@ -62,6 +62,10 @@ fn derive_equals_assign_then_to_profile() {
                 (to_profile(&p, &a), times, a.points_per_sample.to_bits(), a.notes)
             });
             let fast = derive(&p, m).map(|d| (d.profile, d.record_time, d.points_per_sample.to_bits(), d.notes));
+            // The page keeps samples apart from the profile and gives them beside it.
+            let bare = Profile { samples: Vec::new(), ..p.clone() };
+            let beside = derive_over(&bare, &p.samples, m).map(|d| (d.profile, d.record_time, d.points_per_sample.to_bits(), d.notes));
+            assert!(fast == beside, "{name}, {m}: samples given beside the profile change the result");
             assert!(slow == fast, "{name}, {m}: derive differs from assign + to_profile");
         }
     }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use kairos_analysis_system_overview::{tables as so_tables, Entry};
 use kairos_model::Profile;
 use kairos_result::ResultDir;
-use kairos_time_assignment::{derive, Method};
+use kairos_time_assignment::{derive_over, Method};
 
 use crate::index::{Functions, Index};
 use crate::memory::Memory;
@@ -151,10 +151,12 @@ impl Data {
             return Ok(Derived { index: self.base.clone(), record_time: Vec::new(), points_per_sample: 1.0, notes: Vec::new() });
         }
         // The index keeps the samples as columns only; time assignment reads the model's
-        // vector, so it is rebuilt for it (results with branch records are small).
-        let p = &Profile { samples: self.base.samples.to_vec(), ..(*self.base.profile).clone() };
+        // samples, so they are rebuilt and given beside the profile, whose branch records
+        // (hundreds of millions at scale) are not copied.
+        let samples = self.base.samples.to_vec();
         // One pass from the method to the derived profile (no list of points, no sort).
-        let d = derive(p, method).map_err(|e| Error::Internal(format!("time assignment {method} failed: {e}")))?;
+        let d = derive_over(&self.base.profile, &samples, method).map_err(|e| Error::Internal(format!("time assignment {method} failed: {e}")))?;
+        drop(samples);
         let index = Arc::new(Index::new(d.profile, self.base.funcs.clone()));
         Ok(Derived { index, record_time: d.record_time, points_per_sample: d.points_per_sample, notes: d.notes })
     }

@@ -25,7 +25,8 @@ pub struct Derived {
 
 /// Turns points into samples as `to_profile` does.
 struct ToSamples<'a, 's> {
-    profile: &'a Profile,
+    /// The samples the points belong to (the profile's, or given beside it).
+    owners: &'a [Sample],
     stacks: Vec<Stack>,
     roots: Vec<Option<StackIdx>>,
     samples: Vec<Sample>,
@@ -53,7 +54,7 @@ impl Sink for ToSamples<'_, '_> {
         if let Some(slot) = pt.record.and_then(|r| self.record_time.get_mut(r as usize)) {
             *slot = pt.time_ns;
         }
-        let owner = self.profile.samples.get(pt.sample as usize);
+        let owner = self.owners.get(pt.sample as usize);
         let stack = if pt.from_branch {
             pt.frame.and_then(|f: FrameIdx| {
                 let root = self.roots.get_mut(f as usize)?;
@@ -71,6 +72,12 @@ impl Sink for ToSamples<'_, '_> {
 
 /// Derives `method`'s profile of `profile` and the time of every branch record.
 pub fn derive(profile: &Profile, method: Method) -> Result<Derived, Error> {
+    derive_over(profile, &profile.samples, method)
+}
+
+/// [`derive`] with the samples given beside the profile (whose own samples are then
+/// ignored): a caller that keeps samples in another form needs no copy of the profile.
+pub fn derive_over(profile: &Profile, owners: &[Sample], method: Method) -> Result<Derived, Error> {
     let records = if method == Method::None { 0 } else { profile.branches.len() };
     // Writing fresh memory the first time (page faults and zeroing) is a large part of
     // the cost at scale, so the big outputs are allocated and written once on a second
@@ -78,7 +85,7 @@ pub fn derive(profile: &Profile, method: Method) -> Result<Derived, Error> {
     // derived samples while the method learns its model.
     std::thread::scope(|sc| {
         let times = sc.spawn(move || vec![u64::MAX; records]);
-        let p = prepare::prepare(profile);
+        let p = prepare::prepare(profile, owners);
         let record_time = times.join().unwrap_or_else(|_| vec![u64::MAX; records]);
         let new_records = if method == Method::None { 0 } else { p.intervals.iter().map(|iv| iv.recs.len()).sum::<usize>() };
         // Every method makes a point per sample and per new record; `covered` may add one
@@ -91,7 +98,7 @@ pub fn derive(profile: &Profile, method: Method) -> Result<Derived, Error> {
             v
         });
         let mut sink = ToSamples {
-            profile,
+            owners,
             stacks: profile.stacks.clone(),
             roots: root_stacks(profile),
             samples: Vec::new(),

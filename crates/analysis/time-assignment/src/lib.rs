@@ -31,7 +31,7 @@ mod to_profile;
 
 use kairos_model::{FrameIdx, Profile, ThreadIdx};
 
-pub use derive::{derive, Derived};
+pub use derive::{derive, derive_over, Derived};
 pub use error::Error;
 pub use method::Method;
 pub use to_profile::to_profile;
@@ -67,7 +67,7 @@ pub struct Assignment {
 
 /// Gives every sample and every new branch record of `profile` a time and a weight.
 pub fn assign(profile: &Profile, method: Method) -> Result<Assignment, Error> {
-    let p = prepare::prepare(profile);
+    let p = prepare::prepare(profile, &profile.samples);
     let mut points = Vec::with_capacity(profile.samples.len() + profile.branches.len());
     let (notes, records) = run_sorted(&p, profile, method, &mut points)?;
     let points_per_sample = per_sample(&p, records);

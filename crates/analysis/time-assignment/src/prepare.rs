@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
-use kairos_model::{BranchKind, FrameIdx, Profile, ThreadIdx};
+use kairos_model::{BranchKind, FrameIdx, Profile, Sample, ThreadIdx};
 
 use crate::slots::ThreadSlots;
 
@@ -139,12 +139,14 @@ impl<'a> Keys<'a> {
     }
 }
 
-/// Builds the intervals of every thread, in sample time order.
-pub(crate) fn prepare(profile: &Profile) -> Prepared {
+/// Builds the intervals of every thread, in sample time order. `samples` stand for the
+/// profile's own (a caller that keeps them elsewhere passes them without a copy of the
+/// profile and its branch records).
+pub(crate) fn prepare(profile: &Profile, samples: &[Sample]) -> Prepared {
     let mut keys = Keys { profile, by_name: HashMap::new(), names: vec!["[unknown]".into()], by_frame: vec![FnKey::MAX; profile.frames.len()] };
     let mut notes = Vec::new();
 
-    let (snaps, stray) = Snapshots::of(profile);
+    let (snaps, stray) = Snapshots::of(profile, samples.len());
     if stray > 0 {
         notes.push(format!("{stray} branch records name a sample that does not exist and were ignored"));
     }
@@ -153,12 +155,12 @@ pub(crate) fn prepare(profile: &Profile) -> Prepared {
     let wide_cycles = profile.branches.iter().any(|b| b.cycles.is_some_and(|c| c > u16::MAX as u32));
     let cycles_saturate = if wide_cycles { None } else { Some(u16::MAX as u32) };
 
-    let mut order: Vec<usize> = (0..profile.samples.len()).collect();
+    let mut order: Vec<usize> = (0..samples.len()).collect();
     // Samples are kept sorted by time; sort only when they are not (same stable order).
-    if !profile.samples.windows(2).all(|w| w[0].time_ns <= w[1].time_ns) {
-        order.sort_by_key(|&i| profile.samples[i].time_ns);
+    if !samples.windows(2).all(|w| w[0].time_ns <= w[1].time_ns) {
+        order.sort_by_key(|&i| samples[i].time_ns);
     }
-    let first_len = first_interval(profile, &order);
+    let first_len = first_interval(profile, samples, &order);
     let mut slots = ThreadSlots::default();
     let mut last: Vec<Option<u64>> = Vec::new();
     // (interval fields, range of its records), records in one vector for all.
@@ -170,7 +172,7 @@ pub(crate) fn prepare(profile: &Profile) -> Prepared {
     let mut all_recs: Vec<Rec> = Vec::with_capacity(profile.branches.len());
     let mut unknown_from = 0u64;
     for &si in &order {
-        let s = &profile.samples[si];
+        let s = &samples[si];
         let slot = slots.of(s.thread);
         if last.len() <= slot as usize {
             last.resize(slot as usize + 1, None);
@@ -230,9 +232,9 @@ pub(crate) fn prepare(profile: &Profile) -> Prepared {
     }
 
     let mut shares = vec![0.0; keys.names.len()];
-    let by_weight = profile.samples.iter().any(|s| s.weight > 0);
+    let by_weight = samples.iter().any(|s| s.weight > 0);
     for (&si, iv) in order.iter().zip(&intervals) {
-        let w = if by_weight { profile.samples[si].weight as f64 } else { 1.0 };
+        let w = if by_weight { samples[si].weight as f64 } else { 1.0 };
         shares[iv.leaf_func as usize] += w;
     }
     let total: f64 = shares.iter().sum();
@@ -253,8 +255,7 @@ struct Snapshots {
 
 impl Snapshots {
     /// The snapshots and how many records name no sample.
-    fn of(p: &Profile) -> (Snapshots, u64) {
-        let n = p.samples.len();
+    fn of(p: &Profile, n: usize) -> (Snapshots, u64) {
         let b = &p.branches;
         // One pass (records can be hundreds of millions): counts, and whether they are
         // in (sample, position) order.
@@ -358,7 +359,7 @@ impl DoubleEndedIterator for Indices<'_> {
 }
 /// Length of a thread's first interval when weights are not time (event periods): the
 /// median gap between consecutive samples of a thread over the run, 0 if there is none.
-fn first_interval(profile: &Profile, order: &[usize]) -> u64 {
+fn first_interval(profile: &Profile, samples: &[Sample], order: &[usize]) -> u64 {
     if profile.weight_is_time() {
         return 0;
     }
@@ -366,7 +367,7 @@ fn first_interval(profile: &Profile, order: &[usize]) -> u64 {
     let mut gaps: Vec<u64> = order
         .iter()
         .filter_map(|&i| {
-            let s = &profile.samples[i];
+            let s = &samples[i];
             last.insert(s.thread, s.time_ns).map(|p| s.time_ns.saturating_sub(p))
         })
         .collect();
