@@ -145,6 +145,22 @@ pub fn rates(counters: &[Counter], deltas: &[(usize, u32, u64)], seconds: f64) -
     out
 }
 
+/// The memory channel a counter's PMU stands for: Intel has one `uncore_imc_N` PMU per
+/// channel (N numbers the channels of each socket alike); None for other PMUs.
+pub fn channel_of(c: &Counter) -> Option<u32> {
+    c.pmu.strip_prefix("uncore_imc_")?.parse().ok()
+}
+
+/// Bytes a second per (socket, channel, flow), for the DRAM counters that are per channel.
+pub fn channel_rates(counters: &[Counter], deltas: &[(usize, u32, u64)], seconds: f64) -> std::collections::BTreeMap<(u32, u32, Flow), f64> {
+    let mut out = std::collections::BTreeMap::new();
+    for &(i, socket, count) in deltas {
+        let Some((c, ch)) = counters.get(i).and_then(|c| Some((c, channel_of(c)?))) else { continue };
+        *out.entry((socket, ch, c.flow)).or_insert(0.0) += count as f64 * c.bytes_per_count / seconds.max(1e-9);
+    }
+    out
+}
+
 #[cfg(test)]
 #[path = "counters_tests.rs"]
 mod tests;

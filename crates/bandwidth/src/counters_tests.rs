@@ -86,6 +86,7 @@ fn the_formula_gives_pcms_totals() {
     let text = std::fs::read_to_string(shared().join("fixtures/uncore/pcm-memory-2s-4ch-snapshot.txt")).unwrap_or_else(|e| panic!("{e}"));
     let mut counters = Vec::new();
     let mut deltas = Vec::new();
+    let mut channel = [0u32; 2];
     for line in text.lines() {
         // Two sockets side by side: "|  Mem Ch 0: Reads (MB/s): 6870.81  |  Mem Ch 0: ... |".
         for (socket, cell) in line.split('|').filter(|c| !c.trim().is_empty()).enumerate() {
@@ -97,7 +98,12 @@ fn the_formula_gives_pcms_totals() {
                 continue;
             };
             let mbs: f64 = cell.rsplit(':').next().and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("{cell}"));
-            counters.push(Counter { pmu: "uncore_imc".into(), type_: 0, config: 0, event: String::new(), flow, bytes_per_count: 64.0 });
+            // A write line belongs to the channel named on the read line above it.
+            if let Some(n) = cell.split("Mem Ch").nth(1).and_then(|r| r.split(':').next()).and_then(|n| n.trim().parse().ok()) {
+                channel[socket.min(1)] = n;
+            }
+            let ch = channel[socket.min(1)];
+            counters.push(Counter { pmu: format!("uncore_imc_{ch}"), type_: 0, config: 0, event: String::new(), flow, bytes_per_count: 64.0 });
             deltas.push((counters.len() - 1, socket as u32, (mbs * 1e6 / 64.0).round() as u64));
         }
     }
@@ -109,4 +115,10 @@ fn the_formula_gives_pcms_totals() {
     assert!(close(mb(1, Flow::DramRead), 29624.51) && close(mb(1, Flow::DramWrite), 7811.36), "{r:?}");
     let system: f64 = r.values().sum::<f64>() / 1e6;
     assert!(close(system, 72140.62), "{system}");
+    // Per channel: pcm's own lines come back (socket 0 channel 0 reads 6870.81 MB/s).
+    let per = channel_rates(&counters, &deltas, 1.0);
+    assert_eq!(per.len(), 16, "{per:?}");
+    assert!(close(per[&(0, 0, Flow::DramRead)] / 1e6, 6870.81), "{per:?}");
+    let socket0: f64 = per.iter().filter(|(k, _)| k.0 == 0 && k.2 == Flow::DramRead).map(|(_, v)| v).sum::<f64>() / 1e6;
+    assert!(close(socket0, 27478.96), "{socket0}");
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::counters::{discover, plan};
 use crate::sampler::Sampler;
-use crate::timeline::{Flow, Point, Timeline};
+use crate::timeline::{ChannelPoint, Flow, Point, Timeline};
 
 /// Where to look (tests give recorded trees).
 pub struct Places {
@@ -160,8 +160,12 @@ fn run(mut source: Source, first: Vec<kairos_resctrl::monitor::Reading>, tick: D
         if !stopping || dur >= tick.as_nanos() as u64 / 4 {
             match &mut source {
                 Source::Uncore(s) => {
-                    for ((domain, flow), v) in s.tick().bytes_per_s {
+                    let tick = s.tick();
+                    for ((domain, flow), v) in tick.bytes_per_s {
                         t.points.push(Point { t_ns: prev_at, dur_ns: dur, domain, flow: flow.into(), bytes_per_s: v });
+                    }
+                    for ((domain, channel, flow), v) in tick.per_channel {
+                        t.channels.push(ChannelPoint { t_ns: prev_at, dur_ns: dur, domain, channel, flow: flow.into(), bytes_per_s: v });
                     }
                 }
                 Source::Mbm(root) => {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use perf_event_open_sys as sys;
 use sys::bindings as b;
 
-use crate::counters::{rates, Counter, Flow};
+use crate::counters::{channel_rates, rates, Counter, Flow};
 
 /// One opened counter instance.
 struct Open {
@@ -25,6 +25,8 @@ pub struct Tick {
     /// Seconds since the sampler started.
     pub at: f64,
     pub bytes_per_s: std::collections::BTreeMap<(u32, Flow), f64>,
+    /// Per (socket, channel, flow) where the counters are per channel.
+    pub per_channel: std::collections::BTreeMap<(u32, u32, Flow), f64>,
 }
 
 pub struct Sampler {
@@ -116,7 +118,11 @@ impl Sampler {
             o.last = v;
         }
         self.last = now;
-        Tick { at: now.duration_since(self.start).as_secs_f64(), bytes_per_s: rates(&self.counters, &deltas, secs) }
+        Tick {
+            at: now.duration_since(self.start).as_secs_f64(),
+            bytes_per_s: rates(&self.counters, &deltas, secs),
+            per_channel: channel_rates(&self.counters, &deltas, secs),
+        }
     }
 }
 

@@ -68,6 +68,49 @@ pub struct Point {
     pub bytes_per_s: f64,
 }
 
+/// One channel's rate over one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChannelPoint {
+    pub t_ns: u64,
+    pub dur_ns: u64,
+    pub domain: u32,
+    pub channel: u32,
+    pub flow: Flow,
+    pub bytes_per_s: f64,
+}
+
+/// Average and peak of one channel's flow.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChannelStats {
+    pub domain: u32,
+    pub channel: u32,
+    pub flow: Flow,
+    pub average_gbs: f64,
+    pub peak_gbs: f64,
+}
+
+/// Per domain, channel and flow; time-weighted averages. Empty where the counters are
+/// not per channel.
+pub fn channel_stats(t: &Timeline) -> Vec<ChannelStats> {
+    let mut by: BTreeMap<(u32, u32, Flow), (f64, f64, f64)> = BTreeMap::new();
+    for p in &t.channels {
+        let e = by.entry((p.domain, p.channel, p.flow)).or_insert((0.0, 0.0, 0.0));
+        let secs = p.dur_ns as f64 / 1e9;
+        e.0 += secs;
+        e.1 += secs * p.bytes_per_s;
+        e.2 = e.2.max(p.bytes_per_s);
+    }
+    by.into_iter()
+        .map(|((domain, channel, flow), (secs, bytes, peak))| ChannelStats {
+            domain,
+            channel,
+            flow,
+            average_gbs: if secs > 0.0 { bytes / secs / 1e9 } else { 0.0 },
+            peak_gbs: peak / 1e9,
+        })
+        .collect()
+}
+
 /// The platform maximum a timeline is drawn against, from `kairos measure bandwidth`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Maximum {
@@ -96,6 +139,10 @@ pub struct Timeline {
     /// What a domain is: "socket" (uncore counters) or "L3 domain" (resctrl).
     pub domain: String,
     pub points: Vec<Point>,
+    /// The same DRAM traffic per memory channel, where the counters are per channel
+    /// (Intel's `uncore_imc_N`); the per-domain points already hold their sums.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub channels: Vec<ChannelPoint>,
     pub maximum: Option<Maximum>,
     /// Intervals left out (a counter reset, "Unavailable"), and similar facts.
     pub notes: Vec<String>,

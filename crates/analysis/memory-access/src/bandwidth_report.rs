@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use kairos_bandwidth::timeline::{high_intervals, histogram, stats, Timeline};
+use kairos_bandwidth::timeline::{channel_stats, high_intervals, histogram, stats, Timeline};
 use kairos_report::{Cell, Column, Document, Section, Table};
 
 use crate::{AccessData, Bucket, Source};
@@ -62,6 +62,9 @@ pub fn document(t: Option<&Timeline>, d: &AccessData, limit: Option<usize>) -> D
     let mut tables = Vec::new();
     if let Some(t) = t.filter(|t| t.unavailable.is_none()) {
         tables.push(flows(t));
+        if !t.channels.is_empty() {
+            tables.push(channels(t));
+        }
         tables.push(utilization(t));
     }
     tables.push(by_object(t, d, limit));
@@ -99,6 +102,29 @@ fn flows(t: &Timeline) -> Table {
     tab.push_note("GB/s are 10^9 bytes a second. Shares are of the measured maximum: a node's local triad for its domain, all nodes' sum for all; links have none.");
     for n in &t.notes {
         tab.push_note(n.clone());
+    }
+    tab
+}
+
+/// Where the counters are per memory channel: each channel's reads and writes (an
+/// unbalanced channel population shows here and nowhere else).
+fn channels(t: &Timeline) -> Table {
+    let mut tab = Table::new(vec![
+        Column::left("Domain"),
+        Column::right("Channel"),
+        Column::left("Flow"),
+        Column::right("Average").with_unit("GB/s"),
+        Column::right("Peak").with_unit("GB/s"),
+    ])
+    .with_title("Bandwidth by memory channel");
+    for r in channel_stats(t) {
+        tab.push_row(vec![
+            Cell::text(format!("{} {}", t.domain, r.domain)),
+            Cell::UInt(u64::from(r.channel)),
+            Cell::text(r.flow.name()),
+            Cell::float(r.average_gbs, 2),
+            Cell::float(r.peak_gbs, 2),
+        ]);
     }
     tab
 }

@@ -107,3 +107,22 @@ fn a_machine_without_counters_says_why_and_how_to_measure_the_maximum() {
     let old = document(None, &registers(), None).to_text();
     assert!(old.contains("collected before bandwidth timelines were kept"), "{old}");
 }
+
+#[test]
+fn per_channel_figures_get_their_own_table() {
+    use kairos_bandwidth::timeline::{ChannelPoint, Flow};
+    let mut t = timeline();
+    // Two ticks of socket 0: channel 1 carries twice channel 0's reads.
+    for (i, k) in [(0u64, 1.0), (1, 3.0)] {
+        for (ch, gbs) in [(0u32, 2.0), (1, 4.0)] {
+            t.channels.push(ChannelPoint { t_ns: START + i * TICK, dur_ns: TICK, domain: 0, channel: ch, flow: Flow::Read, bytes_per_s: gbs * k * 1e9 });
+        }
+    }
+    let text = document(Some(&t), &registers(), None).to_text();
+    let table = text.split("Bandwidth by memory channel").nth(1).unwrap_or_else(|| panic!("no channel table:\n{text}"));
+    // Averages over the two ticks (2 and 6 GB/s: 4; 4 and 12: 8), peaks 6 and 12.
+    let rows: Vec<Vec<&str>> = table.lines().filter(|l| l.starts_with("socket 0")).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows, vec![vec!["socket", "0", "0", "read", "4.00", "6.00"], vec!["socket", "0", "1", "read", "8.00", "12.00"]], "{table}");
+    // Without per-channel figures there is no such table (the goldens above).
+    assert!(!document(Some(&timeline()), &registers(), None).to_text().contains("memory channel"));
+}
