@@ -58,7 +58,9 @@ pub fn run(args: ImportArgs) -> CliResult {
     // The recording machine's nodes and sockets from the header's topology features, for
     // `report topology` (a header lists no devices; without the features it says so).
     if !from_stdin {
-        if let Ok(Some(p)) = kairos_platform::Platform::from_perf_data(&args.file) {
+        let nodes: Vec<kairos_platform::HeaderNode<'_>> =
+            features.numa_nodes.iter().map(|n| kairos_platform::HeaderNode { id: n.id, mem_total_kb: n.mem_total_kb, cpus: &n.cpus }).collect();
+        if let Some(p) = kairos_platform::Platform::from_perf_header(&nodes, &features.core_siblings, &features.thread_siblings) {
             if let Err(e) = p.write(dir.path()) {
                 dir.manifest_mut().notes.push(format!("no platform snapshot: {e}"));
             }

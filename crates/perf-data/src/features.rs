@@ -36,10 +36,26 @@ pub struct Features {
     pub build_ids: Vec<BuildIdEntry>,
     /// CLOCKID: resolution of the clock in ns.
     pub clockid_res_ns: Option<u64>,
+    /// NUMA_TOPOLOGY: the recording machine's nodes.
+    pub numa_nodes: Vec<NumaNode>,
+    /// CPU_TOPOLOGY: the CPU lists (`0-7,16-23`) of each package's cores, then of each
+    /// core's hardware threads (perf's core and thread sibling lists).
+    pub core_siblings: Vec<String>,
+    pub thread_siblings: Vec<String>,
     /// Every feature bit set in the header, known or not.
     pub present: Vec<u32>,
     /// Feature bits whose section was out of bounds or malformed (and skipped).
     pub malformed: Vec<u32>,
+}
+
+/// One NUMA_TOPOLOGY entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NumaNode {
+    pub id: u32,
+    pub mem_total_kb: u64,
+    pub mem_free_kb: u64,
+    /// Its CPUs as a cpulist (`0-7,16-23`).
+    pub cpus: String,
 }
 
 /// One EVENT_DESC entry.
@@ -127,6 +143,21 @@ impl Features {
             }
             HEADER_EVENT_DESC => self.event_desc = event_desc(&mut c)?,
             HEADER_BUILD_ID => self.build_ids = build_ids(b),
+            HEADER_NUMA_TOPOLOGY => {
+                let n = c.u32()?;
+                let mut nodes = Vec::new();
+                for _ in 0..n {
+                    nodes.push(NumaNode { id: c.u32()?, mem_total_kb: c.u64()?, mem_free_kb: c.u64()?, cpus: string(&mut c)? });
+                }
+                self.numa_nodes = nodes;
+            }
+            HEADER_CPU_TOPOLOGY => {
+                // Later perf versions append core and die ids; the sibling lists come first.
+                let mut lists = || -> Result<Vec<String>, Short> { (0..c.u32()?).map(|_| string(&mut c)).collect() };
+                let cores = lists()?;
+                self.thread_siblings = lists()?;
+                self.core_siblings = cores;
+            }
             _ => {}
         }
         Ok(())

@@ -36,7 +36,7 @@ pub use attr::{AttrEntry, EventAttr};
 pub use branch::{BranchEntry, BranchFlags, BranchStack, BranchType};
 pub use consts::*;
 pub use error::{DecodeError, DecodeErrorKind, PerfDataError};
-pub use features::{BuildIdEntry, EventDesc, Features};
+pub use features::{BuildIdEntry, EventDesc, Features, NumaNode};
 pub use file::PerfFile;
 pub use header::{FileHeader, FileSection};
 pub use record::{Comm, ForkExit, Inode, Lost, LostSamples, Mmap, Record, Throttle};

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 pub use parse::{CpuInfo, Mount, Privileges};
 pub use probe::{LiveProber, PerfProbe, ProbeOutcome, Prober};
 pub use devices::{Device, DeviceKind, Link, NodeSource};
+pub use perf_header::HeaderNode;
 pub use sockets::{Platform, PlatformError, Socket, PLATFORM_FILE};
 
 /// One feature and whether this machine has it.
