@@ -277,13 +277,7 @@ pub fn run(args: RunArgs) -> CliResult {
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     let (user_s, system_s) = (tv(ru.ru_utime), tv(ru.ru_stime));
     let (minflt, majflt) = (ru.ru_minflt as u64, ru.ru_majflt as u64);
-    let exit = if libc::WIFEXITED(wstatus) {
-        kairos_result::TargetExit::Code { code: libc::WEXITSTATUS(wstatus) }
-    } else if libc::WIFSIGNALED(wstatus) {
-        kairos_result::TargetExit::Signal { signal: libc::WTERMSIG(wstatus) }
-    } else {
-        kairos_result::TargetExit::None
-    };
+    let exit = kairos_session::exit_of(std::os::unix::process::ExitStatusExt::from_raw(wstatus));
     drop(guard);
 
     println!("\nRun");
@@ -327,14 +321,7 @@ pub fn run(args: RunArgs) -> CliResult {
     }
     if let Some(mut d) = dir {
         let m = d.manifest_mut();
-        m.kind = Some("run".into());
-        m.command_line = Some(std::env::args().collect());
-        m.target = Some(kairos_result::Target::Program { program: first.clone(), args: args.program[1..].to_vec() });
-        m.start_time = Some(kairos_result::rfc3339_utc(SystemTime::now() - Duration::from_secs_f64(elapsed)));
-        m.duration_secs = Some(elapsed);
-        m.host = Some(kairos_session::this_host());
-        m.target_exit = Some(exit);
-        m.stopped_by = Some(if forwarded { "signal".into() } else { "target exited".into() });
+        run_manifest(m, &args.program, elapsed, exit, forwarded);
         m.extra.insert(
             "process".into(),
             serde_json::json!({"minor_faults": minflt, "major_faults": majflt, "user_s": user_s, "system_s": system_s, "source": "wait4 rusage"}),
@@ -351,15 +338,23 @@ pub fn run(args: RunArgs) -> CliResult {
     Ok(())
 }
 
+/// The manifest of a `kairos run` result: what ran, when, for how long and how it ended
+/// (`signalled`: Kairos passed a stop signal on to it).
+pub(crate) fn run_manifest(m: &mut kairos_result::Manifest, program: &[String], elapsed: f64, exit: kairos_result::TargetExit, signalled: bool) {
+    m.kind = Some("run".into());
+    m.command_line = Some(std::env::args().collect());
+    m.target = Some(kairos_result::Target::Program { program: program.first().cloned().unwrap_or_default(), args: program.get(1..).unwrap_or_default().to_vec() });
+    m.start_time = Some(kairos_result::rfc3339_utc(SystemTime::now() - Duration::from_secs_f64(elapsed)));
+    m.duration_secs = Some(elapsed);
+    m.host = Some(kairos_session::this_host());
+    m.target_exit = Some(exit);
+    m.stopped_by = Some(if signalled { "signal".into() } else { "target exited".into() });
+}
+
 /// A missing program is found before anything is changed: a path that is a file, or a
-/// command on PATH.
+/// command on PATH (found as exec would, by the collectors' own lookup).
 pub(crate) fn require_program(first: &str) -> Result<(), UserError> {
-    let found = if first.contains('/') {
-        std::path::Path::new(first).is_file()
-    } else {
-        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(first).is_file()))
-    };
-    if found {
+    if kairos_session::resolve_program(std::path::Path::new(first)).is_some() {
         Ok(())
     } else {
         Err(UserError::failed(format!("program '{first}' was not found; give a path to an executable or a command on PATH; nothing was changed")))

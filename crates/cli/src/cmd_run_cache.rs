@@ -8,7 +8,7 @@ use std::ffi::CString;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use kairos_resctrl::plan::{self, Request};
 use kairos_resctrl::write::{self, Journal};
@@ -266,13 +266,7 @@ pub fn run(args: RunArgs) -> CliResult {
         println!("Cache: {l}");
     }
 
-    let exit = if libc::WIFEXITED(wstatus) {
-        kairos_result::TargetExit::Code { code: libc::WEXITSTATUS(wstatus) }
-    } else if libc::WIFSIGNALED(wstatus) {
-        kairos_result::TargetExit::Signal { signal: libc::WTERMSIG(wstatus) }
-    } else {
-        kairos_result::TargetExit::None
-    };
+    let exit = kairos_session::exit_of(std::os::unix::process::ExitStatusExt::from_raw(wstatus));
     println!("\nRun");
     println!("  Elapsed:                {elapsed:.3} s");
     match exit {
@@ -308,14 +302,7 @@ pub fn run(args: RunArgs) -> CliResult {
     }
     if let Some(mut d) = dir {
         let m = d.manifest_mut();
-        m.kind = Some("run".into());
-        m.command_line = Some(std::env::args().collect());
-        m.target = Some(kairos_result::Target::Program { program: first.clone(), args: args.program[1..].to_vec() });
-        m.start_time = Some(kairos_result::rfc3339_utc(SystemTime::now() - Duration::from_secs_f64(elapsed)));
-        m.duration_secs = Some(elapsed);
-        m.host = Some(kairos_session::this_host());
-        m.target_exit = Some(exit);
-        m.stopped_by = Some(if forwarded != 0 { "signal".into() } else { "target exited".into() });
+        crate::cmd_run::run_manifest(m, &args.program, elapsed, exit, forwarded != 0);
         let series: Vec<serde_json::Value> = samples.iter().map(|s| serde_json::json!({"t_s": s.t, "domains": s.readings})).collect();
         let changes: Vec<serde_json::Value> = changes.iter().map(|(t, a)| serde_json::json!({"t_s": t, "domains": a})).collect();
         m.extra.insert(

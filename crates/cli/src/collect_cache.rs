@@ -85,7 +85,7 @@ pub fn start(k: &CacheKnobs, system_wide: bool, pid: Option<i32>) -> CliResult<O
         if !g.has_mon_data {
             return Ok(None);
         }
-        return Ok(Some(CacheRun::new(k, g.path.clone(), g.label().to_string(), None, None)));
+        return Ok(Some(CacheRun::new(k, &tree, g.path.clone(), g.label().to_string(), None, None)));
     };
     if system_wide {
         return Err(UserError::usage("-k cache-group cannot be used with -a: a group holds tasks, not the whole machine; give a program or -p PID"));
@@ -106,7 +106,7 @@ pub fn start(k: &CacheKnobs, system_wide: bool, pid: Option<i32>) -> CliResult<O
                 if names.is_empty() { "none but the default".to_string() } else { names.join(", ") }
             ))
         })?;
-        return Ok(Some(CacheRun::new(k, g.path.clone(), g.label().to_string(), None, None)));
+        return Ok(Some(CacheRun::new(k, &tree, g.path.clone(), g.label().to_string(), None, None)));
     }
     let name = format!("kairos-{}", std::process::id());
     let req = Request { level: k.level.clone(), ways: k.ways.unwrap_or(1), lock_domain: None, group: name.clone() };
@@ -114,7 +114,7 @@ pub fn start(k: &CacheKnobs, system_wide: bool, pid: Option<i32>) -> CliResult<O
         .map_err(|e| UserError::failed(format!("cannot give the target {} exclusive {} ways: {e}; nothing was changed", req.ways, k.level)))?;
     let mut journal = Journal::new(&tree);
     match write::apply(&tree, &plan, &mut journal) {
-        Ok(a) => Ok(Some(CacheRun::new(k, a.path, name, Some(plan), Some(journal)))),
+        Ok(a) => Ok(Some(CacheRun::new(k, &tree, a.path, name, Some(plan), Some(journal)))),
         Err(e) => {
             let left = journal.undo();
             let restored = if left.is_empty() { "everything was restored".to_string() } else { format!("NOT restored: {}", left.join("; ")) };
@@ -124,13 +124,18 @@ pub fn start(k: &CacheKnobs, system_wide: bool, pid: Option<i32>) -> CliResult<O
 }
 
 impl CacheRun {
-    fn new(k: &CacheKnobs, group: PathBuf, label: String, plan: Option<Plan>, journal: Option<Journal>) -> CacheRun {
+    /// `tree`: the groups as they were before anything was changed; each thread goes back
+    /// to the group it was in then (a launched program: the group of Kairos, which it
+    /// inherited).
+    fn new(k: &CacheKnobs, tree: &Tree, group: PathBuf, label: String, plan: Option<Plan>, journal: Option<Journal>) -> CacheRun {
         let moved: Arc<Mutex<Vec<(i32, PathBuf)>>> = Arc::default();
         // Only a group asked for gets the target; otherwise it stays where it is.
         let step = k.group.as_ref().map(|_| {
-            let (root, to, moved) = (k.root.clone(), group.clone(), moved.clone());
+            let members: Vec<(PathBuf, Vec<u32>)> = tree.groups.iter().map(|g| (g.path.clone(), g.tasks.clone())).collect();
+            let (to, moved) = (group.clone(), moved.clone());
             TargetStep(Arc::new(move |tid: i32| {
-                let from = Tree::read(&root).ok().and_then(|t| t.groups.iter().find(|g| g.tasks.contains(&(tid as u32))).map(|g| g.path.clone()));
+                let group_of = |t: u32| members.iter().find(|(_, tasks)| tasks.contains(&t)).map(|(p, _)| p.clone());
+                let from = group_of(tid as u32).or_else(|| group_of(std::process::id()));
                 write::move_task(&to, tid as u32).map_err(|e| format!("cannot put thread {tid} in cache group {}: {e}", to.display()))?;
                 if let (Some(from), Ok(mut m)) = (from, moved.lock()) {
                     m.push((tid, from));

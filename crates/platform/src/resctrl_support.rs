@@ -96,7 +96,10 @@ impl ResctrlSupport {
 
 /// The `resctrl` line of `kairos info`.
 pub(crate) fn capability(root: &SystemRoot, cpu: &CpuInfo, mounts: &[Mount], filesystems: &BTreeSet<String>) -> Capability {
-    let s = ResctrlSupport::new(cpu, filesystems, KernelConfig::read(root).as_ref());
+    // The configuration only matters when resctrl is not registered; it is not read (and
+    // decompressed) at every collection's probe otherwise.
+    let config = if filesystems.contains("resctrl") { None } else { KernelConfig::read(root) };
+    let s = ResctrlSupport::new(cpu, filesystems, config.as_ref());
     let flag_txt =
         if s.cpu_flags.is_empty() { "no RDT cpuinfo flags".to_string() } else { format!("cpuinfo flags {}", s.cpu_flags.join(" ")) };
     if let Some(m) = mounts.iter().find(|m| m.fstype == "resctrl") {

@@ -56,23 +56,11 @@ pub fn way_list(m: Cbm) -> String {
     format_list(&bits)
 }
 
-/// Parses a CPU list (`0-3,8,10-11`; empty = none).
+/// Parses a CPU list (`0-3,8,10-11`; empty = none), sorted and without repeats: the
+/// kernel's cpulist syntax as kairos-platform reads it.
 pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, Error> {
-    let mut out = Vec::new();
-    for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || Error::Parse(format!("'{part}' in CPU list '{}' is not a CPU number or range like 0-3", s.trim()));
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a.trim().parse::<u32>().map_err(|_| bad())?, b.trim().parse::<u32>().map_err(|_| bad())?),
-            None => {
-                let v = part.parse::<u32>().map_err(|_| bad())?;
-                (v, v)
-            }
-        };
-        if b < a || b - a > 65_535 {
-            return Err(bad());
-        }
-        out.extend(a..=b);
-    }
+    let mut out = kairos_platform::numa::parse_cpulist(s)
+        .ok_or_else(|| Error::Parse(format!("CPU list '{}' is not CPU numbers and ranges like 0-3,8", s.trim())))?;
     out.sort_unstable();
     out.dedup();
     Ok(out)

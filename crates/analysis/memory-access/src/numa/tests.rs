@@ -153,6 +153,17 @@ fn object(built: &Built, name: &str) -> u32 {
     built.objects.iter().position(|o| o.name.starts_with(name)).unwrap_or(usize::MAX) as u32
 }
 
+/// `case` attributed over `map` on two nodes without address samples: the record of the
+/// object whose name starts with `name` (which must exist), if it has one.
+fn placed(case: &Case, map: &mut ObjectMap, name: &str) -> Option<ObjectNuma> {
+    let built = Built::default();
+    let (topo, p, sources) = (topology(2), profile(), HashMap::new());
+    let inp = Inputs { built: &built, profile: &p, placement: Some(&case.placement), faults: &case.faults, topology: Some(&topo), sources: &sources };
+    let data = attribute(&inp, map);
+    let id = map.objects().iter().position(|o| o.name.starts_with(name)).unwrap_or_else(|| panic!("no object {name}")) as u32;
+    data.objects.into_iter().find(|o| o.object == id)
+}
+
 #[test]
 fn serial_initialisation_is_one_problem_with_the_recipes_sentence() {
     let case = triad();
@@ -243,12 +254,7 @@ fn pages_touched_after_the_last_query_are_placed_by_their_toucher() {
     let mut map_heap = heap();
     map_heap.push(HeapBlock { pid: PID, addr: d, size: 8 * PAGE, alloc_ns: QUERY_NS + 5, free_ns: None, site: "triad.c:34".into() });
     let mut map = ObjectMap::new(map_heap, vec![], vec![]);
-    let built = Built::default();
-    let (topo, p, sources) = (topology(2), profile(), HashMap::new());
-    let inp = Inputs { built: &built, profile: &p, placement: Some(&case.placement), faults: &case.faults, topology: Some(&topo), sources: &sources };
-    let data = attribute(&inp, &mut map);
-    let id = map.objects().iter().position(|o| o.name.starts_with("triad.c:34")).unwrap() as u32;
-    let o = data.objects.iter().find(|o| o.object == id).unwrap();
+    let o = placed(&case, &mut map, "triad.c:34").unwrap();
     assert_eq!(o.estimated, BTreeMap::from([(1, 8)]));
     assert!(o.pages.is_empty());
 }
@@ -267,12 +273,7 @@ fn a_block_freed_before_the_last_query_keeps_the_pages_it_had() {
         b.free_ns = Some(QUERY_NS + 500);
     }
     let mut map = ObjectMap::new(heap, vec![], vec![Region { pid: PID, start: A, end: C + PAGES * PAGE, name: "[anon]".into() }]);
-    let built = Built::default();
-    let (topo, p, sources) = (topology(2), profile(), HashMap::new());
-    let inp = Inputs { built: &built, profile: &p, placement: Some(&case.placement), faults: &case.faults, topology: Some(&topo), sources: &sources };
-    let data = attribute(&inp, &mut map);
-    let a = map.objects().iter().position(|o| o.name.starts_with("triad.c:31")).unwrap() as u32;
-    let a = data.objects.iter().find(|o| o.object == a).unwrap();
+    let a = placed(&case, &mut map, "triad.c:31").unwrap();
     assert_eq!(a.pages, BTreeMap::from([(0, PAGES)]), "seen while alive, at the first query");
     // Freed before any query saw them: the mapping holds those pages, not the block.
     let mut late = triad();
@@ -282,10 +283,7 @@ fn a_block_freed_before_the_last_query_keeps_the_pages_it_had() {
     }
     let map2_heap: Vec<HeapBlock> = heap_freed_at(QUERY_NS - 1);
     let mut map = ObjectMap::new(map2_heap, vec![], vec![Region { pid: PID, start: A, end: C + PAGES * PAGE, name: "[anon]".into() }]);
-    let inp = Inputs { built: &built, profile: &p, placement: Some(&late.placement), faults: &late.faults, topology: Some(&topo), sources: &sources };
-    let data = attribute(&inp, &mut map);
-    let anon = map.objects().iter().position(|o| o.name == "[anon]").unwrap() as u32;
-    assert_eq!(data.objects.iter().find(|o| o.object == anon).map(ObjectNuma::total_pages), Some(3 * PAGES));
+    assert_eq!(placed(&late, &mut map, "[anon]").map(|o| o.total_pages()), Some(3 * PAGES));
 }
 
 fn heap_freed_at(t: u64) -> Vec<HeapBlock> {
@@ -307,12 +305,7 @@ fn a_huge_page_touched_after_the_last_query_counts_whole() {
     let mut heap = heap();
     heap.push(HeapBlock { pid: PID, addr: d, size: 3 * HUGE, alloc_ns: QUERY_NS + 5, free_ns: None, site: "triad.c:34".into() });
     let mut map = ObjectMap::new(heap, vec![], vec![]);
-    let built = Built::default();
-    let (topo, p, sources) = (topology(2), profile(), HashMap::new());
-    let inp = Inputs { built: &built, profile: &p, placement: Some(&case.placement), faults: &case.faults, topology: Some(&topo), sources: &sources };
-    let data = attribute(&inp, &mut map);
-    let id = map.objects().iter().position(|o| o.name.starts_with("triad.c:34")).unwrap() as u32;
-    let o = data.objects.iter().find(|o| o.object == id).unwrap();
+    let o = placed(&case, &mut map, "triad.c:34").unwrap();
     let huge = HUGE / PAGE;
     assert_eq!(o.estimated, BTreeMap::from([(0, huge), (1, huge + 2)]));
     assert_eq!(o.huge_pages, 2 * (huge - 1));
@@ -402,12 +395,7 @@ fn a_page_still_being_placed_when_a_query_ran_is_not_taken_as_freed() {
     heap.push(HeapBlock { pid: PID, addr: d, size: 2 * PAGE, alloc_ns: 100, free_ns: None, site: "triad.c:34".into() });
     let count = |case: &Case| {
         let mut map = ObjectMap::new(heap.clone(), vec![], vec![]);
-        let built = Built::default();
-        let (topo, p, sources) = (topology(2), profile(), HashMap::new());
-        let inp = Inputs { built: &built, profile: &p, placement: Some(&case.placement), faults: &case.faults, topology: Some(&topo), sources: &sources };
-        let data = attribute(&inp, &mut map);
-        let id = map.objects().iter().position(|o| o.name.starts_with("triad.c:34")).unwrap() as u32;
-        data.objects.iter().find(|o| o.object == id).map_or(0, ObjectNuma::total_pages)
+        placed(case, &mut map, "triad.c:34").map_or(0, |o| o.total_pages())
     };
     assert_eq!(count(&case), 1, "the write's page, on its toucher's node");
     // A second query that did not see it either: gone.
