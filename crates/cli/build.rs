@@ -118,8 +118,7 @@ fn run() -> Result<(), String> {
         }
     }
 
-    std::fs::create_dir_all(&dest)
-        .map_err(|e| format!("cannot create {}: {e}", dest.display()))?;
+    std::fs::create_dir_all(&dest).map_err(|e| format!("cannot create {}: {e}", dest.display()))?;
 
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let mut flags: Vec<String> = [
@@ -190,16 +189,38 @@ fn memtrack_runtime(cc: &OsString, root: &Path, profile_dir: &Path) -> Result<()
     let tmp = lib.join(format!("libkairos_memtrack.so.tmp{}", std::process::id()));
     let mut cmd = Command::new(cc);
     // -fexceptions: a C++ bad_alloc may unwind through the operator new hooks.
-    cmd.args(["-O2", "-g", "-fPIC", "-shared", "-fexceptions", "-fno-omit-frame-pointer", "-fvisibility=hidden", "-pthread", "-Wall", "-Wextra"]);
+    cmd.args([
+        "-O2",
+        "-g",
+        "-fPIC",
+        "-shared",
+        "-fexceptions",
+        "-fno-omit-frame-pointer",
+        "-fvisibility=hidden",
+        "-pthread",
+        "-Wall",
+        "-Wextra",
+    ]);
     if env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|a| a == "x86_64" || a == "aarch64") {
         cmd.arg("-mno-omit-leaf-frame-pointer");
     }
-    let o = cmd.args(&srcs).arg("-ldl").arg("-o").arg(&tmp).output().map_err(|e| format!("cannot run the compiler: {e}"))?;
+    let o = cmd
+        .args(&srcs)
+        .arg("-ldl")
+        .arg("-o")
+        .arg(&tmp)
+        .output()
+        .map_err(|e| format!("cannot run the compiler: {e}"))?;
     if !o.status.success() {
         let _ = std::fs::remove_file(&tmp);
-        return Err(format!("building {} failed:\n{}", out.display(), String::from_utf8_lossy(&o.stderr)));
+        return Err(format!(
+            "building {} failed:\n{}",
+            out.display(),
+            String::from_utf8_lossy(&o.stderr)
+        ));
     }
-    std::fs::rename(&tmp, &out).map_err(|e| format!("cannot move {} to {}: {e}", tmp.display(), out.display()))
+    std::fs::rename(&tmp, &out)
+        .map_err(|e| format!("cannot move {} to {}: {e}", tmp.display(), out.display()))
 }
 
 /// The tracing runtime of `kairos collect trace` (runtime/trace/kairos_trace.c) as
@@ -207,7 +228,13 @@ fn memtrack_runtime(cc: &OsString, root: &Path, profile_dir: &Path) -> Result<()
 /// `kairos_trace.o` and `libkairos_trace.a` (to link it in), and the samples `transitions`
 /// and `spikes` built with -finstrument-functions and linked with it, as
 /// `samples/NAME-instrumented`.
-fn trace_runtime(cc: &OsString, flags: &[String], root: &Path, profile_dir: &Path, samples: &Path) -> Result<(), String> {
+fn trace_runtime(
+    cc: &OsString,
+    flags: &[String],
+    root: &Path,
+    profile_dir: &Path,
+    samples: &Path,
+) -> Result<(), String> {
     let src = root.join("runtime/trace/kairos_trace.c");
     println!("cargo:rerun-if-changed={}", src.display());
     let lib = profile_dir.join("lib");
@@ -219,28 +246,61 @@ fn trace_runtime(cc: &OsString, flags: &[String], root: &Path, profile_dir: &Pat
         let mut full = args.clone();
         full.push("-o".into());
         full.push(tmp.clone().into_os_string());
-        let o = Command::new(if args.first().is_some_and(|a| a == "rcs") { OsString::from("ar") } else { cc.clone() })
-            .args(if args.first().is_some_and(|a| a == "rcs") { args.clone() } else { full })
-            .output()
-            .map_err(|e| format!("cannot run the compiler: {e}"))?;
+        let o = Command::new(if args.first().is_some_and(|a| a == "rcs") {
+            OsString::from("ar")
+        } else {
+            cc.clone()
+        })
+        .args(if args.first().is_some_and(|a| a == "rcs") {
+            args.clone()
+        } else {
+            full
+        })
+        .output()
+        .map_err(|e| format!("cannot run the compiler: {e}"))?;
         if !o.status.success() {
             let _ = std::fs::remove_file(&tmp);
-            return Err(format!("building {} failed:\n{}", out.display(), String::from_utf8_lossy(&o.stderr)));
+            return Err(format!(
+                "building {} failed:\n{}",
+                out.display(),
+                String::from_utf8_lossy(&o.stderr)
+            ));
         }
         if tmp.exists() {
-            std::fs::rename(&tmp, out).map_err(|e| format!("cannot move {} to {}: {e}", tmp.display(), out.display()))?;
+            std::fs::rename(&tmp, out)
+                .map_err(|e| format!("cannot move {} to {}: {e}", tmp.display(), out.display()))?;
         }
         Ok(())
     };
     // The runtime itself is never instrumented (and marks every function so as well).
-    let common: Vec<OsString> = ["-O2", "-g", "-fPIC", "-pthread", "-Wall", "-Wextra"].iter().map(OsString::from).collect();
+    let common: Vec<OsString> = ["-O2", "-g", "-fPIC", "-pthread", "-Wall", "-Wextra"]
+        .iter()
+        .map(OsString::from)
+        .collect();
     let so = lib.join("libkairos_trace.so");
-    run([common.clone(), vec!["-shared".into(), src.clone().into_os_string()]].concat(), &so)?;
+    run(
+        [
+            common.clone(),
+            vec!["-shared".into(), src.clone().into_os_string()],
+        ]
+        .concat(),
+        &so,
+    )?;
     let obj = lib.join("kairos_trace.o");
-    run([common, vec!["-c".into(), src.into_os_string()]].concat(), &obj)?;
+    run(
+        [common, vec!["-c".into(), src.into_os_string()]].concat(),
+        &obj,
+    )?;
     let a = lib.join("libkairos_trace.a");
     let _ = std::fs::remove_file(&a);
-    run(vec!["rcs".into(), a.clone().into_os_string(), obj.clone().into_os_string()], &a)?;
+    run(
+        vec![
+            "rcs".into(),
+            a.clone().into_os_string(),
+            obj.clone().into_os_string(),
+        ],
+        &a,
+    )?;
     for name in ["transitions", "spikes"] {
         let mut args: Vec<OsString> = flags.iter().map(OsString::from).collect();
         // `ticks` and `busy` are always_inline helpers: GCC instruments inlined functions
@@ -249,7 +309,11 @@ fn trace_runtime(cc: &OsString, flags: &[String], root: &Path, profile_dir: &Pat
         // program's real calls.
         args.push("-finstrument-functions".into());
         args.push("-finstrument-functions-exclude-function-list=ticks,busy".into());
-        args.push(root.join("samples").join(format!("{name}.c")).into_os_string());
+        args.push(
+            root.join("samples")
+                .join(format!("{name}.c"))
+                .into_os_string(),
+        );
         args.push(obj.clone().into_os_string());
         args.push("-lm".into());
         run(args, &samples.join(format!("{name}-instrumented")))?;

@@ -6,10 +6,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
-    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
+    );
     let web = manifest.join("../../web");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("web");
-    for f in ["src", "index.html", "style.css", "build.mjs", "package.json", "package-lock.json"] {
+    for f in [
+        "src",
+        "index.html",
+        "style.css",
+        "build.mjs",
+        "package.json",
+        "package-lock.json",
+    ] {
         println!("cargo:rerun-if-changed={}", web.join(f).display());
     }
     println!("cargo:rerun-if-env-changed=KAIROS_SKIP_WEB");
@@ -38,9 +47,14 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 
 fn build(web: &Path, out: &Path) -> Result<(), String> {
     if !web.join("node_modules/esbuild").exists() {
-        run(Command::new("npm").args(["ci", "--no-audit", "--no-fund", "--loglevel=error"]).current_dir(web))?;
+        run(Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(web))?;
     }
-    run(Command::new("node").arg("build.mjs").arg(out).current_dir(web))?;
+    run(Command::new("node")
+        .arg("build.mjs")
+        .arg(out)
+        .current_dir(web))?;
     for f in ["index.html", "app.js", "style.css"] {
         if !out.join(f).exists() {
             return Err(format!("build.mjs did not write {f}"));

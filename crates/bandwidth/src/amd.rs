@@ -12,9 +12,20 @@ use crate::counters::{Counter, Flow, UncorePmu};
 /// The `amd_df` PMU of a sysfs `event_source/devices` folder, if the kernel has one.
 pub fn df_pmu(devices: &Path) -> Option<UncorePmu> {
     let d = devices.join("amd_df");
-    let type_ = std::fs::read_to_string(d.join("type")).ok()?.trim().parse().ok()?;
-    let cpus = std::fs::read_to_string(d.join("cpumask")).ok().and_then(|s| kairos_platform::numa::parse_cpulist(s.trim())).unwrap_or_default();
-    Some(UncorePmu { name: "amd_df".into(), type_, cpus })
+    let type_ = std::fs::read_to_string(d.join("type"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let cpus = std::fs::read_to_string(d.join("cpumask"))
+        .ok()
+        .and_then(|s| kairos_platform::numa::parse_cpulist(s.trim()))
+        .unwrap_or_default();
+    Some(UncorePmu {
+        name: "amd_df".into(),
+        type_,
+        cpus,
+    })
 }
 
 /// The folder of the kernel's AMD event files for a CPU, as the kernel's x86 mapfile
@@ -48,7 +59,8 @@ fn hex(s: &str) -> Option<u64> {
 
 /// The data-fabric counters of a `data-fabric.json` file, on `pmu`.
 pub fn plan_df(pmu: &UncorePmu, json: &str) -> Result<Vec<Counter>, String> {
-    let events: Vec<Event> = serde_json::from_str(json).map_err(|e| format!("the data-fabric file is not the kernel's event JSON: {e}"))?;
+    let events: Vec<Event> = serde_json::from_str(json)
+        .map_err(|e| format!("the data-fabric file is not the kernel's event JSON: {e}"))?;
     let mut out = Vec::new();
     for e in events.iter().filter(|e| e.unit == "DFPMC") {
         let (flow, bytes) = if e.event_name.starts_with("dram_channel_data_controller_") {
@@ -62,7 +74,14 @@ pub fn plan_df(pmu: &UncorePmu, json: &str) -> Result<Vec<Counter>, String> {
         let umask = hex(&e.umask).ok_or(format!("{}: bad UMask", e.event_name))?;
         // amd_df's format: event bits 0-7 in config 0-7 and bits 8-11 in config 32-35, umask 8-15.
         let config = (code & 0xff) | ((code >> 8) & 0xf) << 32 | (umask & 0xff) << 8;
-        out.push(Counter { pmu: pmu.name.clone(), type_: pmu.type_, config, event: e.event_name.clone(), flow, bytes_per_count: bytes });
+        out.push(Counter {
+            pmu: pmu.name.clone(),
+            type_: pmu.type_,
+            config,
+            event: e.event_name.clone(),
+            flow,
+            bytes_per_count: bytes,
+        });
     }
     if !out.iter().any(|c| c.flow == Flow::DramAll) {
         return Err("the data-fabric file has no dram_channel_data_controller events".into());
@@ -76,14 +95,23 @@ mod tests {
     use std::path::PathBuf;
 
     fn file(zen: &str) -> String {
-        let shared = std::env::var_os("KAIROS_SHARED").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-        let p = shared.join("fixtures/perfmon/amd-linux-6.1").join(zen).join("data-fabric.json");
+        let shared = std::env::var_os("KAIROS_SHARED")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+        let p = shared
+            .join("fixtures/perfmon/amd-linux-6.1")
+            .join(zen)
+            .join("data-fabric.json");
         std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 
     #[test]
     fn zen2_and_zen3_channels_and_links_from_the_kernels_files() {
-        let pmu = UncorePmu { name: "amd_df".into(), type_: 11, cpus: vec![0] };
+        let pmu = UncorePmu {
+            name: "amd_df".into(),
+            type_: 11,
+            cpus: vec![0],
+        };
         for zen in ["amdzen2", "amdzen3"] {
             let plan = plan_df(&pmu, &file(zen)).unwrap_or_else(|e| panic!("{zen}: {e}"));
             let dram: Vec<&Counter> = plan.iter().filter(|c| c.flow == Flow::DramAll).collect();
@@ -96,7 +124,11 @@ mod tests {
             assert_eq!(dram[4].config, 0x1_0000_3807, "{zen}");
             // remote_outbound_data_controller_0: EventCode 0x7c7 (bits 8-11 go to config 32-35), UMask 0x02.
             assert_eq!(links[0].config, 0x7_0000_02c7, "{zen}");
-            assert!(dram.iter().all(|c| c.bytes_per_count == 64.0 && c.type_ == 11) && links.iter().all(|c| c.bytes_per_count == 32.0));
+            assert!(
+                dram.iter()
+                    .all(|c| c.bytes_per_count == 64.0 && c.type_ == 11)
+                    && links.iter().all(|c| c.bytes_per_count == 32.0)
+            );
         }
         assert!(plan_df(&pmu, "[]").is_err());
         assert!(plan_df(&pmu, "{").is_err());
@@ -114,6 +146,13 @@ mod tests {
         std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(d.join("type"), "11\n").unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(d.join("cpumask"), "0,64\n").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(df_pmu(dir.path()), Some(UncorePmu { name: "amd_df".into(), type_: 11, cpus: vec![0, 64] }));
+        assert_eq!(
+            df_pmu(dir.path()),
+            Some(UncorePmu {
+                name: "amd_df".into(),
+                type_: 11,
+                cpus: vec![0, 64]
+            })
+        );
     }
 }

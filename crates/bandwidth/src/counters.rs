@@ -48,9 +48,17 @@ pub fn discover(devices: &Path) -> Vec<UncorePmu> {
         .filter_map(Result::ok)
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let type_ = std::fs::read_to_string(e.path().join("type")).ok()?.trim().parse().ok()?;
-            let cpus = std::fs::read_to_string(e.path().join("cpumask")).ok().and_then(|s| kairos_platform::numa::parse_cpulist(s.trim())).unwrap_or_default();
-            name.starts_with("uncore_").then_some(UncorePmu { name, type_, cpus })
+            let type_ = std::fs::read_to_string(e.path().join("type"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            let cpus = std::fs::read_to_string(e.path().join("cpumask"))
+                .ok()
+                .and_then(|s| kairos_platform::numa::parse_cpulist(s.trim()))
+                .unwrap_or_default();
+            name.starts_with("uncore_")
+                .then_some(UncorePmu { name, type_, cpus })
         })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -59,7 +67,15 @@ pub fn discover(devices: &Path) -> Vec<UncorePmu> {
 
 /// The PMUs of a perf.data header's `pmu mappings` (name, type); no cpumask there.
 pub fn from_mappings(list: &[(String, u32)]) -> Vec<UncorePmu> {
-    let mut out: Vec<UncorePmu> = list.iter().filter(|(n, _)| n.starts_with("uncore_")).map(|(n, t)| UncorePmu { name: n.clone(), type_: *t, cpus: Vec::new() }).collect();
+    let mut out: Vec<UncorePmu> = list
+        .iter()
+        .filter(|(n, _)| n.starts_with("uncore_"))
+        .map(|(n, t)| UncorePmu {
+            name: n.clone(),
+            type_: *t,
+            cpus: Vec::new(),
+        })
+        .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }
@@ -91,7 +107,12 @@ const WANTED: [(&str, &str, Flow, f64); 3] = [
     ("UNC_M_CAS_COUNT.RD", "uncore_imc_", Flow::DramRead, 64.0),
     ("UNC_M_CAS_COUNT.WR", "uncore_imc_", Flow::DramWrite, 64.0),
     // Intel's formula (the perfmon metric files' UPI data bandwidth): data flits x 64/9 bytes.
-    ("UNC_UPI_TxL_FLITS.ALL_DATA", "uncore_upi_", Flow::LinkTx, 64.0 / 9.0),
+    (
+        "UNC_UPI_TxL_FLITS.ALL_DATA",
+        "uncore_upi_",
+        Flow::LinkTx,
+        64.0 / 9.0,
+    ),
 ];
 
 /// The counters for DRAM and link bandwidth, from the PMUs and the CPU's perfmon uncore
@@ -105,7 +126,8 @@ pub fn plan(pmus: &[UncorePmu], uncore_json: &str) -> Result<Vec<Counter>, Strin
             format!("no uncore_imc PMU among {}", have.join(" "))
         });
     }
-    let file: File = serde_json::from_str(uncore_json).map_err(|e| format!("the perfmon uncore file is not perfmon JSON: {e}"))?;
+    let file: File = serde_json::from_str(uncore_json)
+        .map_err(|e| format!("the perfmon uncore file is not perfmon JSON: {e}"))?;
     let mut out = Vec::new();
     for (name, prefix, flow, bytes) in WANTED {
         let Some(e) = file.events.iter().find(|e| e.event_name == name) else {
@@ -114,12 +136,24 @@ pub fn plan(pmus: &[UncorePmu], uncore_json: &str) -> Result<Vec<Counter>, Strin
             }
             return Err(format!("the perfmon uncore file has no {name}"));
         };
-        let (code, umask) = (hex(&e.event_code).ok_or(format!("{name}: bad EventCode"))?, hex(&e.umask).ok_or(format!("{name}: bad UMask"))?);
+        let (code, umask) = (
+            hex(&e.event_code).ok_or(format!("{name}: bad EventCode"))?,
+            hex(&e.umask).ok_or(format!("{name}: bad UMask"))?,
+        );
         let ext = e.umask_ext.as_deref().and_then(hex).unwrap_or(0);
         // The uncore format: event 0-7, umask 8-15, umask_ext from bit 32 (SPR's imc).
         let config = code & 0xff | (umask & 0xff) << 8 | ext << 32;
-        for p in pmus.iter().filter(|p| p.name.starts_with(prefix) && p.name[prefix.len()..].chars().all(|c| c.is_ascii_digit())) {
-            out.push(Counter { pmu: p.name.clone(), type_: p.type_, config, event: name.into(), flow, bytes_per_count: bytes });
+        for p in pmus.iter().filter(|p| {
+            p.name.starts_with(prefix) && p.name[prefix.len()..].chars().all(|c| c.is_ascii_digit())
+        }) {
+            out.push(Counter {
+                pmu: p.name.clone(),
+                type_: p.type_,
+                config,
+                event: name.into(),
+                flow,
+                bytes_per_count: bytes,
+            });
         }
     }
     Ok(out)
@@ -136,11 +170,16 @@ pub fn describe(pmus: &[UncorePmu]) -> String {
 
 /// Bytes a second per (socket, flow) from one interval's count deltas: `deltas[i]` is
 /// `(counter index, socket, count)`.
-pub fn rates(counters: &[Counter], deltas: &[(usize, u32, u64)], seconds: f64) -> std::collections::BTreeMap<(u32, Flow), f64> {
+pub fn rates(
+    counters: &[Counter],
+    deltas: &[(usize, u32, u64)],
+    seconds: f64,
+) -> std::collections::BTreeMap<(u32, Flow), f64> {
     let mut out = std::collections::BTreeMap::new();
     for &(i, socket, count) in deltas {
         let Some(c) = counters.get(i) else { continue };
-        *out.entry((socket, c.flow)).or_insert(0.0) += count as f64 * c.bytes_per_count / seconds.max(1e-9);
+        *out.entry((socket, c.flow)).or_insert(0.0) +=
+            count as f64 * c.bytes_per_count / seconds.max(1e-9);
     }
     out
 }
@@ -152,11 +191,18 @@ pub fn channel_of(c: &Counter) -> Option<u32> {
 }
 
 /// Bytes a second per (socket, channel, flow), for the DRAM counters that are per channel.
-pub fn channel_rates(counters: &[Counter], deltas: &[(usize, u32, u64)], seconds: f64) -> std::collections::BTreeMap<(u32, u32, Flow), f64> {
+pub fn channel_rates(
+    counters: &[Counter],
+    deltas: &[(usize, u32, u64)],
+    seconds: f64,
+) -> std::collections::BTreeMap<(u32, u32, Flow), f64> {
     let mut out = std::collections::BTreeMap::new();
     for &(i, socket, count) in deltas {
-        let Some((c, ch)) = counters.get(i).and_then(|c| Some((c, channel_of(c)?))) else { continue };
-        *out.entry((socket, ch, c.flow)).or_insert(0.0) += count as f64 * c.bytes_per_count / seconds.max(1e-9);
+        let Some((c, ch)) = counters.get(i).and_then(|c| Some((c, channel_of(c)?))) else {
+            continue;
+        };
+        *out.entry((socket, ch, c.flow)).or_insert(0.0) +=
+            count as f64 * c.bytes_per_count / seconds.max(1e-9);
     }
     out
 }

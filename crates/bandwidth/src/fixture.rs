@@ -33,11 +33,24 @@ pub fn timeline(json: &str, start_ns: u64) -> Result<Timeline, String> {
                     "local" => Flow::Local,
                     other => return Err(format!("unknown flow {other:?}")),
                 };
-                points.push(Point { t_ns: start_ns + i as u64 * dur, dur_ns: dur, domain: *domain, flow, bytes_per_s: mb * 1e6 * k });
+                points.push(Point {
+                    t_ns: start_ns + i as u64 * dur,
+                    dur_ns: dur,
+                    domain: *domain,
+                    flow,
+                    bytes_per_s: mb * 1e6 * k,
+                });
             }
         }
     }
-    Ok(Timeline { source: "uncore counters (recorded figures)".into(), tick_ms: f.tick_ms, domain: f.domain, points, maximum: f.maximum, ..Timeline::default() })
+    Ok(Timeline {
+        source: "uncore counters (recorded figures)".into(),
+        tick_ms: f.tick_ms,
+        domain: f.domain,
+        points,
+        maximum: f.maximum,
+        ..Timeline::default()
+    })
 }
 
 /// The pcm snapshot's tick file shipped with the crate's tests.
@@ -48,7 +61,12 @@ mod tests {
     #[test]
     fn the_pcm_ticks_give_the_snapshots_figures_at_full_scale() {
         let t = super::timeline(super::PCM_2S, 5).unwrap_or_else(|e| panic!("{e}"));
-        let full = t.dram_intervals().into_iter().find(|x| x.0 == 5 + 3 * 100_000_000).map(|x| x.2 / 1e6).unwrap_or_default();
+        let full = t
+            .dram_intervals()
+            .into_iter()
+            .find(|x| x.0 == 5 + 3 * 100_000_000)
+            .map(|x| x.2 / 1e6)
+            .unwrap_or_default();
         // System Memory Throughput of the snapshot: 72140.62 MB/s.
         assert!((full - 72140.62).abs() < 0.01, "{full}");
         assert_eq!(t.points.len(), 20 * 4);

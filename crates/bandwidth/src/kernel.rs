@@ -20,13 +20,31 @@ unsafe impl Sync for Array {}
 
 impl Array {
     pub fn new(elements: usize, node: Option<u32>) -> Result<Array, Error> {
-        let bytes = elements.checked_mul(8).filter(|&b| b > 0).ok_or_else(|| Error::Bad("the array size must be at least one element".into()))?;
+        let bytes = elements
+            .checked_mul(8)
+            .filter(|&b| b > 0)
+            .ok_or_else(|| Error::Bad("the array size must be at least one element".into()))?;
         // SAFETY: a fresh private anonymous mapping; checked for failure below.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
         if p == libc::MAP_FAILED {
-            return Err(Error::Alloc { mib: bytes >> 20, source: std::io::Error::last_os_error() });
+            return Err(Error::Alloc {
+                mib: bytes >> 20,
+                source: std::io::Error::last_os_error(),
+            });
         }
-        let a = Array { ptr: p.cast(), len: elements };
+        let a = Array {
+            ptr: p.cast(),
+            len: elements,
+        };
         if let Some(n) = node {
             bind(p, bytes, n)?;
         }
@@ -63,14 +81,24 @@ pub enum Kernel {
 }
 
 /// Runs `k` on `cpus` (one thread each) over the arrays; the elapsed time.
-pub fn run(k: Kernel, cpus: &[u32], a: &mut Array, b: &mut Array, c: &mut Array) -> Result<Duration, Error> {
+pub fn run(
+    k: Kernel,
+    cpus: &[u32],
+    a: &mut Array,
+    b: &mut Array,
+    c: &mut Array,
+) -> Result<Duration, Error> {
     if cpus.is_empty() {
         return Err(Error::Bad("no CPU to run on".into()));
     }
     let chunk = a.len.div_ceil(cpus.len()).max(1);
     match k {
         Kernel::Init => {
-            let parts = a.as_mut_slice().chunks_mut(chunk).zip(b.as_mut_slice().chunks_mut(chunk)).zip(c.as_mut_slice().chunks_mut(chunk));
+            let parts = a
+                .as_mut_slice()
+                .chunks_mut(chunk)
+                .zip(b.as_mut_slice().chunks_mut(chunk))
+                .zip(c.as_mut_slice().chunks_mut(chunk));
             parallel(cpus, parts.collect(), |((x, y), z)| {
                 x.fill(1.0);
                 y.fill(2.0);
@@ -78,7 +106,11 @@ pub fn run(k: Kernel, cpus: &[u32], a: &mut Array, b: &mut Array, c: &mut Array)
             })
         }
         Kernel::Triad { passes } => {
-            let parts = a.as_mut_slice().chunks_mut(chunk).zip(b.as_slice().chunks(chunk)).zip(c.as_slice().chunks(chunk));
+            let parts = a
+                .as_mut_slice()
+                .chunks_mut(chunk)
+                .zip(b.as_slice().chunks(chunk))
+                .zip(c.as_slice().chunks(chunk));
             parallel(cpus, parts.collect(), |((x, y), z)| {
                 for _ in 0..passes {
                     for ((o, p), q) in x.iter_mut().zip(y.iter()).zip(z.iter()) {
@@ -89,7 +121,10 @@ pub fn run(k: Kernel, cpus: &[u32], a: &mut Array, b: &mut Array, c: &mut Array)
             })
         }
         Kernel::Copy { passes } => {
-            let parts = a.as_mut_slice().chunks_mut(chunk).zip(b.as_slice().chunks(chunk));
+            let parts = a
+                .as_mut_slice()
+                .chunks_mut(chunk)
+                .zip(b.as_slice().chunks(chunk));
             parallel(cpus, parts.collect(), |(x, y)| {
                 for _ in 0..passes {
                     x.copy_from_slice(y);
@@ -101,7 +136,11 @@ pub fn run(k: Kernel, cpus: &[u32], a: &mut Array, b: &mut Array, c: &mut Array)
 }
 
 /// One thread per part, part i pinned to cpus[i % len], all started together.
-fn parallel<T: Send>(cpus: &[u32], parts: Vec<T>, work: impl Fn(T) + Sync) -> Result<Duration, Error> {
+fn parallel<T: Send>(
+    cpus: &[u32],
+    parts: Vec<T>,
+    work: impl Fn(T) + Sync,
+) -> Result<Duration, Error> {
     let barrier = Barrier::new(parts.len() + 1);
     std::thread::scope(|s| {
         let handles: Vec<_> = parts
@@ -126,7 +165,9 @@ fn parallel<T: Send>(cpus: &[u32], parts: Vec<T>, work: impl Fn(T) + Sync) -> Re
             match h.join() {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                Err(_) => first_err = first_err.or(Some(Error::Bad("a measuring thread panicked".into()))),
+                Err(_) => {
+                    first_err = first_err.or(Some(Error::Bad("a measuring thread panicked".into())))
+                }
             }
         }
         first_err.map_or(Ok(start.elapsed()), Err)
@@ -144,9 +185,11 @@ mod tests {
         let cpus = [0, 0, 0];
         run(Kernel::Init, &cpus, &mut a, &mut b, &mut c).unwrap_or_else(|e| panic!("{e}"));
         assert!(b.as_slice().iter().all(|&x| x == 2.0) && c.as_slice().iter().all(|&x| x == 0.5));
-        run(Kernel::Triad { passes: 2 }, &cpus, &mut a, &mut b, &mut c).unwrap_or_else(|e| panic!("{e}"));
+        run(Kernel::Triad { passes: 2 }, &cpus, &mut a, &mut b, &mut c)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(a.as_slice().iter().all(|&x| x == 3.5), "2 + 3 * 0.5");
-        run(Kernel::Copy { passes: 1 }, &cpus, &mut a, &mut b, &mut c).unwrap_or_else(|e| panic!("{e}"));
+        run(Kernel::Copy { passes: 1 }, &cpus, &mut a, &mut b, &mut c)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(a.as_slice().iter().all(|&x| x == 2.0));
     }
 

@@ -25,11 +25,19 @@ pub enum Error {
     #[error("cannot map {mib} MiB for an array ({source}); give a smaller --size-mib")]
     Alloc { mib: usize, source: std::io::Error },
     #[error("cannot bind the arrays to node {node}'s memory (mbind: {source}){hint}")]
-    Bind { node: u32, source: std::io::Error, hint: &'static str },
+    Bind {
+        node: u32,
+        source: std::io::Error,
+        hint: &'static str,
+    },
     #[error("cannot pin a thread to CPU {cpu} (sched_setaffinity: {source}); is it online and allowed by the cpuset?")]
     Pin { cpu: u32, source: std::io::Error },
     #[error("{0}")]
     Bad(String),
     #[error("cannot {what} {path}: {source}")]
-    Io { what: &'static str, path: std::path::PathBuf, source: std::io::Error },
+    Io {
+        what: &'static str,
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }

@@ -27,7 +27,14 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { mib_per_array: 256, threads: None, nodes: None, reps: 5, passes: 4, sys_dir: PathBuf::from("/sys") }
+        Options {
+            mib_per_array: 256,
+            threads: None,
+            nodes: None,
+            reps: 5,
+            passes: 4,
+            sys_dir: PathBuf::from("/sys"),
+        }
     }
 }
 
@@ -73,7 +80,11 @@ impl Measurement {
     }
 
     pub fn remote_max_gbs(&self) -> Option<f64> {
-        self.pairs.iter().filter(|p| !p.local()).map(|p| p.triad_gbs).reduce(f64::max)
+        self.pairs
+            .iter()
+            .filter(|p| !p.local())
+            .map(|p| p.triad_gbs)
+            .reduce(f64::max)
     }
 
     /// How it was measured, in one sentence.
@@ -93,13 +104,34 @@ fn gbs(bytes: f64, t: Duration) -> f64 {
 pub fn measure(o: &Options, progress: &mut dyn FnMut(u32, u32)) -> Result<Measurement, Error> {
     let topo = Topology::read(&o.sys_dir);
     let mut notes = Vec::new();
-    let with_cpus: Vec<u32> = topo.nodes.iter().filter(|n| !n.cpus.is_empty()).map(|n| n.id).collect();
-    let have = || if topo.nodes.is_empty() { "no NUMA node in sysfs".to_string() } else { format!("nodes {}", topo.nodes.iter().map(|n| n.id.to_string()).collect::<Vec<_>>().join(", ")) };
+    let with_cpus: Vec<u32> = topo
+        .nodes
+        .iter()
+        .filter(|n| !n.cpus.is_empty())
+        .map(|n| n.id)
+        .collect();
+    let have = || {
+        if topo.nodes.is_empty() {
+            "no NUMA node in sysfs".to_string()
+        } else {
+            format!(
+                "nodes {}",
+                topo.nodes
+                    .iter()
+                    .map(|n| n.id.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    };
     let cpu_nodes = match &o.nodes {
         Some(ns) => {
             for &n in ns {
                 if !topo.nodes.iter().any(|x| x.id == n) {
-                    return Err(Error::NoSuchNode { node: n, have: have() });
+                    return Err(Error::NoSuchNode {
+                        node: n,
+                        have: have(),
+                    });
                 }
                 if !with_cpus.contains(&n) {
                     return Err(Error::NoCpus(n));
@@ -112,41 +144,103 @@ pub fn measure(o: &Options, progress: &mut dyn FnMut(u32, u32)) -> Result<Measur
     // No NUMA in sysfs (a kernel without it): one unbound measurement on every CPU.
     let single = topo.nodes.is_empty();
     if single {
-        notes.push("no NUMA nodes in sysfs: measured once on all CPUs without binding memory".into());
+        notes.push(
+            "no NUMA nodes in sysfs: measured once on all CPUs without binding memory".into(),
+        );
     } else if topo.nodes.len() == 1 {
         notes.push("one NUMA node: no remote bandwidth to measure".into());
     }
     if o.mib_per_array == 0 || o.reps == 0 || o.passes == 0 {
-        return Err(Error::Bad("--size-mib, repetitions and passes must be at least 1".into()));
+        return Err(Error::Bad(
+            "--size-mib, repetitions and passes must be at least 1".into(),
+        ));
     }
     let elements = o.mib_per_array << 17;
     let bytes = |per_el: f64| per_el * elements as f64 * o.passes as f64;
-    let mem_nodes: Vec<u32> = topo.nodes.iter().filter(|n| n.mem_total_kb.is_none_or(|k| k > 0)).map(|n| n.id).collect();
+    let mem_nodes: Vec<u32> = topo
+        .nodes
+        .iter()
+        .filter(|n| n.mem_total_kb.is_none_or(|k| k > 0))
+        .map(|n| n.id)
+        .collect();
     let mut pairs = Vec::new();
-    let all_cpus: Vec<u32> = (0..std::thread::available_parallelism().map_or(1, |n| n.get() as u32)).collect();
+    let all_cpus: Vec<u32> =
+        (0..std::thread::available_parallelism().map_or(1, |n| n.get() as u32)).collect();
     let plan: Vec<(Option<u32>, Vec<u32>)> = if single {
         vec![(None, all_cpus)]
     } else {
-        cpu_nodes.iter().map(|&n| (Some(n), topo.nodes.iter().find(|x| x.id == n).map(|x| x.cpus.clone()).unwrap_or_default())).collect()
+        cpu_nodes
+            .iter()
+            .map(|&n| {
+                (
+                    Some(n),
+                    topo.nodes
+                        .iter()
+                        .find(|x| x.id == n)
+                        .map(|x| x.cpus.clone())
+                        .unwrap_or_default(),
+                )
+            })
+            .collect()
     };
     for (cpu_node, node_cpus) in plan {
         let threads = o.threads.unwrap_or(node_cpus.len()).clamp(1, 1024);
-        let cpus: Vec<u32> = (0..threads).map(|i| node_cpus[i % node_cpus.len()]).collect();
-        let targets: Vec<Option<u32>> = if single { vec![None] } else { mem_nodes.iter().map(|&m| Some(m)).collect() };
+        let cpus: Vec<u32> = (0..threads)
+            .map(|i| node_cpus[i % node_cpus.len()])
+            .collect();
+        let targets: Vec<Option<u32>> = if single {
+            vec![None]
+        } else {
+            mem_nodes.iter().map(|&m| Some(m)).collect()
+        };
         for mem in targets {
             progress(cpu_node.unwrap_or(0), mem.unwrap_or(0));
-            let (mut a, mut b, mut c) = (Array::new(elements, mem)?, Array::new(elements, mem)?, Array::new(elements, mem)?);
+            let (mut a, mut b, mut c) = (
+                Array::new(elements, mem)?,
+                Array::new(elements, mem)?,
+                Array::new(elements, mem)?,
+            );
             run(Kernel::Init, &cpus, &mut a, &mut b, &mut c)?;
             let mut triad = Duration::MAX;
             let mut copy = Duration::MAX;
             for _ in 0..o.reps {
-                triad = triad.min(run(Kernel::Triad { passes: o.passes }, &cpus, &mut a, &mut b, &mut c)?);
-                copy = copy.min(run(Kernel::Copy { passes: o.passes }, &cpus, &mut a, &mut b, &mut c)?);
+                triad = triad.min(run(
+                    Kernel::Triad { passes: o.passes },
+                    &cpus,
+                    &mut a,
+                    &mut b,
+                    &mut c,
+                )?);
+                copy = copy.min(run(
+                    Kernel::Copy { passes: o.passes },
+                    &cpus,
+                    &mut a,
+                    &mut b,
+                    &mut c,
+                )?);
             }
-            pairs.push(Pair { cpu_node: cpu_node.unwrap_or(0), mem_node: mem.unwrap_or(0), threads, triad_gbs: gbs(bytes(24.0), triad), copy_gbs: gbs(bytes(16.0), copy) });
+            pairs.push(Pair {
+                cpu_node: cpu_node.unwrap_or(0),
+                mem_node: mem.unwrap_or(0),
+                threads,
+                triad_gbs: gbs(bytes(24.0), triad),
+                copy_gbs: gbs(bytes(16.0), copy),
+            });
         }
     }
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "unknown".into());
-    let when = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    Ok(Measurement { host, when, nodes: topo.nodes.len().max(1), mib_per_array: o.mib_per_array, reps: o.reps, pairs, notes })
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    let when = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Ok(Measurement {
+        host,
+        when,
+        nodes: topo.nodes.len().max(1),
+        mib_per_array: o.mib_per_array,
+        reps: o.reps,
+        pairs,
+        notes,
+    })
 }

@@ -13,13 +13,19 @@ pub fn pin_to(cpu: u32) -> Result<(), Error> {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     if cpu as usize >= libc::CPU_SETSIZE as usize {
-        return Err(Error::Bad(format!("CPU {cpu} is beyond the {} CPUs a cpu_set_t holds", libc::CPU_SETSIZE)));
+        return Err(Error::Bad(format!(
+            "CPU {cpu} is beyond the {} CPUs a cpu_set_t holds",
+            libc::CPU_SETSIZE
+        )));
     }
     // SAFETY: cpu is below CPU_SETSIZE.
     unsafe { libc::CPU_SET(cpu as usize, &mut set) };
     // SAFETY: set is a valid cpu_set_t of the size given.
     if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
-        return Err(Error::Pin { cpu, source: io::Error::last_os_error() });
+        return Err(Error::Pin {
+            cpu,
+            source: io::Error::last_os_error(),
+        });
     }
     Ok(())
 }
@@ -29,12 +35,25 @@ pub fn bind(addr: *mut libc::c_void, len: usize, node: u32) -> Result<(), Error>
     let mut mask = [0u64; 16];
     let (word, bit) = (node as usize / 64, node % 64);
     let Some(w) = mask.get_mut(word) else {
-        return Err(Error::Bad(format!("node {node} is beyond the {} nodes a mask holds here", 16 * 64)));
+        return Err(Error::Bad(format!(
+            "node {node} is beyond the {} nodes a mask holds here",
+            16 * 64
+        )));
     };
     *w |= 1 << bit;
     // SAFETY: addr/len describe our own mapping; mask outlives the call and holds
     // maxnode bits.
-    let r = unsafe { libc::syscall(libc::SYS_mbind, addr, len, MPOL_BIND, mask.as_ptr(), (mask.len() * 64) as u64, 0u32) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            addr,
+            len,
+            MPOL_BIND,
+            mask.as_ptr(),
+            (mask.len() * 64) as u64,
+            0u32,
+        )
+    };
     if r != 0 {
         let source = io::Error::last_os_error();
         let hint = match source.raw_os_error() {

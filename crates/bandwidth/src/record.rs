@@ -23,7 +23,11 @@ pub struct Places {
 
 impl Default for Places {
     fn default() -> Self {
-        Places { pmus: "/sys/bus/event_source/devices".into(), cpus: "/sys/devices/system/cpu".into(), resctrl: "/sys/fs/resctrl".into() }
+        Places {
+            pmus: "/sys/bus/event_source/devices".into(),
+            cpus: "/sys/devices/system/cpu".into(),
+            resctrl: "/sys/fs/resctrl".into(),
+        }
     }
 }
 
@@ -43,7 +47,10 @@ impl Source {
 }
 
 fn socket_of(cpus: &Path, cpu: u32) -> u32 {
-    std::fs::read_to_string(cpus.join(format!("cpu{cpu}/topology/physical_package_id"))).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+    std::fs::read_to_string(cpus.join(format!("cpu{cpu}/topology/physical_package_id")))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// The best source here, or one sentence per source saying why not. `uncore_json`: the
@@ -60,9 +67,19 @@ pub fn open(places: &Places, uncore_json: Result<String, String>) -> Result<Sour
     };
     pmus.extend(df);
     let uncore = planned.and_then(|counters| {
-        let by_pmu: Vec<(String, Vec<u32>)> = pmus.iter().map(|p| (p.name.clone(), p.cpus.clone())).collect();
-        let cpus_of = |c: &crate::counters::Counter| by_pmu.iter().find(|p| p.0 == c.pmu).map(|p| p.1.clone()).unwrap_or_default();
-        Sampler::open(counters, &cpus_of, &|cpu| socket_of(&places.cpus, cpu)).map_err(|e| e.to_string())
+        let by_pmu: Vec<(String, Vec<u32>)> = pmus
+            .iter()
+            .map(|p| (p.name.clone(), p.cpus.clone()))
+            .collect();
+        let cpus_of = |c: &crate::counters::Counter| {
+            by_pmu
+                .iter()
+                .find(|p| p.0 == c.pmu)
+                .map(|p| p.1.clone())
+                .unwrap_or_default()
+        };
+        Sampler::open(counters, &cpus_of, &|cpu| socket_of(&places.cpus, cpu))
+            .map_err(|e| e.to_string())
     });
     let why_uncore = match uncore {
         Ok(s) => return Ok(Source::Uncore(s)),
@@ -70,7 +87,9 @@ pub fn open(places: &Places, uncore_json: Result<String, String>) -> Result<Sour
     };
     match crate::mbm::why_not(&places.resctrl) {
         None => Ok(Source::Mbm(places.resctrl.clone())),
-        Some(why_mbm) => Err(format!("no bandwidth counters here: uncore: {why_uncore}; resctrl: {why_mbm}")),
+        Some(why_mbm) => Err(format!(
+            "no bandwidth counters here: uncore: {why_uncore}; resctrl: {why_mbm}"
+        )),
     }
 }
 
@@ -85,18 +104,37 @@ pub fn capability(places: &Places) -> kairos_platform::Capability {
         (true, "AMD data fabric (amd_df): DRAM requests x 64 bytes per channel, link data packets x 32 bytes; needs the kernel's amdzenN/data-fabric.json in the perfmon folder".into(), None)
     } else {
         match crate::mbm::why_not(&places.resctrl) {
-            None => (true, format!("resctrl MBM at {}", places.resctrl.display()), None),
-            Some(why) => (false, "none".to_string(), Some(format!("{}; {why}; {needs}", crate::counters::describe(&pmus)))),
+            None => (
+                true,
+                format!("resctrl MBM at {}", places.resctrl.display()),
+                None,
+            ),
+            Some(why) => (
+                false,
+                "none".to_string(),
+                Some(format!(
+                    "{}; {why}; {needs}",
+                    crate::counters::describe(&pmus)
+                )),
+            ),
         }
     };
-    kairos_platform::Capability { name: CAPABILITY.into(), available, detail, reason }
+    kairos_platform::Capability {
+        name: CAPABILITY.into(),
+        available,
+        detail,
+        reason,
+    }
 }
 
 /// The capability's key (also in the memory-access analysis' `uses`).
 pub const CAPABILITY: &str = "bandwidth_timeline";
 
 fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime fills the struct it is given.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -116,17 +154,31 @@ impl Recorder {
         let stop = Arc::new(AtomicBool::new(false));
         let source = match source {
             Ok(s) => s,
-            Err(why) => return Recorder { stop, thread: None, fallback: Timeline::unavailable(why, tick_ms) },
+            Err(why) => {
+                return Recorder {
+                    stop,
+                    thread: None,
+                    fallback: Timeline::unavailable(why, tick_ms),
+                }
+            }
         };
         let flag = stop.clone();
-        let fallback = Timeline::unavailable("the bandwidth thread stopped unexpectedly".into(), tick_ms);
+        let fallback =
+            Timeline::unavailable("the bandwidth thread stopped unexpectedly".into(), tick_ms);
         // The first MBM read is taken here, so that the counts start with the caller's start.
         let first = match &source {
             Source::Mbm(root) => crate::mbm::read_group(root).unwrap_or_default(),
             Source::Uncore(_) => Vec::new(),
         };
-        let thread = std::thread::Builder::new().name("kairos-bandwidth".into()).spawn(move || run(source, first, tick, &flag)).ok();
-        Recorder { stop, thread, fallback }
+        let thread = std::thread::Builder::new()
+            .name("kairos-bandwidth".into())
+            .spawn(move || run(source, first, tick, &flag))
+            .ok();
+        Recorder {
+            stop,
+            thread,
+            fallback,
+        }
     }
 
     pub fn finish(mut self) -> Timeline {
@@ -138,8 +190,17 @@ impl Recorder {
     }
 }
 
-fn run(mut source: Source, first: Vec<kairos_resctrl::monitor::Reading>, tick: Duration, stop: &AtomicBool) -> Timeline {
-    let mut t = Timeline { source: source.name().into(), tick_ms: tick.as_millis() as u64, ..Timeline::default() };
+fn run(
+    mut source: Source,
+    first: Vec<kairos_resctrl::monitor::Reading>,
+    tick: Duration,
+    stop: &AtomicBool,
+) -> Timeline {
+    let mut t = Timeline {
+        source: source.name().into(),
+        tick_ms: tick.as_millis() as u64,
+        ..Timeline::default()
+    };
     t.domain = match source {
         Source::Uncore(_) => "socket".into(),
         Source::Mbm(_) => "L3 domain".into(),
@@ -162,16 +223,36 @@ fn run(mut source: Source, first: Vec<kairos_resctrl::monitor::Reading>, tick: D
                 Source::Uncore(s) => {
                     let tick = s.tick();
                     for ((domain, flow), v) in tick.bytes_per_s {
-                        t.points.push(Point { t_ns: prev_at, dur_ns: dur, domain, flow: flow.into(), bytes_per_s: v });
+                        t.points.push(Point {
+                            t_ns: prev_at,
+                            dur_ns: dur,
+                            domain,
+                            flow: flow.into(),
+                            bytes_per_s: v,
+                        });
                     }
                     for ((domain, channel, flow), v) in tick.per_channel {
-                        t.channels.push(ChannelPoint { t_ns: prev_at, dur_ns: dur, domain, channel, flow: flow.into(), bytes_per_s: v });
+                        t.channels.push(ChannelPoint {
+                            t_ns: prev_at,
+                            dur_ns: dur,
+                            domain,
+                            channel,
+                            flow: flow.into(),
+                            bytes_per_s: v,
+                        });
                     }
                 }
                 Source::Mbm(root) => {
                     let now_mbm = crate::mbm::read_group(root).unwrap_or_default();
                     let r = crate::mbm::rates(&prev_mbm, &now_mbm, dur as f64 / 1e9);
-                    t.points.extend(r.bytes_per_s.into_iter().map(|(domain, flow, v)| Point { t_ns: prev_at, dur_ns: dur, domain, flow, bytes_per_s: v }));
+                    t.points
+                        .extend(r.bytes_per_s.into_iter().map(|(domain, flow, v)| Point {
+                            t_ns: prev_at,
+                            dur_ns: dur,
+                            domain,
+                            flow,
+                            bytes_per_s: v,
+                        }));
                     missing += r.missing.iter().filter(|m| m.1 == Flow::Total).count() as u64;
                     prev_mbm = now_mbm;
                 }
@@ -195,8 +276,14 @@ mod tests {
     #[test]
     fn no_uncore_and_no_resctrl_is_one_sentence_with_both_reasons() {
         let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let p = Places { pmus: empty.path().into(), cpus: empty.path().into(), resctrl: empty.path().join("resctrl") };
-        let why = open(&p, Err("no perfmon uncore file".into())).err().unwrap_or_default();
+        let p = Places {
+            pmus: empty.path().into(),
+            cpus: empty.path().into(),
+            resctrl: empty.path().join("resctrl"),
+        };
+        let why = open(&p, Err("no perfmon uncore file".into()))
+            .err()
+            .unwrap_or_default();
         assert!(why.starts_with("no bandwidth counters here: uncore: no uncore PMUs (a virtual machine exposes none"), "{why}");
         assert!(why.contains("; resctrl: resctrl is not mounted"), "{why}");
         let t = Recorder::start(Err(why.clone()), Duration::from_millis(100)).finish();
@@ -206,30 +293,56 @@ mod tests {
     #[test]
     fn the_info_line_says_what_is_needed() {
         let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let p = Places { pmus: empty.path().into(), cpus: empty.path().into(), resctrl: empty.path().join("resctrl") };
+        let p = Places {
+            pmus: empty.path().into(),
+            cpus: empty.path().into(),
+            resctrl: empty.path().join("resctrl"),
+        };
         let c = capability(&p);
         assert!(!c.available);
-        assert!(c.reason.unwrap_or_default().contains("needs uncore memory-controller PMUs"));
-        let shared = std::env::var_os("KAIROS_SHARED").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-        let p = Places { resctrl: shared.join("fixtures/resctrl/goresctrl/resctrl.full"), ..p };
+        assert!(c
+            .reason
+            .unwrap_or_default()
+            .contains("needs uncore memory-controller PMUs"));
+        let shared = std::env::var_os("KAIROS_SHARED")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+        let p = Places {
+            resctrl: shared.join("fixtures/resctrl/goresctrl/resctrl.full"),
+            ..p
+        };
         assert!(capability(&p).available);
     }
 
     /// The recorder on a copy of a recorded resctrl tree whose counters grow between ticks.
     #[test]
     fn records_mbm_deltas_from_a_resctrl_tree() {
-        let shared = std::env::var_os("KAIROS_SHARED").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+        let shared = std::env::var_os("KAIROS_SHARED")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
         let src = shared.join("fixtures/resctrl/goresctrl/resctrl.full");
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let ok = std::process::Command::new("cp").arg("-r").arg(&src).arg(dir.path().join("r")).status().is_ok_and(|s| s.success());
+        let ok = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(&src)
+            .arg(dir.path().join("r"))
+            .status()
+            .is_ok_and(|s| s.success());
         assert!(ok, "copy {}", src.display());
         let root = dir.path().join("r");
-        let p = Places { pmus: dir.path().join("none"), cpus: dir.path().join("none"), resctrl: root.clone() };
+        let p = Places {
+            pmus: dir.path().join("none"),
+            cpus: dir.path().join("none"),
+            resctrl: root.clone(),
+        };
         let source = open(&p, Err("no perfmon uncore file".into()));
         assert!(matches!(source, Ok(Source::Mbm(_))));
         let rec = Recorder::start(source, Duration::from_millis(20));
         let file = root.join("mon_data/mon_L3_00/mbm_total_bytes");
-        let mut v: u64 = std::fs::read_to_string(&file).ok().and_then(|s| s.trim().parse().ok()).unwrap_or_else(|| panic!("{}", file.display()));
+        let mut v: u64 = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{}", file.display()));
         for _ in 0..10 {
             v += 10_000_000;
             // Written beside and renamed, as the kernel's file never shows half a number.
@@ -241,7 +354,12 @@ mod tests {
         let t = rec.finish();
         assert_eq!(t.unavailable, None);
         assert_eq!(t.domain, "L3 domain");
-        let moved: f64 = t.points.iter().filter(|p| p.domain == 0 && p.flow == Flow::Total).map(|p| p.bytes_per_s * p.dur_ns as f64 / 1e9).sum();
+        let moved: f64 = t
+            .points
+            .iter()
+            .filter(|p| p.domain == 0 && p.flow == Flow::Total)
+            .map(|p| p.bytes_per_s * p.dur_ns as f64 / 1e9)
+            .sum();
         // Every byte written before the last read is counted, whatever the ticks were.
         assert!((moved - 100e6).abs() < 1.0, "{moved}");
         assert!(t.notes.is_empty(), "{:?}", t.notes);

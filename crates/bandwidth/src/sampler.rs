@@ -41,7 +41,13 @@ pub enum SamplerError {
     #[error("the counters of {pmu} are taken by another tool (EBUSY: perf stat, pcm or a monitoring agent holds them); stop it and retry")]
     Busy { pmu: String },
     #[error("opening {event} on {pmu} (CPU {cpu}) was refused: {source}{hint}")]
-    Refused { event: String, pmu: String, cpu: i32, source: io::Error, hint: &'static str },
+    Refused {
+        event: String,
+        pmu: String,
+        cpu: i32,
+        source: io::Error,
+        hint: &'static str,
+    },
     #[error("{pmu} has no CPU to count on (its cpumask is empty)")]
     NoCpu { pmu: String },
 }
@@ -76,7 +82,11 @@ fn read_count(fd: &OwnedFd) -> u64 {
 impl Sampler {
     /// Opens every counter on every CPU of `cpus_of(counter)`; `socket_of` names the socket
     /// of a CPU. Any refusal closes what was opened and says why.
-    pub fn open(counters: Vec<Counter>, cpus_of: &dyn Fn(&Counter) -> Vec<u32>, socket_of: &dyn Fn(u32) -> u32) -> Result<Sampler, SamplerError> {
+    pub fn open(
+        counters: Vec<Counter>,
+        cpus_of: &dyn Fn(&Counter) -> Vec<u32>,
+        socket_of: &dyn Fn(u32) -> u32,
+    ) -> Result<Sampler, SamplerError> {
         let mut open = Vec::new();
         for (i, c) in counters.iter().enumerate() {
             let cpus = cpus_of(c);
@@ -99,11 +109,21 @@ impl Sampler {
                     },
                 })?;
                 let last = read_count(&fd);
-                open.push(Open { counter: i, socket: socket_of(cpu), fd, last });
+                open.push(Open {
+                    counter: i,
+                    socket: socket_of(cpu),
+                    fd,
+                    last,
+                });
             }
         }
         let now = Instant::now();
-        Ok(Sampler { counters, open, start: now, last: now })
+        Ok(Sampler {
+            counters,
+            open,
+            start: now,
+            last: now,
+        })
     }
 
     /// Reads every counter: the rates since the previous tick.
@@ -134,10 +154,21 @@ mod tests {
     /// counts nanoseconds, so one "byte per count" gives about 1e9 a second per CPU.
     #[test]
     fn ticks_turn_deltas_into_rates_per_socket() {
-        let c = Counter { pmu: "software".into(), type_: b::PERF_TYPE_SOFTWARE, config: b::PERF_COUNT_SW_CPU_CLOCK as u64, event: "cpu-clock".into(), flow: Flow::DramRead, bytes_per_count: 1.0 };
+        let c = Counter {
+            pmu: "software".into(),
+            type_: b::PERF_TYPE_SOFTWARE,
+            config: b::PERF_COUNT_SW_CPU_CLOCK as u64,
+            event: "cpu-clock".into(),
+            flow: Flow::DramRead,
+            bytes_per_count: 1.0,
+        };
         let mut s = match Sampler::open(vec![c], &|_| vec![0], &|_| 0) {
             Ok(s) => s,
-            Err(SamplerError::Refused { source, .. }) if source.raw_os_error() == Some(libc::EACCES) => return eprintln!("system-wide counting not permitted for this user"),
+            Err(SamplerError::Refused { source, .. })
+                if source.raw_os_error() == Some(libc::EACCES) =>
+            {
+                return eprintln!("system-wide counting not permitted for this user")
+            }
             Err(e) => panic!("{e}"),
         };
         std::thread::sleep(std::time::Duration::from_millis(200));
@@ -150,10 +181,26 @@ mod tests {
 
     #[test]
     fn a_pmu_that_does_not_exist_and_an_empty_cpumask_are_sentences() {
-        let c = Counter { pmu: "uncore_imc_0".into(), type_: 0x7fff_0000, config: 0x0304, event: "UNC_M_CAS_COUNT.RD".into(), flow: Flow::DramRead, bytes_per_count: 64.0 };
-        let e = Sampler::open(vec![c.clone()], &|_| vec![0], &|_| 0).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(e.contains("UNC_M_CAS_COUNT.RD on uncore_imc_0 (CPU 0) was refused"), "{e}");
-        let e = Sampler::open(vec![c], &|_| vec![], &|_| 0).err().map(|e| e.to_string()).unwrap_or_default();
+        let c = Counter {
+            pmu: "uncore_imc_0".into(),
+            type_: 0x7fff_0000,
+            config: 0x0304,
+            event: "UNC_M_CAS_COUNT.RD".into(),
+            flow: Flow::DramRead,
+            bytes_per_count: 64.0,
+        };
+        let e = Sampler::open(vec![c.clone()], &|_| vec![0], &|_| 0)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("UNC_M_CAS_COUNT.RD on uncore_imc_0 (CPU 0) was refused"),
+            "{e}"
+        );
+        let e = Sampler::open(vec![c], &|_| vec![], &|_| 0)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("cpumask is empty"), "{e}");
     }
 }

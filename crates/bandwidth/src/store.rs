@@ -19,13 +19,26 @@ pub fn dir() -> PathBuf {
 }
 
 pub fn path_for(host: &str) -> PathBuf {
-    let safe: String = host.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
+    let safe: String = host
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     dir().join(format!("{safe}.json"))
 }
 
 pub fn save(m: &Measurement) -> Result<PathBuf, Error> {
     let p = path_for(&m.host);
-    let io = |what, source| Error::Io { what, path: p.clone(), source };
+    let io = |what, source| Error::Io {
+        what,
+        path: p.clone(),
+        source,
+    };
     if let Some(d) = p.parent() {
         std::fs::create_dir_all(d).map_err(|e| io("create the folder of", e))?;
     }

@@ -94,20 +94,24 @@ pub struct ChannelStats {
 pub fn channel_stats(t: &Timeline) -> Vec<ChannelStats> {
     let mut by: BTreeMap<(u32, u32, Flow), (f64, f64, f64)> = BTreeMap::new();
     for p in &t.channels {
-        let e = by.entry((p.domain, p.channel, p.flow)).or_insert((0.0, 0.0, 0.0));
+        let e = by
+            .entry((p.domain, p.channel, p.flow))
+            .or_insert((0.0, 0.0, 0.0));
         let secs = p.dur_ns as f64 / 1e9;
         e.0 += secs;
         e.1 += secs * p.bytes_per_s;
         e.2 = e.2.max(p.bytes_per_s);
     }
     by.into_iter()
-        .map(|((domain, channel, flow), (secs, bytes, peak))| ChannelStats {
-            domain,
-            channel,
-            flow,
-            average_gbs: if secs > 0.0 { bytes / secs / 1e9 } else { 0.0 },
-            peak_gbs: peak / 1e9,
-        })
+        .map(
+            |((domain, channel, flow), (secs, bytes, peak))| ChannelStats {
+                domain,
+                channel,
+                flow,
+                average_gbs: if secs > 0.0 { bytes / secs / 1e9 } else { 0.0 },
+                peak_gbs: peak / 1e9,
+            },
+        )
         .collect()
 }
 
@@ -124,8 +128,17 @@ pub struct Maximum {
 
 impl Maximum {
     pub fn of(m: &Measurement) -> Maximum {
-        let per_node = m.pairs.iter().filter(|p| p.local()).map(|p| (p.cpu_node, p.triad_gbs)).collect();
-        Maximum { gbs: m.local_max_gbs(), per_node, how: format!("kairos measure bandwidth on {} ({})", m.host, m.method()) }
+        let per_node = m
+            .pairs
+            .iter()
+            .filter(|p| p.local())
+            .map(|p| (p.cpu_node, p.triad_gbs))
+            .collect();
+        Maximum {
+            gbs: m.local_max_gbs(),
+            per_node,
+            how: format!("kairos measure bandwidth on {} ({})", m.host, m.method()),
+        }
     }
 }
 
@@ -150,13 +163,20 @@ pub struct Timeline {
 
 impl Timeline {
     pub fn unavailable(why: String, tick_ms: u64) -> Timeline {
-        Timeline { unavailable: Some(why), tick_ms, ..Timeline::default() }
+        Timeline {
+            unavailable: Some(why),
+            tick_ms,
+            ..Timeline::default()
+        }
     }
 
     pub fn load(dir: &Path) -> Option<Result<Timeline, String>> {
         let p = dir.join(FILE);
         let bytes = std::fs::read(&p).ok()?;
-        Some(serde_json::from_slice(&bytes).map_err(|e| format!("{} is not a bandwidth timeline: {e}", p.display())))
+        Some(
+            serde_json::from_slice(&bytes)
+                .map_err(|e| format!("{} is not a bandwidth timeline: {e}", p.display())),
+        )
     }
 
     pub fn save(&self, dir: &Path) -> Result<(), String> {
@@ -180,7 +200,12 @@ impl Timeline {
         match &self.maximum {
             Some(m) if m.gbs > 0.0 => Some((m.gbs, "the measured maximum")),
             _ => {
-                let peak = self.dram_intervals().iter().map(|x| x.2).fold(0.0, f64::max) / 1e9;
+                let peak = self
+                    .dram_intervals()
+                    .iter()
+                    .map(|x| x.2)
+                    .fold(0.0, f64::max)
+                    / 1e9;
                 (peak > 0.0).then_some((peak, "the peak (no maximum measured)"))
             }
         }
@@ -204,11 +229,20 @@ pub fn stats(t: &Timeline) -> Vec<FlowStats> {
     let mut series: BTreeMap<(Option<u32>, Flow), BTreeMap<u64, (u64, f64)>> = BTreeMap::new();
     for p in &t.points {
         for d in [Some(p.domain), None] {
-            let e = series.entry((d, p.flow)).or_default().entry(p.t_ns).or_insert((p.dur_ns, 0.0));
+            let e = series
+                .entry((d, p.flow))
+                .or_default()
+                .entry(p.t_ns)
+                .or_insert((p.dur_ns, 0.0));
             e.1 += p.bytes_per_s;
         }
     }
-    let domains = t.points.iter().map(|p| p.domain).collect::<std::collections::BTreeSet<_>>().len();
+    let domains = t
+        .points
+        .iter()
+        .map(|p| p.domain)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     series
         .into_iter()
         // With one domain the "all" rows repeat it.
@@ -217,8 +251,23 @@ pub fn stats(t: &Timeline) -> Vec<FlowStats> {
             let secs: f64 = s.values().map(|(d, _)| *d as f64).sum();
             let bytes: f64 = s.values().map(|(d, v)| *d as f64 * v).sum();
             let peak = s.values().map(|x| x.1).fold(0.0, f64::max);
-            let maximum_gbs = t.maximum.as_ref().and_then(|m| if flow == Flow::Link { None } else { match domain { Some(d) => m.per_node.get(&d).copied(), None => Some(m.gbs) } });
-            FlowStats { domain, flow, average_gbs: if secs > 0.0 { bytes / secs / 1e9 } else { 0.0 }, peak_gbs: peak / 1e9, maximum_gbs }
+            let maximum_gbs = t.maximum.as_ref().and_then(|m| {
+                if flow == Flow::Link {
+                    None
+                } else {
+                    match domain {
+                        Some(d) => m.per_node.get(&d).copied(),
+                        None => Some(m.gbs),
+                    }
+                }
+            });
+            FlowStats {
+                domain,
+                flow,
+                average_gbs: if secs > 0.0 { bytes / secs / 1e9 } else { 0.0 },
+                peak_gbs: peak / 1e9,
+                maximum_gbs,
+            }
         })
         .collect()
 }
@@ -234,10 +283,18 @@ pub struct Bin {
 /// Time spent at each level of DRAM bandwidth (all domains): `bins` equal bins of the
 /// reference (the last one also takes what is above it). Empty without a reference.
 pub fn histogram(t: &Timeline, bins: usize) -> Vec<Bin> {
-    let Some((reference, _)) = t.reference_gbs() else { return Vec::new() };
+    let Some((reference, _)) = t.reference_gbs() else {
+        return Vec::new();
+    };
     let bins = bins.max(1);
     let w = reference / bins as f64;
-    let mut out: Vec<Bin> = (0..bins).map(|i| Bin { from_gbs: w * i as f64, to_gbs: w * (i + 1) as f64, seconds: 0.0 }).collect();
+    let mut out: Vec<Bin> = (0..bins)
+        .map(|i| Bin {
+            from_gbs: w * i as f64,
+            to_gbs: w * (i + 1) as f64,
+            seconds: 0.0,
+        })
+        .collect();
     for (_, dur, v) in t.dram_intervals() {
         let i = ((v / 1e9 / w) as usize).min(bins - 1);
         out[i].seconds += dur as f64 / 1e9;
@@ -247,8 +304,14 @@ pub fn histogram(t: &Timeline, bins: usize) -> Vec<Bin> {
 
 /// The intervals whose DRAM bandwidth is at least `share` of the reference: (start, end) ns.
 pub fn high_intervals(t: &Timeline, share: f64) -> Vec<(u64, u64)> {
-    let Some((reference, _)) = t.reference_gbs() else { return Vec::new() };
-    t.dram_intervals().into_iter().filter(|(_, _, v)| v / 1e9 >= share * reference).map(|(s, d, _)| (s, s + d)).collect()
+    let Some((reference, _)) = t.reference_gbs() else {
+        return Vec::new();
+    };
+    t.dram_intervals()
+        .into_iter()
+        .filter(|(_, _, v)| v / 1e9 >= share * reference)
+        .map(|(s, d, _)| (s, s + d))
+        .collect()
 }
 
 #[cfg(test)]

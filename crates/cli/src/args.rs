@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "kairos", version, about = "Kairos: high-resolution time-series performance analysis for Linux")]
+#[command(
+    name = "kairos",
+    version,
+    about = "Kairos: high-resolution time-series performance analysis for Linux"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -141,14 +145,21 @@ pub fn parse() -> Result<Cli, clap::Error> {
     for a in kairos_analyses::ANALYSES {
         analyses.push_str(&format!("  {:<20} {}\n", a.name, a.summary));
         for k in a.knobs {
-            analyses.push_str(&format!("      -k {}=... (default {}): {}\n", k.name, k.default, k.help));
+            analyses.push_str(&format!(
+                "      -k {}=... (default {}): {}\n",
+                k.name, k.default, k.help
+            ));
         }
         reports.push_str(&format!("  {}:\n", a.name));
         for r in a.reports {
             reports.push_str(&format!("      {:<16} {}\n", r.name, r.help));
         }
     }
-    reports.push_str(&format!("  any result:\n      {:<16} {}\n", "topology", "devices (network, storage, accelerators) by NUMA node against where the target ran"));
+    reports.push_str(&format!(
+        "  any result:\n      {:<16} {}\n",
+        "topology",
+        "devices (network, storage, accelerators) by NUMA node against where the target ran"
+    ));
     let cmd = Cli::command()
         .mut_subcommand("collect", |c| c.after_help(analyses))
         .mut_subcommand("report", |c| c.after_help(reports));

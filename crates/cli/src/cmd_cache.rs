@@ -29,7 +29,9 @@ pub struct CacheArgs {
 pub fn topology(root: &Path, cpu_root: Option<&Path>) -> CacheTopology {
     match cpu_root {
         Some(p) => CacheTopology::read(p),
-        None if root == Path::new(DEFAULT_ROOT) => CacheTopology::read(Path::new("/sys/devices/system/cpu")),
+        None if root == Path::new(DEFAULT_ROOT) => {
+            CacheTopology::read(Path::new("/sys/devices/system/cpu"))
+        }
         None => CacheTopology::default(),
     }
 }
@@ -61,11 +63,19 @@ pub fn open(root: &Path) -> CliResult<Result<Tree, Document>> {
 pub const TEXT_WIDTH: usize = 400;
 
 pub fn run(args: CacheArgs) -> CliResult {
-    let format: Format = args.format.parse().map_err(|e: kairos_report::ParseFormatError| UserError::usage(e.to_string()))?;
+    let format: Format = args
+        .format
+        .parse()
+        .map_err(|e: kairos_report::ParseFormatError| UserError::usage(e.to_string()))?;
     let doc = match open(&args.resctrl_root)? {
         Ok(tree) => {
             let topo = topology(&args.resctrl_root, args.cpu_root.as_deref());
-            kairos_resctrl::report::document(&tree, &topo).map_err(|e| UserError::failed(format!("cannot read the resctrl tree at {}: {e}", args.resctrl_root.display())))?
+            kairos_resctrl::report::document(&tree, &topo).map_err(|e| {
+                UserError::failed(format!(
+                    "cannot read the resctrl tree at {}: {e}",
+                    args.resctrl_root.display()
+                ))
+            })?
         }
         Err(absent) => absent,
     };

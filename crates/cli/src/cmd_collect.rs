@@ -8,7 +8,8 @@ use crate::args::CollectArgs;
 use crate::error::{CliResult, UserError};
 
 pub fn run(args: CollectArgs) -> CliResult {
-    let spec = kairos_analyses::find(&args.analysis).ok_or_else(|| UserError::usage(kairos_analyses::unknown(&args.analysis)))?;
+    let spec = kairos_analyses::find(&args.analysis)
+        .ok_or_else(|| UserError::usage(kairos_analyses::unknown(&args.analysis)))?;
     let (raw, cache_knobs) = crate::collect_cache::split(&args.knobs)?;
     let knobs = crate::knobs::parse(spec, &raw)?;
     let mut req = CollectRequest {
@@ -22,7 +23,9 @@ pub fn run(args: CollectArgs) -> CliResult {
         on_target: None,
     };
     let cache = crate::collect_cache::start(&cache_knobs, req.system_wide, req.pid)?;
-    let Some(cache) = cache else { return Ok((spec.collect)(&req)?) };
+    let Some(cache) = cache else {
+        return Ok((spec.collect)(&req)?);
+    };
     req.on_target = cache.step.clone();
     // The result's name is fixed now (an empty directory the analysis fills), so that the
     // cache recording can join it afterwards.

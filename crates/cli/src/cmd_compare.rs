@@ -30,7 +30,10 @@ fn open(p: &std::path::Path) -> CliResult<ResultDir> {
 pub fn run(args: CompareArgs) -> CliResult {
     let format = Format::from_str(&args.format).map_err(|e| UserError::usage(format!("{e}")))?;
     let (da, db) = (open(&args.a)?, open(&args.b)?);
-    let ((fa, mut notes), (fb, nb)) = (kairos_compare::Facts::read(&da), kairos_compare::Facts::read(&db));
+    let ((fa, mut notes), (fb, nb)) = (
+        kairos_compare::Facts::read(&da),
+        kairos_compare::Facts::read(&db),
+    );
     notes.extend(nb);
     let mut t = kairos_compare::compare(&fa, &fb);
     for n in notes {
@@ -40,7 +43,13 @@ pub fn run(args: CompareArgs) -> CliResult {
         print!("{}", t.render(format));
         return Ok(());
     }
-    let mut d = Document::new(format!("Comparison: A = {} ({}), B = {} ({})", args.a.display(), fa.kind, args.b.display(), fb.kind));
+    let mut d = Document::new(format!(
+        "Comparison: A = {} ({}), B = {} ({})",
+        args.a.display(),
+        fa.kind,
+        args.b.display(),
+        fb.kind
+    ));
     d.push_table(t);
     print!("{}", d.to_text());
     println!("\nIn short:");

@@ -28,19 +28,38 @@ pub struct ExportArgs {
 pub fn run(args: ExportArgs) -> CliResult {
     // Check the format before reading a possibly large result.
     let format = Format::from_str(&args.format).map_err(|_| {
-        UserError::usage(format!("unknown export format '{}'; the formats are: {}", args.format, FORMATS.join(", ")))
+        UserError::usage(format!(
+            "unknown export format '{}'; the formats are: {}",
+            args.format,
+            FORMATS.join(", ")
+        ))
     })?;
     let (dir, profile) = kairos_session::open(&args.result_dir)?;
-    let range = args.time_range.as_deref().map(|r| kairos_analysis_hotspots::parse_time_range(r, &profile)).transpose()?;
-    let wall = dir.manifest().start_time.as_deref().and_then(unix_ns_from_rfc3339);
-    kairos_export::export_file(&profile, range, wall, format, &args.output).map_err(|e| match e {
-        kairos_export::Error::Write { path, source } => UserError::failed(format!(
-            "cannot write {}: {source}; choose an -o path in a directory you can write to",
-            path.display()
-        )),
-        other => UserError::failed(other.to_string()),
-    })?;
-    eprintln!("Wrote {} ({} format, {} samples)", args.output.display(), args.format, selected(&profile, range));
+    let range = args
+        .time_range
+        .as_deref()
+        .map(|r| kairos_analysis_hotspots::parse_time_range(r, &profile))
+        .transpose()?;
+    let wall = dir
+        .manifest()
+        .start_time
+        .as_deref()
+        .and_then(unix_ns_from_rfc3339);
+    kairos_export::export_file(&profile, range, wall, format, &args.output).map_err(
+        |e| match e {
+            kairos_export::Error::Write { path, source } => UserError::failed(format!(
+                "cannot write {}: {source}; choose an -o path in a directory you can write to",
+                path.display()
+            )),
+            other => UserError::failed(other.to_string()),
+        },
+    )?;
+    eprintln!(
+        "Wrote {} ({} format, {} samples)",
+        args.output.display(),
+        args.format,
+        selected(&profile, range)
+    );
     Ok(())
 }
 
@@ -57,10 +76,18 @@ fn unix_ns_from_rfc3339(s: &str) -> Option<u64> {
     let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
     let mut t = hms.splitn(3, ':').map(|x| x.parse::<u64>().ok());
     let (hh, mm, ss) = (t.next()??, t.next()??, t.next()??);
-    if !(1970..10000).contains(&y) || !(1..=12).contains(&m) || !(1..=31).contains(&day) || frac.len() > 9 {
+    if !(1970..10000).contains(&y)
+        || !(1..=12).contains(&m)
+        || !(1..=31).contains(&day)
+        || frac.len() > 9
+    {
         return None;
     }
-    let frac_ns: u64 = if frac.is_empty() { 0 } else { format!("{frac:0<9}").parse().ok()? };
+    let frac_ns: u64 = if frac.is_empty() {
+        0
+    } else {
+        format!("{frac:0<9}").parse().ok()?
+    };
     // Days from civil date (proleptic Gregorian), with March as the first month so the
     // leap day falls at the end of the year.
     let y2 = if m <= 2 { y - 1 } else { y };
@@ -78,8 +105,14 @@ fn unix_ns_from_rfc3339(s: &str) -> Option<u64> {
 mod tests {
     #[test]
     fn rfc3339() {
-        assert_eq!(super::unix_ns_from_rfc3339("1970-01-01T00:00:00.000Z"), Some(0));
-        assert_eq!(super::unix_ns_from_rfc3339("2024-03-01T00:00:01.5Z"), Some(1_709_251_201_500_000_000));
+        assert_eq!(
+            super::unix_ns_from_rfc3339("1970-01-01T00:00:00.000Z"),
+            Some(0)
+        );
+        assert_eq!(
+            super::unix_ns_from_rfc3339("2024-03-01T00:00:01.5Z"),
+            Some(1_709_251_201_500_000_000)
+        );
         assert_eq!(super::unix_ns_from_rfc3339("nonsense"), None);
     }
 }

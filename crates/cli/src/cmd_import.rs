@@ -15,7 +15,11 @@ use kairos_session::{self as session, PERF_DATA};
 
 pub fn run(args: ImportArgs) -> CliResult {
     let from_stdin = args.file.as_os_str() == "-";
-    let (mut dir, features) = if from_stdin { take_stdin(&args)? } else { take_file(&args)? };
+    let (mut dir, features) = if from_stdin {
+        take_stdin(&args)?
+    } else {
+        take_file(&args)?
+    };
 
     let here = session::this_host();
     let same_kernel = features.os_release.is_some()
@@ -43,7 +47,11 @@ pub fn run(args: ImportArgs) -> CliResult {
         // A perf.data file holds a sampled profile: the hotspots analysis reads it.
         m.kind = Some(SAMPLED.name.into());
         m.command_line = Some(std::env::args().collect());
-        let file = if from_stdin { "standard input".to_string() } else { args.file.display().to_string() };
+        let file = if from_stdin {
+            "standard input".to_string()
+        } else {
+            args.file.display().to_string()
+        };
         m.source = Some(Source::Imported { file });
         m.host = Some(Host {
             name: features.hostname.clone(),
@@ -52,17 +60,31 @@ pub fn run(args: ImportArgs) -> CliResult {
             nr_cpus: features.nr_cpus.map(|(_, online)| online),
         });
         if let Some(cmdline) = &features.cmdline {
-            m.notes.push(format!("recorded with: {}", cmdline.join(" ")));
+            m.notes
+                .push(format!("recorded with: {}", cmdline.join(" ")));
         }
     }
     // The recording machine's nodes and sockets from the header's topology features, for
     // `report topology` (a header lists no devices; without the features it says so).
     if !from_stdin {
-        let nodes: Vec<kairos_platform::HeaderNode<'_>> =
-            features.numa_nodes.iter().map(|n| kairos_platform::HeaderNode { id: n.id, mem_total_kb: n.mem_total_kb, cpus: &n.cpus }).collect();
-        if let Some(p) = kairos_platform::Platform::from_perf_header(&nodes, &features.core_siblings, &features.thread_siblings) {
+        let nodes: Vec<kairos_platform::HeaderNode<'_>> = features
+            .numa_nodes
+            .iter()
+            .map(|n| kairos_platform::HeaderNode {
+                id: n.id,
+                mem_total_kb: n.mem_total_kb,
+                cpus: &n.cpus,
+            })
+            .collect();
+        if let Some(p) = kairos_platform::Platform::from_perf_header(
+            &nodes,
+            &features.core_siblings,
+            &features.thread_siblings,
+        ) {
             if let Err(e) = p.write(dir.path()) {
-                dir.manifest_mut().notes.push(format!("no platform snapshot: {e}"));
+                dir.manifest_mut()
+                    .notes
+                    .push(format!("no platform snapshot: {e}"));
             }
         }
     }
@@ -90,9 +112,14 @@ pub fn run(args: ImportArgs) -> CliResult {
 
 /// A perf.data file: its header is read first, so that a file that is not perf.data
 /// leaves no result behind; then it is linked (or copied) into the result.
-fn take_file(args: &ImportArgs) -> CliResult<(kairos_result::ResultDir, kairos_perf_data::Features)> {
+fn take_file(
+    args: &ImportArgs,
+) -> CliResult<(kairos_result::ResultDir, kairos_perf_data::Features)> {
     let file = PerfFile::open(&args.file).map_err(|e| {
-        UserError::failed(format!("cannot import {}: {e}; give a perf.data file written by `perf record`", args.file.display()))
+        UserError::failed(format!(
+            "cannot import {}: {e}; give a perf.data file written by `perf record`",
+            args.file.display()
+        ))
     })?;
     let features = file.features().clone();
     drop(file);
@@ -101,7 +128,11 @@ fn take_file(args: &ImportArgs) -> CliResult<(kairos_result::ResultDir, kairos_p
     // The raw records travel with the result; a hard link costs nothing when possible.
     if std::fs::hard_link(&args.file, &dest).is_err() {
         std::fs::copy(&args.file, &dest).map_err(|e| {
-            UserError::failed(format!("cannot copy {} into {}: {e}; check free disk space", args.file.display(), dir.path().display()))
+            UserError::failed(format!(
+                "cannot copy {} into {}: {e}; check free disk space",
+                args.file.display(),
+                dir.path().display()
+            ))
         })?;
     }
     Ok((dir, features))
@@ -109,7 +140,9 @@ fn take_file(args: &ImportArgs) -> CliResult<(kairos_result::ResultDir, kairos_p
 
 /// `kairos import -`: a pipe-mode stream (`perf record -o - ... | kairos import -`) is
 /// written into the result as it arrives, then read like a file.
-fn take_stdin(args: &ImportArgs) -> CliResult<(kairos_result::ResultDir, kairos_perf_data::Features)> {
+fn take_stdin(
+    args: &ImportArgs,
+) -> CliResult<(kairos_result::ResultDir, kairos_perf_data::Features)> {
     use std::io::IsTerminal;
     if std::io::stdin().is_terminal() {
         return Err(UserError::usage("`kairos import -` reads perf.data from standard input; pipe it in: perf record -o - -- PROGRAM | kairos import -"));
@@ -119,20 +152,28 @@ fn take_stdin(args: &ImportArgs) -> CliResult<(kairos_result::ResultDir, kairos_
     let discard = |dir: &kairos_result::ResultDir| {
         let _ = std::fs::remove_dir_all(dir.path());
     };
-    let copied = std::fs::File::create(&dest).and_then(|mut f| std::io::copy(&mut std::io::stdin().lock(), &mut f));
+    let copied = std::fs::File::create(&dest)
+        .and_then(|mut f| std::io::copy(&mut std::io::stdin().lock(), &mut f));
     if let Err(e) = copied {
         // A stream cut short is still worth reading (perf record killed): keep what came.
         if !dest.exists() {
             discard(&dir);
-            return Err(UserError::failed(format!("cannot write {}: {e}; check free disk space", dest.display())));
+            return Err(UserError::failed(format!(
+                "cannot write {}: {e}; check free disk space",
+                dest.display()
+            )));
         }
-        eprintln!("kairos: warning: reading standard input stopped early ({e}); importing what arrived");
+        eprintln!(
+            "kairos: warning: reading standard input stopped early ({e}); importing what arrived"
+        );
     }
     match PerfFile::open(&dest) {
         Ok(file) => Ok((dir, file.features().clone())),
         Err(e) => {
             discard(&dir);
-            Err(UserError::failed(format!("cannot import standard input: {e}; pipe in the output of `perf record -o -`")))
+            Err(UserError::failed(format!(
+                "cannot import standard input: {e}; pipe in the output of `perf record -o -`"
+            )))
         }
     }
 }

@@ -7,7 +7,9 @@ use crate::error::{CliResult, UserError};
 pub fn run(args: InfoArgs) -> CliResult {
     let mut caps = kairos_platform::detect();
     // The bandwidth timeline's sources (uncore IMC or resctrl MBM) are kairos-bandwidth's to judge.
-    caps.items.push(kairos_bandwidth::record::capability(&kairos_bandwidth::record::Places::default()));
+    caps.items.push(kairos_bandwidth::record::capability(
+        &kairos_bandwidth::record::Places::default(),
+    ));
     let ready = kairos_analyses::readiness(&|name| caps.is_available(name));
     match args.format.as_str() {
         "text" => {
@@ -23,19 +25,37 @@ pub fn run(args: InfoArgs) -> CliResult {
                 .collect();
             if let Some(o) = v.as_object_mut() {
                 o.insert("analyses".into(), serde_json::Value::Array(list));
-                o.insert("topology".into(), serde_json::Value::String(topology_line()));
+                o.insert(
+                    "topology".into(),
+                    serde_json::Value::String(topology_line()),
+                );
             }
             println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         }
-        other => return Err(UserError::usage(format!("unknown format '{other}' for info; use text or json"))),
+        other => {
+            return Err(UserError::usage(format!(
+                "unknown format '{other}' for info; use text or json"
+            )))
+        }
     }
     Ok(())
 }
 
 /// One line per analysis: can it run here, what it lacks, what it uses and does without.
 fn analyses_text(ready: &[kairos_analyses::Readiness]) -> String {
-    let w = ready.iter().map(|r| r.analysis.len()).max().unwrap_or(8).max("analysis".len());
-    let mut out = format!("{:<w$}  {:<7} needs and uses\n{:<w$}  {:<7} --------------\n", "analysis", "runs", "-".repeat(w), "-------");
+    let w = ready
+        .iter()
+        .map(|r| r.analysis.len())
+        .max()
+        .unwrap_or(8)
+        .max("analysis".len());
+    let mut out = format!(
+        "{:<w$}  {:<7} needs and uses\n{:<w$}  {:<7} --------------\n",
+        "analysis",
+        "runs",
+        "-".repeat(w),
+        "-------"
+    );
     for r in ready {
         let mut parts = Vec::new();
         if !r.missing.is_empty() {
@@ -48,7 +68,12 @@ fn analyses_text(ready: &[kairos_analyses::Readiness]) -> String {
             parts.push(format!("does without: {}", r.without.join(", ")));
         }
         let runs = if r.can_run { "yes" } else { "no" };
-        out.push_str(&format!("{:<w$}  {:<7} {}\n", r.analysis, runs, parts.join("; ")));
+        out.push_str(&format!(
+            "{:<w$}  {:<7} {}\n",
+            r.analysis,
+            runs,
+            parts.join("; ")
+        ));
     }
     out
 }
@@ -57,8 +82,14 @@ fn analyses_text(ready: &[kairos_analyses::Readiness]) -> String {
 fn topology_line() -> String {
     let p = kairos_platform::Platform::read(&kairos_platform::SystemRoot::live());
     let devices = p.devices.as_deref().unwrap_or_default();
-    let checked = devices.iter().filter(|d| kairos_analysis_topology::check::checked_kind(d)).count();
-    let unknown = devices.iter().filter(|d| kairos_analysis_topology::check::checked_kind(d) && d.node.is_none()).count();
+    let checked = devices
+        .iter()
+        .filter(|d| kairos_analysis_topology::check::checked_kind(d))
+        .count();
+    let unknown = devices
+        .iter()
+        .filter(|d| kairos_analysis_topology::check::checked_kind(d) && d.node.is_none())
+        .count();
     format!(
         "topology (report topology, any result): needs sysfs only; {} socket(s), {} NUMA node(s), {checked} network/storage/accelerator device(s), {unknown} without a node",
         p.sockets.len(),

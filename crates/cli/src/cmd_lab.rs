@@ -12,8 +12,8 @@ use kairos_report::Format;
 use kairos_result::{Counts, Event, ResultDir};
 use kairos_time_assignment::Method;
 
-use kairos_session::open;
 use crate::error::{CliResult, UserError};
+use kairos_session::open;
 
 #[derive(Debug, Args)]
 pub struct LabArgs {
@@ -136,7 +136,9 @@ fn us_to_ns(us: f64, what: &str) -> CliResult<u64> {
     if us.is_finite() && us > 0.0 && us * 1e3 >= 1.0 && us < 1e12 {
         Ok((us * 1e3).round() as u64)
     } else {
-        Err(UserError::usage(format!("{what} {us} must be a positive number of microseconds")))
+        Err(UserError::usage(format!(
+            "{what} {us} must be a positive number of microseconds"
+        )))
     }
 }
 
@@ -155,16 +157,27 @@ fn synthesize(a: SynthesizeArgs) -> CliResult {
     let bar = kairos_session::spinner(false, "synthesizing");
     let p = kairos_lab::synthesize(&opts).map_err(|e| UserError::usage(e.to_string()))?;
     let mut dir = ResultDir::create(&a.output).map_err(|e| {
-        UserError::failed(format!("cannot create the result {}: {e}; choose a new directory with -o", a.output.display()))
+        UserError::failed(format!(
+            "cannot create the result {}: {e}; choose a new directory with -o",
+            a.output.display()
+        ))
     })?;
     let m = dir.manifest_mut();
     m.kind = Some(kairos_analysis_hotspots::SPEC.name.into());
     m.command_line = Some(std::env::args().collect());
-    m.event = Some(Event { name: "synthetic".into(), reason: Some("made by `kairos lab synthesize`; nothing was measured".into()) });
+    m.event = Some(Event {
+        name: "synthetic".into(),
+        reason: Some("made by `kairos lab synthesize`; nothing was measured".into()),
+    });
     m.counts = Some(Counts::new(p.samples.len() as u64, p.losses));
     m.duration_secs = p.time_span().map(|(x, y)| (y - x) as f64 / 1e9);
     let branches = match &p.branch_info {
-        Some(b) => format!(", with {} synthetic branch records ({}-deep snapshots{})", p.branches.len(), b.depth, if b.has_cycles { ", cycles" } else { "" }),
+        Some(b) => format!(
+            ", with {} synthetic branch records ({}-deep snapshots{})",
+            p.branches.len(),
+            b.depth,
+            if b.has_cycles { ", cycles" } else { "" }
+        ),
         None => String::new(),
     };
     m.notes.insert(0, format!(
@@ -172,11 +185,25 @@ fn synthesize(a: SynthesizeArgs) -> CliResult {
         p.samples.len(), a.functions, a.threads, a.seed
     ));
     bar.set_message(format!("writing {}", a.output.display()));
-    dir.save_manifest().map_err(|e| UserError::failed(format!("cannot write the result {}: {e}", a.output.display())))?;
-    kairos_result::write_profile(&mut dir, &p)
-        .map_err(|e| UserError::failed(format!("cannot write the result {}: {e}", a.output.display())))?;
+    dir.save_manifest().map_err(|e| {
+        UserError::failed(format!(
+            "cannot write the result {}: {e}",
+            a.output.display()
+        ))
+    })?;
+    kairos_result::write_profile(&mut dir, &p).map_err(|e| {
+        UserError::failed(format!(
+            "cannot write the result {}: {e}",
+            a.output.display()
+        ))
+    })?;
     bar.finish_and_clear();
-    println!("Synthetic result: {} ({} samples, {} branch records)", dir.path().display(), p.samples.len(), p.branches.len());
+    println!(
+        "Synthetic result: {} ({} samples, {} branch records)",
+        dir.path().display(),
+        p.samples.len(),
+        p.branches.len()
+    );
     Ok(())
 }
 
@@ -190,14 +217,18 @@ fn derive(a: DeriveArgs) -> CliResult {
     let (_dir, p) = open(&a.result_dir)?;
     let load_s = t0.elapsed().as_secs_f64();
     let m = kairos_lab::measure_derive(&p, method, load_s).map_err(|e| {
-        UserError::failed(format!("cannot derive the {method} points of {}: {e}", a.result_dir.display()))
+        UserError::failed(format!(
+            "cannot derive the {method} points of {}: {e}",
+            a.result_dir.display()
+        ))
     })?;
     print!("{}", m.to_document().render(format));
     Ok(())
 }
 
 fn is_emulated(dir: &ResultDir, p: &Profile) -> bool {
-    p.branch_info.as_ref().is_some_and(|b| b.emulated) || dir.manifest().extra.contains_key("emulation")
+    p.branch_info.as_ref().is_some_and(|b| b.emulated)
+        || dir.manifest().extra.contains_key("emulation")
 }
 
 fn emulate(a: EmulateArgs) -> CliResult {
@@ -209,7 +240,10 @@ fn emulate(a: EmulateArgs) -> CliResult {
         )));
     }
     if !(a.cpu_ghz.is_finite() && a.cpu_ghz > 0.0) {
-        return Err(UserError::usage(format!("--cpu-ghz {} must be a positive number", a.cpu_ghz)));
+        return Err(UserError::usage(format!(
+            "--cpu-ghz {} must be a positive number",
+            a.cpu_ghz
+        )));
     }
     let (tdir, trace) = open(&a.trace_dir)?;
     let shown = a.trace_dir.display();
@@ -223,15 +257,27 @@ fn emulate(a: EmulateArgs) -> CliResult {
             "{shown} is a sampled result; emulate-lbr needs an exact trace from `kairos collect trace`"
         )));
     }
-    let opts = EmulateOptions { cycles: a.cycles, cpu_ghz: a.cpu_ghz, seed: a.seed, ..EmulateOptions::new(interval_ns, a.depth) };
+    let opts = EmulateOptions {
+        cycles: a.cycles,
+        cpu_ghz: a.cpu_ghz,
+        seed: a.seed,
+        ..EmulateOptions::new(interval_ns, a.depth)
+    };
     let emulated = kairos_lab::emulate_lbr_with(&trace, &opts)
         .map_err(|e| UserError::failed(format!("cannot emulate LBR from {shown}: {e}")))?;
     let mut dir = ResultDir::create(&a.output).map_err(|e| {
-        UserError::failed(format!("cannot create the result {}: {e}; choose a new directory with -o", a.output.display()))
+        UserError::failed(format!(
+            "cannot create the result {}: {e}; choose a new directory with -o",
+            a.output.display()
+        ))
     })?;
     write_manifest(&mut dir, tdir.manifest(), &a, &emulated)?;
-    kairos_result::write_profile(&mut dir, &emulated)
-        .map_err(|e| UserError::failed(format!("cannot write the result {}: {e}", a.output.display())))?;
+    kairos_result::write_profile(&mut dir, &emulated).map_err(|e| {
+        UserError::failed(format!(
+            "cannot write the result {}: {e}",
+            a.output.display()
+        ))
+    })?;
     check_round_trip(&dir, &emulated)?;
     kairos_analysis_hotspots::print_summary(&dir, &emulated);
     println!("Score it: kairos lab score -r {}", dir.path().display());
@@ -240,7 +286,12 @@ fn emulate(a: EmulateArgs) -> CliResult {
 
 /// The trace's manifest, re-labelled: a sampled result, emulated, saying so in a note
 /// that every text report prints and in an `emulation` section scripts can read.
-fn write_manifest(dir: &mut ResultDir, trace: &kairos_result::Manifest, a: &EmulateArgs, p: &Profile) -> CliResult {
+fn write_manifest(
+    dir: &mut ResultDir,
+    trace: &kairos_result::Manifest,
+    a: &EmulateArgs,
+    p: &Profile,
+) -> CliResult {
     let overflowed = p.branch_info.as_ref().map_or(0, |b| b.overflowed_snapshots);
     let m = dir.manifest_mut();
     *m = trace.clone();
@@ -252,7 +303,8 @@ fn write_manifest(dir: &mut ResultDir, trace: &kairos_result::Manifest, a: &Emul
         reason: Some("emulated from an exact trace by `kairos lab emulate-lbr`".into()),
     });
     m.counts = Some(Counts::new(p.samples.len() as u64, p.losses));
-    m.knobs.insert("sampling-interval-us".into(), a.interval_us.to_string());
+    m.knobs
+        .insert("sampling-interval-us".into(), a.interval_us.to_string());
     m.knobs.insert("branch-records".into(), "emulated".into());
     m.knobs.insert("lbr-depth".into(), a.depth.to_string());
     m.knobs.insert("lbr-cycles".into(), a.cycles.to_string());
@@ -282,14 +334,26 @@ fn write_manifest(dir: &mut ResultDir, trace: &kairos_result::Manifest, a: &Emul
             "overflowed_snapshots": overflowed,
         }),
     );
-    dir.save_manifest().map_err(|e| UserError::failed(format!("cannot write the result {}: {e}", dir.path().display())))
+    dir.save_manifest().map_err(|e| {
+        UserError::failed(format!(
+            "cannot write the result {}: {e}",
+            dir.path().display()
+        ))
+    })
 }
 
 /// `score` needs the calls and branch records back; say so plainly if this result store
 /// cannot keep them rather than leave a result that cannot be scored.
 fn check_round_trip(dir: &ResultDir, p: &Profile) -> CliResult {
-    let back = kairos_result::read_profile(&ResultDir::open(dir.path()).map_err(|e| UserError::failed(e.to_string()))?)
-        .map_err(|e| UserError::failed(format!("the result {} does not read back: {e}", dir.path().display())))?;
+    let back = kairos_result::read_profile(
+        &ResultDir::open(dir.path()).map_err(|e| UserError::failed(e.to_string()))?,
+    )
+    .map_err(|e| {
+        UserError::failed(format!(
+            "the result {} does not read back: {e}",
+            dir.path().display()
+        ))
+    })?;
     if back.calls.len() != p.calls.len() || back.branches.len() != p.branches.len() {
         return Err(UserError::failed(format!(
             "the result {} lost its {} (this build's result store does not save them); it cannot be scored",
@@ -305,7 +369,11 @@ fn score(a: ScoreArgs) -> CliResult {
     let methods = if a.methods.is_empty() {
         Method::ALL.to_vec()
     } else {
-        a.methods.iter().map(|m| Method::from_str(m)).collect::<Result<Vec<_>, _>>().map_err(|e| UserError::usage(e.to_string()))?
+        a.methods
+            .iter()
+            .map(|m| Method::from_str(m))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| UserError::usage(e.to_string()))?
     };
     let opts = ScoreOptions {
         bucket_ns: us_to_ns(a.bucket_us, "--bucket-us")?,
@@ -327,7 +395,8 @@ fn score(a: ScoreArgs) -> CliResult {
             "{shown} has lost the traced calls it was emulated from; emulate it again with `kairos lab emulate-lbr`"
         )));
     }
-    let table = kairos_lab::score_with(&profile, &opts).map_err(|e| UserError::failed(format!("cannot score {shown}: {e}")))?;
+    let table = kairos_lab::score_with(&profile, &opts)
+        .map_err(|e| UserError::failed(format!("cannot score {shown}: {e}")))?;
     match format {
         Format::Text => {
             print!("{}", table.to_document(&describe(&dir, &profile)).to_text());
@@ -340,7 +409,11 @@ fn score(a: ScoreArgs) -> CliResult {
 
 /// One line on the emulation, from the result's branch info.
 fn describe(dir: &ResultDir, p: &Profile) -> String {
-    let interval = dir.manifest().knobs.get("sampling-interval-us").map_or_else(|| "?".into(), |s| format!("{s} us"));
+    let interval = dir
+        .manifest()
+        .knobs
+        .get("sampling-interval-us")
+        .map_or_else(|| "?".into(), |s| format!("{s} us"));
     match &p.branch_info {
         Some(b) => format!(
             "{}-deep {}{}, every {interval}; {} of {} snapshots overflowed",
@@ -363,4 +436,3 @@ fn print_notes(dir: &ResultDir) {
         }
     }
 }
-

@@ -50,18 +50,38 @@ pub fn run(args: MeasureArgs) -> CliResult {
 }
 
 fn bandwidth(a: BandwidthArgs) -> CliResult {
-    let format: Format = a.format.parse().map_err(|e: kairos_report::ParseFormatError| UserError::usage(e.to_string()))?;
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
+    let format: Format = a
+        .format
+        .parse()
+        .map_err(|e: kairos_report::ParseFormatError| UserError::usage(e.to_string()))?;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
     if a.show {
         let m = store::load(&host).ok_or_else(|| UserError::failed(format!("no bandwidth measured on {host} yet ({} is missing): run `kairos measure bandwidth`", store::path_for(&host).display())))?;
         print!("{}", document(&m, None).render(format));
         return Ok(());
     }
-    let o = Options { mib_per_array: a.size_mib, threads: a.threads, nodes: a.nodes, reps: a.reps, ..Options::default() };
+    let o = Options {
+        mib_per_array: a.size_mib,
+        threads: a.threads,
+        nodes: a.nodes,
+        reps: a.reps,
+        ..Options::default()
+    };
     let bar = kairos_session::spinner(format != Format::Text, "measuring bandwidth");
-    let m = measure(&o, &mut |c, m| bar.set_message(format!("measuring bandwidth: CPUs of node {c}, memory of node {m}"))).map_err(|e| UserError::failed(e.to_string()))?;
+    let m = measure(&o, &mut |c, m| {
+        bar.set_message(format!(
+            "measuring bandwidth: CPUs of node {c}, memory of node {m}"
+        ))
+    })
+    .map_err(|e| UserError::failed(e.to_string()))?;
     bar.finish_and_clear();
-    let saved = if a.no_save { None } else { Some(store::save(&m).map_err(|e| UserError::failed(e.to_string()))?) };
+    let saved = if a.no_save {
+        None
+    } else {
+        Some(store::save(&m).map_err(|e| UserError::failed(e.to_string()))?)
+    };
     print!("{}", document(&m, saved.as_deref()).render(format));
     Ok(())
 }
@@ -72,10 +92,18 @@ fn document(m: &Measurement, saved: Option<&std::path::Path>) -> Document {
     s.push("Host", Cell::text(m.host.clone()));
     s.push("NUMA nodes", Cell::UInt(m.nodes as u64));
     s.push("Local (sum of nodes)", Cell::float(m.local_max_gbs(), 1));
-    s.push("Remote (best pair)", m.remote_max_gbs().map_or(Cell::text("none: one node"), |v| Cell::float(v, 1)));
+    s.push(
+        "Remote (best pair)",
+        m.remote_max_gbs()
+            .map_or(Cell::text("none: one node"), |v| Cell::float(v, 1)),
+    );
     s.push("Unit", Cell::text("GB/s (10^9 bytes a second)"));
-    let pmus = kairos_bandwidth::counters::discover(std::path::Path::new("/sys/bus/event_source/devices"));
-    s.push("Bandwidth counters here", Cell::text(kairos_bandwidth::counters::describe(&pmus)));
+    let pmus =
+        kairos_bandwidth::counters::discover(std::path::Path::new("/sys/bus/event_source/devices"));
+    s.push(
+        "Bandwidth counters here",
+        Cell::text(kairos_bandwidth::counters::describe(&pmus)),
+    );
     if let Some(p) = saved {
         s.push("Kept in", Cell::text(p.display().to_string()));
     }

@@ -85,8 +85,14 @@ struct PoolGuard {
 impl Drop for PoolGuard {
     fn drop(&mut self) {
         match std::fs::write(&self.file, format!("{}\n", self.old)) {
-            Ok(()) => eprintln!("kairos: huge-page pool restored to {} pages ({})", self.old, self.file),
-            Err(e) => eprintln!("kairos: could not restore {} to {} ({e}); do it by hand: echo {} > {}", self.file, self.old, self.old, self.file),
+            Ok(()) => eprintln!(
+                "kairos: huge-page pool restored to {} pages ({})",
+                self.old, self.file
+            ),
+            Err(e) => eprintln!(
+                "kairos: could not restore {} to {} ({e}); do it by hand: echo {} > {}",
+                self.file, self.old, self.old, self.file
+            ),
         }
     }
 }
@@ -107,12 +113,18 @@ fn read_u64(path: &str) -> Option<u64> {
 /// Reserves so that `n` 2 MiB pages are free; changes nothing when it cannot.
 fn reserve(n: u64) -> CliResult<Option<PoolGuard>> {
     let file = pool_file(MIB2);
-    let old = read_u64(&file).ok_or_else(|| UserError::failed(format!("cannot read {file}: this kernel has no hugetlbfs pool; nothing was changed")))?;
+    let old = read_u64(&file).ok_or_else(|| {
+        UserError::failed(format!(
+            "cannot read {file}: this kernel has no hugetlbfs pool; nothing was changed"
+        ))
+    })?;
     // Free pages already promised to another process's mappings (HugePages_Rsvd) are not
     // free for this program.
     let free = pool_now().map_or(0, |p| p.free.saturating_sub(p.rsvd));
     if free >= n {
-        println!("Huge-page pool: {free} pages free already (nr_hugepages {old}), nothing to reserve");
+        println!(
+            "Huge-page pool: {free} pages free already (nr_hugepages {old}), nothing to reserve"
+        );
         return Ok(None);
     }
     let want = old + (n - free);
@@ -124,10 +136,15 @@ fn reserve(n: u64) -> CliResult<Option<PoolGuard>> {
         };
         return Err(UserError::failed(format!("cannot reserve {n} huge pages: writing {want} to {file} failed ({why}); nothing was changed")));
     }
-    let guard = PoolGuard { file: file.clone(), old };
+    let guard = PoolGuard {
+        file: file.clone(),
+        old,
+    };
     let got = read_u64(&file).unwrap_or(old);
     if got < want {
-        let mem = meminfo("MemFree").map(|k| format!("{} MiB", k / 1024)).unwrap_or_else(|| "unknown".into());
+        let mem = meminfo("MemFree")
+            .map(|k| format!("{} MiB", k / 1024))
+            .unwrap_or_else(|| "unknown".into());
         drop(guard);
         return Err(UserError::failed(format!(
             "cannot reserve {n} huge pages: the kernel gave {} of the {} pages asked for (free memory {mem}, too little \
@@ -164,14 +181,18 @@ pub fn run(args: RunArgs) -> CliResult {
         },
     };
     if reserve_n.is_some() && mode != Mode::Hugetlb {
-        return Err(UserError::usage("--reserve applies to --hugepages=hugetlb only: transparent huge pages need no pool"));
+        return Err(UserError::usage(
+            "--reserve applies to --hugepages=hugetlb only: transparent huge pages need no pool",
+        ));
     }
     let Some(first) = args.program.first() else {
         return Err(UserError::usage("nothing to run: give a program after `--`, e.g. `kairos run --hugepages=hugetlb -- ./app`"));
     };
     require_program(first)?;
     let glibc_text = kairos_platform::LiveProber.glibc_version();
-    if mode != Mode::None && !matches!(glibc_text.as_deref().and_then(parse_glibc), Some((2, m)) if m >= 35) {
+    if mode != Mode::None
+        && !matches!(glibc_text.as_deref().and_then(parse_glibc), Some((2, m)) if m >= 35)
+    {
         return Err(UserError::failed(format!(
             "glibc {} has no glibc.malloc.hugetlb tunable (it needs 2.35 or newer; libhugetlbfs's HUGETLB_MORECORE does nothing \
              since 2.34), so Kairos cannot switch malloc to huge pages here; see `kairos report hugepages` for what works",
@@ -235,7 +256,10 @@ pub fn run(args: RunArgs) -> CliResult {
         }
     };
     let pid = child.id() as libc::pid_t;
-    let (status_path, smaps_path) = (format!("/proc/{pid}/status"), format!("/proc/{pid}/smaps_rollup"));
+    let (status_path, smaps_path) = (
+        format!("/proc/{pid}/status"),
+        format!("/proc/{pid}/smaps_rollup"),
+    );
     let maps_path = format!("/proc/{pid}/smaps");
     let (mut samples, mut hugetlb_peak, mut thp_peak) = (0u64, 0u64, 0u64);
     let mut wstatus: libc::c_int = 0;
@@ -250,14 +274,23 @@ pub fn run(args: RunArgs) -> CliResult {
         }
         // The pool first, the program second (see pool::lost_to_others).
         let pool_then = pool_now();
-        let mapped = std::fs::read_to_string(&maps_path).ok().and_then(|t| pool::smaps_huge(&t, page_kb));
-        if let (Some(h), t) = (proc_kb(&status_path, "HugetlbPages"), proc_kb(&smaps_path, "AnonHugePages")) {
+        let mapped = std::fs::read_to_string(&maps_path)
+            .ok()
+            .and_then(|t| pool::smaps_huge(&t, page_kb));
+        if let (Some(h), t) = (
+            proc_kb(&status_path, "HugetlbPages"),
+            proc_kb(&smaps_path, "AnonHugePages"),
+        ) {
             samples += 1;
             hugetlb_peak = hugetlb_peak.max(h);
             thp_peak = thp_peak.max(t.unwrap_or(0));
             // No mapping listed: the program is exiting; its pages are on their way back.
             if let (Some(pool), Some((mapped_kb, held_kb))) = (pool_then, mapped) {
-                readings.push(PoolReading { pool, mapped_kb, held_kb });
+                readings.push(PoolReading {
+                    pool,
+                    mapped_kb,
+                    held_kb,
+                });
             }
         }
         let sig = STOP.load(Ordering::SeqCst);
@@ -281,14 +314,26 @@ pub fn run(args: RunArgs) -> CliResult {
     drop(guard);
 
     println!("\nRun");
-    println!("  Elapsed:                {elapsed:.3} s (user {user_s:.3} s, system {system_s:.3} s)");
-    println!("  Page faults:            {} ({minflt} minor, {majflt} major)", minflt + majflt);
+    println!(
+        "  Elapsed:                {elapsed:.3} s (user {user_s:.3} s, system {system_s:.3} s)"
+    );
+    println!(
+        "  Page faults:            {} ({minflt} minor, {majflt} major)",
+        minflt + majflt
+    );
     println!("  /proc samples (50 ms):  {samples}");
-    println!("  HugetlbPages, peak:     {hugetlb_peak} kB ({} pages of 2 MiB)", hugetlb_peak / 2048);
+    println!(
+        "  HugetlbPages, peak:     {hugetlb_peak} kB ({} pages of 2 MiB)",
+        hugetlb_peak / 2048
+    );
     println!("  AnonHugePages, peak:    {thp_peak} kB");
     match exit {
-        kairos_result::TargetExit::Code { code } => println!("  Target exit:            status {code}"),
-        kairos_result::TargetExit::Signal { signal } => println!("  Target exit:            killed by signal {signal}"),
+        kairos_result::TargetExit::Code { code } => {
+            println!("  Target exit:            status {code}")
+        }
+        kairos_result::TargetExit::Signal { signal } => {
+            println!("  Target exit:            killed by signal {signal}")
+        }
         _ => {}
     }
     let mut warnings = Vec::new();
@@ -333,22 +378,41 @@ pub fn run(args: RunArgs) -> CliResult {
         );
         m.notes.extend(warnings.iter().cloned());
         kairos_session::save(&d)?;
-        println!("\nResult: {}  (see `kairos compare A {}`)", d.path().display(), d.path().display());
+        println!(
+            "\nResult: {}  (see `kairos compare A {}`)",
+            d.path().display(),
+            d.path().display()
+        );
     }
     Ok(())
 }
 
 /// The manifest of a `kairos run` result: what ran, when, for how long and how it ended
 /// (`signalled`: Kairos passed a stop signal on to it).
-pub(crate) fn run_manifest(m: &mut kairos_result::Manifest, program: &[String], elapsed: f64, exit: kairos_result::TargetExit, signalled: bool) {
+pub(crate) fn run_manifest(
+    m: &mut kairos_result::Manifest,
+    program: &[String],
+    elapsed: f64,
+    exit: kairos_result::TargetExit,
+    signalled: bool,
+) {
     m.kind = Some("run".into());
     m.command_line = Some(std::env::args().collect());
-    m.target = Some(kairos_result::Target::Program { program: program.first().cloned().unwrap_or_default(), args: program.get(1..).unwrap_or_default().to_vec() });
-    m.start_time = Some(kairos_result::rfc3339_utc(SystemTime::now() - Duration::from_secs_f64(elapsed)));
+    m.target = Some(kairos_result::Target::Program {
+        program: program.first().cloned().unwrap_or_default(),
+        args: program.get(1..).unwrap_or_default().to_vec(),
+    });
+    m.start_time = Some(kairos_result::rfc3339_utc(
+        SystemTime::now() - Duration::from_secs_f64(elapsed),
+    ));
     m.duration_secs = Some(elapsed);
     m.host = Some(kairos_session::this_host());
     m.target_exit = Some(exit);
-    m.stopped_by = Some(if signalled { "signal".into() } else { "target exited".into() });
+    m.stopped_by = Some(if signalled {
+        "signal".into()
+    } else {
+        "target exited".into()
+    });
 }
 
 /// A missing program is found before anything is changed: a path that is a file, or a

@@ -37,19 +37,28 @@ fn refused(what: &str, e: Error) -> UserError {
 
 pub fn run(args: RunArgs) -> CliResult {
     if args.hugepages != "none" || args.reserve.is_some() {
-        return Err(UserError::usage("--cache-ways cannot be combined with --hugepages/--reserve yet; run one at a time"));
+        return Err(UserError::usage(
+            "--cache-ways cannot be combined with --hugepages/--reserve yet; run one at a time",
+        ));
     }
     let Some(ways_txt) = args.cache_ways.as_deref() else {
-        return Err(UserError::usage("--lock needs --cache-ways N: the number of ways to pseudo-lock"));
+        return Err(UserError::usage(
+            "--lock needs --cache-ways N: the number of ways to pseudo-lock",
+        ));
     };
     let ways = ways_txt.parse::<u32>().ok().filter(|&n| (1..=64).contains(&n)).ok_or_else(|| {
         UserError::usage(format!("--cache-ways '{ways_txt}' must be a number of cache ways from 1 to 64, e.g. --cache-ways 4 (see `kairos cache`)"))
     })?;
     let level = args.level.to_ascii_uppercase();
     let cpus = match args.cpus.as_deref() {
-        Some(s) => Some(mask::parse_cpu_list(s).ok().filter(|v| !v.is_empty() && v.iter().all(|&c| c < libc::CPU_SETSIZE as u32)).ok_or_else(|| {
-            UserError::usage(format!("--cpus '{s}' is not a CPU list like 2 or 0-3,8"))
-        })?),
+        Some(s) => Some(
+            mask::parse_cpu_list(s)
+                .ok()
+                .filter(|v| !v.is_empty() && v.iter().all(|&c| c < libc::CPU_SETSIZE as u32))
+                .ok_or_else(|| {
+                    UserError::usage(format!("--cpus '{s}' is not a CPU list like 2 or 0-3,8"))
+                })?,
+        ),
         None => None,
     };
     if args.lock && cpus.is_none() {
@@ -72,13 +81,25 @@ pub fn run(args: RunArgs) -> CliResult {
         }
     };
     if let Some(c) = &cpus {
-        let known: Vec<u32> = tree.groups.iter().flat_map(|g| g.cpus.iter().copied()).collect();
+        let known: Vec<u32> = tree
+            .groups
+            .iter()
+            .flat_map(|g| g.cpus.iter().copied())
+            .collect();
         if let Some(bad) = c.iter().find(|x| !known.is_empty() && !known.contains(x)) {
-            return Err(UserError::usage(format!("--cpus: CPU {bad} is not one of this machine's CPUs ({}); nothing was changed", mask::format_list(&tree.default_group().cpus))));
+            return Err(UserError::usage(format!(
+                "--cpus: CPU {bad} is not one of this machine's CPUs ({}); nothing was changed",
+                mask::format_list(&tree.default_group().cpus)
+            )));
         }
         // Removing our group gives its CPUs to the default group: one taken from another
         // group could not be given back.
-        if let Some(g) = tree.groups.iter().skip(1).find(|g| c.iter().any(|x| g.cpus.contains(x))) {
+        if let Some(g) = tree
+            .groups
+            .iter()
+            .skip(1)
+            .find(|g| c.iter().any(|x| g.cpus.contains(x)))
+        {
             return Err(UserError::failed(format!(
                 "--cpus {}: CPUs {} belong to group {}, and Kairos takes CPUs only from the default group; pick others; nothing was changed",
                 mask::format_list(c),
@@ -96,8 +117,18 @@ pub fn run(args: RunArgs) -> CliResult {
         _ => None,
     };
     let group = format!("kairos-{}", std::process::id());
-    let req = Request { level: level.clone(), ways, lock_domain, group: group.clone() };
-    let plan = plan::plan(&tree, &req).map_err(|e| refused(&format!("cannot give the program {ways} exclusive {level} ways"), e))?;
+    let req = Request {
+        level: level.clone(),
+        ways,
+        lock_domain,
+        group: group.clone(),
+    };
+    let plan = plan::plan(&tree, &req).map_err(|e| {
+        refused(
+            &format!("cannot give the program {ways} exclusive {level} ways"),
+            e,
+        )
+    })?;
     let mut dir = match &args.result_dir {
         Some(p) => Some(kairos_session::create_result_dir(Some(p), "run")?),
         None => None,
@@ -111,23 +142,47 @@ pub fn run(args: RunArgs) -> CliResult {
         if let Some(d) = dir.take() {
             let _ = std::fs::remove_dir_all(d.path());
         }
-        let restored = if left.is_empty() { "everything Kairos changed was restored".to_string() } else { format!("NOT restored: {}", left.join("; ")) };
+        let restored = if left.is_empty() {
+            "everything Kairos changed was restored".to_string()
+        } else {
+            format!("NOT restored: {}", left.join("; "))
+        };
         UserError::failed(format!("{msg}; {restored}"))
     };
     let applied = match write::apply(&tree, &plan, &mut journal) {
         Ok(a) => a,
-        Err(e) => return Err(fail(&mut journal, &mut dir, format!("cannot set up the cache group: {e}"))),
+        Err(e) => {
+            return Err(fail(
+                &mut journal,
+                &mut dir,
+                format!("cannot set up the cache group: {e}"),
+            ))
+        }
     };
     let full = plan.cbm_mask;
     // One line per distinct placement, with the domains that share it.
     let mut lines: Vec<(String, Vec<u32>)> = Vec::new();
     for dp in &plan.domains {
-        let shrink: Vec<String> = dp.shrink.iter().map(|(r, o, n)| format!("{r} {} -> {}", mask::format_cbm(*o, full), mask::format_cbm(*n, full))).collect();
+        let shrink: Vec<String> = dp
+            .shrink
+            .iter()
+            .map(|(r, o, n)| {
+                format!(
+                    "{r} {} -> {}",
+                    mask::format_cbm(*o, full),
+                    mask::format_cbm(*n, full)
+                )
+            })
+            .collect();
         let text = format!(
             "ways {} (mask {}){}",
             mask::way_list(dp.mask),
             mask::format_cbm(dp.mask, full),
-            if shrink.is_empty() { String::new() } else { format!("; default group shrunk: {}", shrink.join(", ")) }
+            if shrink.is_empty() {
+                String::new()
+            } else {
+                format!("; default group shrunk: {}", shrink.join(", "))
+            }
         );
         match lines.iter_mut().find(|(t, _)| *t == text) {
             Some((_, d)) => d.push(dp.domain),
@@ -135,16 +190,30 @@ pub fn run(args: RunArgs) -> CliResult {
         }
     }
     for (text, doms) in &lines {
-        println!("Cache: group {group}, {} domains {}: {text}", plan.resources.join("/"), mask::format_list(doms));
+        println!(
+            "Cache: group {group}, {} domains {}: {text}",
+            plan.resources.join("/"),
+            mask::format_list(doms)
+        );
     }
     if let Err(why) = &applied.exclusive_mode {
         println!("Cache: the kernel kept the group shareable ({why}); no other group holds its ways now, but one made later could");
     }
     if let (Some(c), false) = (&cpus, plan.lock) {
         if let Err(e) = write::assign_cpus(&applied.path, c) {
-            return Err(fail(&mut journal, &mut dir, format!("cannot assign CPUs {} to the group: {e}", mask::format_list(c))));
+            return Err(fail(
+                &mut journal,
+                &mut dir,
+                format!(
+                    "cannot assign CPUs {} to the group: {e}",
+                    mask::format_list(c)
+                ),
+            ));
         }
-        println!("Cache: CPUs {} joined the group (default-group tasks running there fill its ways too)", mask::format_list(c));
+        println!(
+            "Cache: CPUs {} joined the group (default-group tasks running there fill its ways too)",
+            mask::format_list(c)
+        );
     }
     let now_tree = Tree::read(root).ok();
     let availability = now_tree.as_ref().and_then(|t| avail::domains(t).ok());
@@ -158,7 +227,8 @@ pub fn run(args: RunArgs) -> CliResult {
     if let Some(dev) = &applied.lock_device {
         cmd.env("KAIROS_PSEUDO_LOCK", dev);
     }
-    let tasks = CString::new(applied.path.join("tasks").as_os_str().as_encoded_bytes()).map_err(|_| UserError::failed("the resctrl root path holds a NUL byte"))?;
+    let tasks = CString::new(applied.path.join("tasks").as_os_str().as_encoded_bytes())
+        .map_err(|_| UserError::failed("the resctrl root path holds a NUL byte"))?;
     let in_group = !plan.lock;
     // SAFETY: plain data, filled before the fork.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -170,7 +240,8 @@ pub fn run(args: RunArgs) -> CliResult {
     // getpid, open, write, close, on memory prepared before the fork.
     unsafe {
         cmd.pre_exec(move || {
-            if pin && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            if pin && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             if in_group {
@@ -186,7 +257,10 @@ pub fn run(args: RunArgs) -> CliResult {
                         break;
                     }
                 }
-                let fd = libc::open(tasks.as_ptr(), libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC);
+                let fd = libc::open(
+                    tasks.as_ptr(),
+                    libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC,
+                );
                 if fd < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -203,7 +277,11 @@ pub fn run(args: RunArgs) -> CliResult {
     // SAFETY: plain handlers that store to an atomic; exec resets them in the child.
     let old: Vec<(libc::c_int, libc::sighandler_t)> = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
         .iter()
-        .map(|&s| (s, unsafe { libc::signal(s, on_signal as *const () as libc::sighandler_t) }))
+        .map(|&s| {
+            (s, unsafe {
+                libc::signal(s, on_signal as *const () as libc::sighandler_t)
+            })
+        })
         .collect();
     let restore_signals = || {
         for (s, h) in &old {
@@ -215,11 +293,22 @@ pub fn run(args: RunArgs) -> CliResult {
         Ok(c) => c,
         Err(e) => {
             restore_signals();
-            return Err(fail(&mut journal, &mut dir, format!("'{first}' cannot be started in the cache group ({e})")));
+            return Err(fail(
+                &mut journal,
+                &mut dir,
+                format!("'{first}' cannot be started in the cache group ({e})"),
+            ));
         }
     };
     let pid = child.id() as libc::pid_t;
-    println!("Cache: running {first} (pid {pid}){}", if in_group { format!(" in {}", applied.path.display()) } else { String::new() });
+    println!(
+        "Cache: running {first} (pid {pid}){}",
+        if in_group {
+            format!(" in {}", applied.path.display())
+        } else {
+            String::new()
+        }
+    );
     let monitored = in_group && applied.path.join("mon_data").is_dir();
     let interval = Duration::from_millis(args.interval_ms.clamp(10, 60_000));
     let mut samples: Vec<Sample> = Vec::new();
@@ -270,28 +359,58 @@ pub fn run(args: RunArgs) -> CliResult {
     println!("\nRun");
     println!("  Elapsed:                {elapsed:.3} s");
     match exit {
-        kairos_result::TargetExit::Code { code } => println!("  Target exit:            status {code}"),
-        kairos_result::TargetExit::Signal { signal } => println!("  Target exit:            killed by signal {signal}"),
+        kairos_result::TargetExit::Code { code } => {
+            println!("  Target exit:            status {code}")
+        }
+        kairos_result::TargetExit::Signal { signal } => {
+            println!("  Target exit:            killed by signal {signal}")
+        }
         _ => {}
     }
-    let occ: Vec<u64> = samples.iter().filter_map(|s| monitor::total_occupancy(&s.readings)).collect();
+    let occ: Vec<u64> = samples
+        .iter()
+        .filter_map(|s| monitor::total_occupancy(&s.readings))
+        .collect();
     let mut notes: Vec<String> = Vec::new();
     if !monitored {
         notes.push(if plan.lock {
             "occupancy not recorded: a pseudo-locked region has no monitoring".into()
         } else {
-            "occupancy not recorded: this resctrl has no monitoring (no mon_data in the group)".into()
+            "occupancy not recorded: this resctrl has no monitoring (no mon_data in the group)"
+                .into()
         });
     } else {
-        println!("  Occupancy readings:     {} every {} ms ({} with a value)", samples.len(), interval.as_millis(), occ.len());
+        println!(
+            "  Occupancy readings:     {} every {} ms ({} with a value)",
+            samples.len(),
+            interval.as_millis(),
+            occ.len()
+        );
         if let (Some(first), Some(peak), Some(last)) = (occ.first(), occ.iter().max(), occ.last()) {
-            println!("  LLC occupancy:          first {} KiB, peak {} KiB, last {} KiB", first / 1024, peak / 1024, last / 1024);
+            println!(
+                "  LLC occupancy:          first {} KiB, peak {} KiB, last {} KiB",
+                first / 1024,
+                peak / 1024,
+                last / 1024
+            );
         }
-        let tot = |s: &Sample| s.readings.iter().map(|r| r.mbm_total_bytes).collect::<Option<Vec<u64>>>().map(|v| v.iter().sum::<u64>());
+        let tot = |s: &Sample| {
+            s.readings
+                .iter()
+                .map(|r| r.mbm_total_bytes)
+                .collect::<Option<Vec<u64>>>()
+                .map(|v| v.iter().sum::<u64>())
+        };
         if let (Some(a), Some(b)) = (samples.first(), samples.last()) {
             match monitor::delta(tot(a), tot(b), 64) {
-                monitor::Delta::Bytes(by) if b.t > a.t => println!("  Memory bandwidth:       {:.1} MB/s (mbm_total_bytes)", by as f64 / (b.t - a.t) / 1e6),
-                monitor::Delta::Reset => notes.push("memory bandwidth unknown: mbm_total_bytes went down (the counter was reset)".into()),
+                monitor::Delta::Bytes(by) if b.t > a.t => println!(
+                    "  Memory bandwidth:       {:.1} MB/s (mbm_total_bytes)",
+                    by as f64 / (b.t - a.t) / 1e6
+                ),
+                monitor::Delta::Reset => notes.push(
+                    "memory bandwidth unknown: mbm_total_bytes went down (the counter was reset)"
+                        .into(),
+                ),
                 _ => notes.push("memory bandwidth unknown: mbm_total_bytes was Unavailable".into()),
             }
         }
@@ -303,8 +422,14 @@ pub fn run(args: RunArgs) -> CliResult {
     if let Some(mut d) = dir {
         let m = d.manifest_mut();
         crate::cmd_run::run_manifest(m, &args.program, elapsed, exit, forwarded != 0);
-        let series: Vec<serde_json::Value> = samples.iter().map(|s| serde_json::json!({"t_s": s.t, "domains": s.readings})).collect();
-        let changes: Vec<serde_json::Value> = changes.iter().map(|(t, a)| serde_json::json!({"t_s": t, "domains": a})).collect();
+        let series: Vec<serde_json::Value> = samples
+            .iter()
+            .map(|s| serde_json::json!({"t_s": s.t, "domains": s.readings}))
+            .collect();
+        let changes: Vec<serde_json::Value> = changes
+            .iter()
+            .map(|(t, a)| serde_json::json!({"t_s": t, "domains": a}))
+            .collect();
         m.extra.insert(
             "cache".into(),
             serde_json::json!({"group": group, "plan": plan, "kernel_exclusive_mode": applied.exclusive_mode.as_ref().err(),
@@ -315,7 +440,10 @@ pub fn run(args: RunArgs) -> CliResult {
         println!("\nResult: {}", d.path().display());
     }
     if !left.is_empty() {
-        return Err(UserError::failed(format!("the program ran, but Kairos could not restore everything: {}", left.join("; "))));
+        return Err(UserError::failed(format!(
+            "the program ran, but Kairos could not restore everything: {}",
+            left.join("; ")
+        )));
     }
     Ok(())
 }

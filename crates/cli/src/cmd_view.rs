@@ -24,11 +24,15 @@ pub struct ViewArgs {
 
 pub fn run(a: ViewArgs) -> CliResult {
     if a.result_dirs.len() > 8 {
-        return Err(UserError::usage("kairos view takes at most 8 result directories"));
+        return Err(UserError::usage(
+            "kairos view takes at most 8 result directories",
+        ));
     }
     let bar = kairos_session::spinner(false, "loading");
-    let server = kairos_view::Server::start(&a.result_dirs, a.port, |d| bar.set_message(format!("loading {}", d.display())))
-        .map_err(|e| UserError::failed(e.to_string()))?;
+    let server = kairos_view::Server::start(&a.result_dirs, a.port, |d| {
+        bar.set_message(format!("loading {}", d.display()))
+    })
+    .map_err(|e| UserError::failed(e.to_string()))?;
     bar.finish_and_clear();
     for l in server.results() {
         if let Err(e) = &l.data {
@@ -51,7 +55,8 @@ pub fn run(a: ViewArgs) -> CliResult {
 
 /// Opens the page where there is a display; otherwise says how to reach it.
 fn open_browser(url: &str) {
-    let display = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
+    let display =
+        std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
     let opened = display
         && std::process::Command::new("xdg-open")
             .arg(url)

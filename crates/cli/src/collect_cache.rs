@@ -32,7 +32,12 @@ pub struct CacheKnobs {
 
 /// Takes the cache knobs out of `raw`; the rest belong to the analysis.
 pub fn split(raw: &[String]) -> CliResult<(Vec<String>, CacheKnobs)> {
-    let mut k = CacheKnobs { group: None, ways: None, level: "L3".into(), root: PathBuf::from("/sys/fs/resctrl") };
+    let mut k = CacheKnobs {
+        group: None,
+        ways: None,
+        level: "L3".into(),
+        root: PathBuf::from("/sys/fs/resctrl"),
+    };
     let mut rest = Vec::new();
     for r in raw {
         let Some((name, value)) = r.split_once('=').filter(|(n, _)| NAMES.contains(n)) else {
@@ -81,11 +86,22 @@ pub fn start(k: &CacheKnobs, system_wide: bool, pid: Option<i32>) -> CliResult<O
         let Ok(tree) = tree else { return Ok(None) };
         // The group the target runs in: ours for a launched program (it inherits it).
         let member = pid.unwrap_or(std::process::id() as i32) as u32;
-        let g = tree.groups.iter().find(|g| !system_wide && g.tasks.contains(&member)).unwrap_or(tree.default_group());
+        let g = tree
+            .groups
+            .iter()
+            .find(|g| !system_wide && g.tasks.contains(&member))
+            .unwrap_or(tree.default_group());
         if !g.has_mon_data {
             return Ok(None);
         }
-        return Ok(Some(CacheRun::new(k, &tree, g.path.clone(), g.label().to_string(), None, None)));
+        return Ok(Some(CacheRun::new(
+            k,
+            &tree,
+            g.path.clone(),
+            g.label().to_string(),
+            None,
+            None,
+        )));
     };
     if system_wide {
         return Err(UserError::usage("-k cache-group cannot be used with -a: a group holds tasks, not the whole machine; give a program or -p PID"));
@@ -106,19 +122,48 @@ pub fn start(k: &CacheKnobs, system_wide: bool, pid: Option<i32>) -> CliResult<O
                 if names.is_empty() { "none but the default".to_string() } else { names.join(", ") }
             ))
         })?;
-        return Ok(Some(CacheRun::new(k, &tree, g.path.clone(), g.label().to_string(), None, None)));
+        return Ok(Some(CacheRun::new(
+            k,
+            &tree,
+            g.path.clone(),
+            g.label().to_string(),
+            None,
+            None,
+        )));
     }
     let name = format!("kairos-{}", std::process::id());
-    let req = Request { level: k.level.clone(), ways: k.ways.unwrap_or(1), lock_domain: None, group: name.clone() };
-    let plan = plan::plan(&tree, &req)
-        .map_err(|e| UserError::failed(format!("cannot give the target {} exclusive {} ways: {e}; nothing was changed", req.ways, k.level)))?;
+    let req = Request {
+        level: k.level.clone(),
+        ways: k.ways.unwrap_or(1),
+        lock_domain: None,
+        group: name.clone(),
+    };
+    let plan = plan::plan(&tree, &req).map_err(|e| {
+        UserError::failed(format!(
+            "cannot give the target {} exclusive {} ways: {e}; nothing was changed",
+            req.ways, k.level
+        ))
+    })?;
     let mut journal = Journal::new(&tree);
     match write::apply(&tree, &plan, &mut journal) {
-        Ok(a) => Ok(Some(CacheRun::new(k, &tree, a.path, name, Some(plan), Some(journal)))),
+        Ok(a) => Ok(Some(CacheRun::new(
+            k,
+            &tree,
+            a.path,
+            name,
+            Some(plan),
+            Some(journal),
+        ))),
         Err(e) => {
             let left = journal.undo();
-            let restored = if left.is_empty() { "everything was restored".to_string() } else { format!("NOT restored: {}", left.join("; ")) };
-            Err(UserError::failed(format!("cannot set up the cache group: {e}; {restored}")))
+            let restored = if left.is_empty() {
+                "everything was restored".to_string()
+            } else {
+                format!("NOT restored: {}", left.join("; "))
+            };
+            Err(UserError::failed(format!(
+                "cannot set up the cache group: {e}; {restored}"
+            )))
         }
     }
 }
@@ -127,16 +172,37 @@ impl CacheRun {
     /// `tree`: the groups as they were before anything was changed; each thread goes back
     /// to the group it was in then (a launched program: the group of Kairos, which it
     /// inherited).
-    fn new(k: &CacheKnobs, tree: &Tree, group: PathBuf, label: String, plan: Option<Plan>, journal: Option<Journal>) -> CacheRun {
+    fn new(
+        k: &CacheKnobs,
+        tree: &Tree,
+        group: PathBuf,
+        label: String,
+        plan: Option<Plan>,
+        journal: Option<Journal>,
+    ) -> CacheRun {
         let moved: Arc<Mutex<Vec<(i32, PathBuf)>>> = Arc::default();
         // Only a group asked for gets the target; otherwise it stays where it is.
         let step = k.group.as_ref().map(|_| {
-            let members: Vec<(PathBuf, Vec<u32>)> = tree.groups.iter().map(|g| (g.path.clone(), g.tasks.clone())).collect();
+            let members: Vec<(PathBuf, Vec<u32>)> = tree
+                .groups
+                .iter()
+                .map(|g| (g.path.clone(), g.tasks.clone()))
+                .collect();
             let (to, moved) = (group.clone(), moved.clone());
             TargetStep(Arc::new(move |tid: i32| {
-                let group_of = |t: u32| members.iter().find(|(_, tasks)| tasks.contains(&t)).map(|(p, _)| p.clone());
+                let group_of = |t: u32| {
+                    members
+                        .iter()
+                        .find(|(_, tasks)| tasks.contains(&t))
+                        .map(|(p, _)| p.clone())
+                };
                 let from = group_of(tid as u32).or_else(|| group_of(std::process::id()));
-                write::move_task(&to, tid as u32).map_err(|e| format!("cannot put thread {tid} in cache group {}: {e}", to.display()))?;
+                write::move_task(&to, tid as u32).map_err(|e| {
+                    format!(
+                        "cannot put thread {tid} in cache group {}: {e}",
+                        to.display()
+                    )
+                })?;
                 if let (Some(from), Ok(mut m)) = (from, moved.lock()) {
                     m.push((tid, from));
                 }
@@ -158,33 +224,71 @@ impl CacheRun {
                 series
             })
         });
-        CacheRun { root: k.root.clone(), group, label, plan, journal, moved, stop, monitor, step }
+        CacheRun {
+            root: k.root.clone(),
+            group,
+            label,
+            plan,
+            journal,
+            moved,
+            stop,
+            monitor,
+            step,
+        }
     }
 
     /// Stops the recording, puts moved threads back, undoes the group, and writes what was
     /// recorded into the result at `dir` (when the collection made one).
     pub fn finish(mut self, dir: Option<&Path>) -> CliResult {
         self.stop.store(true, Ordering::SeqCst);
-        let series = self.monitor.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        let series = self
+            .monitor
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
         let mut left = Vec::new();
         for (tid, from) in self.moved.lock().map(|m| m.clone()).unwrap_or_default() {
             // A thread that has ended needs nothing.
-            if Path::new(&format!("/proc/{tid}")).exists() && write::move_task(&from, tid as u32).is_err() {
+            if Path::new(&format!("/proc/{tid}")).exists()
+                && write::move_task(&from, tid as u32).is_err()
+            {
                 left.push(format!("thread {tid} stays in {}", self.group.display()));
             }
         }
         left.extend(self.journal.as_mut().map(|j| j.undo()).unwrap_or_default());
-        let log = self.journal.as_ref().map(|j| j.log.clone()).unwrap_or_default();
-        let occ: Vec<u64> = series.iter().filter_map(|(_, r)| monitor::total_occupancy(r)).collect();
-        println!("Cache: group {} ({} readings every {} ms)", self.label, series.len(), TICK.as_millis());
+        let log = self
+            .journal
+            .as_ref()
+            .map(|j| j.log.clone())
+            .unwrap_or_default();
+        let occ: Vec<u64> = series
+            .iter()
+            .filter_map(|(_, r)| monitor::total_occupancy(r))
+            .collect();
+        println!(
+            "Cache: group {} ({} readings every {} ms)",
+            self.label,
+            series.len(),
+            TICK.as_millis()
+        );
         if let (Some(first), Some(peak), Some(last)) = (occ.first(), occ.iter().max(), occ.last()) {
-            println!("Cache: LLC occupancy first {} KiB, peak {} KiB, last {} KiB", first / 1024, peak / 1024, last / 1024);
+            println!(
+                "Cache: LLC occupancy first {} KiB, peak {} KiB, last {} KiB",
+                first / 1024,
+                peak / 1024,
+                last / 1024
+            );
         }
         for l in &log {
             println!("Cache: {l}");
         }
         if let Some(dir) = dir.filter(|d| d.join("manifest.json").is_file()) {
-            let mut d = kairos_result::ResultDir::open(dir).map_err(|e| UserError::failed(format!("cannot add the cache recording to {}: {e}", dir.display())))?;
+            let mut d = kairos_result::ResultDir::open(dir).map_err(|e| {
+                UserError::failed(format!(
+                    "cannot add the cache recording to {}: {e}",
+                    dir.display()
+                ))
+            })?;
             d.manifest_mut().extra.insert(
                 "cache".into(),
                 serde_json::json!({"group": self.label, "resctrl_root": self.root, "plan": self.plan, "occupancy": series.iter().map(|(t, r)| serde_json::json!({"t_s": t, "domains": r})).collect::<Vec<_>>(),
@@ -193,7 +297,10 @@ impl CacheRun {
             kairos_session::save(&d)?;
         }
         if !left.is_empty() {
-            return Err(UserError::failed(format!("the collection ran, but Kairos could not restore everything: {}", left.join("; "))));
+            return Err(UserError::failed(format!(
+                "the collection ran, but Kairos could not restore everything: {}",
+                left.join("; ")
+            )));
         }
         Ok(())
     }
@@ -209,10 +316,25 @@ mod tests {
 
     #[test]
     fn cache_knobs_are_taken_out_and_checked() {
-        let (rest, k) = split(&s(&["event=cpu-clock", "cache-group=new", "cache-ways=4", "cache-level=l2"])).unwrap();
+        let (rest, k) = split(&s(&[
+            "event=cpu-clock",
+            "cache-group=new",
+            "cache-ways=4",
+            "cache-level=l2",
+        ]))
+        .unwrap();
         assert_eq!(rest, ["event=cpu-clock"]);
-        assert_eq!((k.group.as_deref(), k.ways, k.level.as_str()), (Some("new"), Some(4), "L2"));
-        for bad in [&["cache-group=new"][..], &["cache-ways=4"], &["cache-group=g1", "cache-ways=2"], &["cache-ways=0", "cache-group=new"], &["cache-level=L1"]] {
+        assert_eq!(
+            (k.group.as_deref(), k.ways, k.level.as_str()),
+            (Some("new"), Some(4), "L2")
+        );
+        for bad in [
+            &["cache-group=new"][..],
+            &["cache-ways=4"],
+            &["cache-group=g1", "cache-ways=2"],
+            &["cache-ways=0", "cache-group=new"],
+            &["cache-level=L1"],
+        ] {
             assert!(split(&s(bad)).is_err(), "{bad:?}");
         }
         assert_eq!(split(&s(&[])).unwrap().1.group, None);

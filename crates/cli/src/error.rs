@@ -12,10 +12,16 @@ pub struct UserError {
 
 impl UserError {
     pub fn usage(message: impl Into<String>) -> Self {
-        UserError { message: message.into(), code: 2 }
+        UserError {
+            message: message.into(),
+            code: 2,
+        }
     }
     pub fn failed(message: impl Into<String>) -> Self {
-        UserError { message: message.into(), code: 1 }
+        UserError {
+            message: message.into(),
+            code: 1,
+        }
     }
     pub fn exit_code(&self) -> i32 {
         self.code

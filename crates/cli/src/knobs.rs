@@ -20,7 +20,9 @@ mod tests {
             let k = parse(a, &[]).expect("defaults are valid");
             assert_eq!(k.all().len(), a.knobs.len());
             if let Some(first) = a.knobs.first() {
-                let e = parse(a, &[first.name.to_string()]).expect_err("no value").to_string();
+                let e = parse(a, &[first.name.to_string()])
+                    .expect_err("no value")
+                    .to_string();
                 assert!(e.contains("NAME=VALUE"), "{e}");
             }
         }

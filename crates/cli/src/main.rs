@@ -4,13 +4,13 @@
 mod args;
 mod cmd_cache;
 mod cmd_collect;
+mod cmd_compare;
 mod cmd_export;
 mod cmd_import;
 mod cmd_info;
 mod cmd_lab;
 mod cmd_measure;
 mod cmd_report;
-mod cmd_compare;
 mod cmd_run;
 mod cmd_run_cache;
 mod cmd_view;

@@ -16,10 +16,24 @@ use common::{kairos, kairos_bin, path_str, sample, tempdir};
 /// A copy of `from` whose timeline is the pcm fixture, placed so that its first saturated
 /// tick (the fourth, 0.3 s in) starts with the collection's first sample.
 fn with_recorded_timeline(from: &Path, to: &Path) {
-    assert!(Command::new("cp").arg("-r").arg(from).arg(to).status().unwrap().success());
+    assert!(Command::new("cp")
+        .arg("-r")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap()
+        .success());
     let dir = kairos_result::ResultDir::open(to).unwrap();
-    let start = kairos_result::read_profile(&dir).unwrap().time_span().map(|s| s.0).unwrap();
-    let t = kairos_bandwidth::fixture::timeline(kairos_bandwidth::fixture::PCM_2S, start.saturating_sub(300_000_000)).unwrap();
+    let start = kairos_result::read_profile(&dir)
+        .unwrap()
+        .time_span()
+        .map(|s| s.0)
+        .unwrap();
+    let t = kairos_bandwidth::fixture::timeline(
+        kairos_bandwidth::fixture::PCM_2S,
+        start.saturating_sub(300_000_000),
+    )
+    .unwrap();
     t.save(to).unwrap();
 }
 
@@ -27,44 +41,113 @@ fn with_recorded_timeline(from: &Path, to: &Path) {
 fn bandwidth_without_counters_and_from_recorded_figures() {
     let tmp = tempdir();
     let fs = tmp.path().join("fs");
-    let run = kairos(&["collect", "memory-access", "-q", "-r", path_str(&fs), "-k", "sampling-interval-us=200", "--", path_str(&sample("false_sharing")), "2", "100000000"]).ok();
-    let t = kairos_bandwidth::timeline::Timeline::load(&fs).unwrap_or_else(|| panic!("no bandwidth.json: {}", run.stderr)).unwrap();
+    let run = kairos(&[
+        "collect",
+        "memory-access",
+        "-q",
+        "-r",
+        path_str(&fs),
+        "-k",
+        "sampling-interval-us=200",
+        "--",
+        path_str(&sample("false_sharing")),
+        "2",
+        "100000000",
+    ])
+    .ok();
+    let t = kairos_bandwidth::timeline::Timeline::load(&fs)
+        .unwrap_or_else(|| panic!("no bandwidth.json: {}", run.stderr))
+        .unwrap();
     let devices = Path::new("/sys/bus/event_source/devices");
-    let uncore = kairos_bandwidth::counters::discover(devices).iter().any(|p| p.name.starts_with("uncore_imc_"));
+    let uncore = kairos_bandwidth::counters::discover(devices)
+        .iter()
+        .any(|p| p.name.starts_with("uncore_imc_"));
     let mbm = kairos_bandwidth::mbm::why_not(Path::new("/sys/fs/resctrl")).is_none();
-    let report = kairos(&["report", "bandwidth", "-r", path_str(&fs)]).ok().stdout;
+    let report = kairos(&["report", "bandwidth", "-r", path_str(&fs)])
+        .ok()
+        .stdout;
     let info = kairos(&["info"]).ok().stdout;
-    let line = info.lines().find(|l| l.starts_with("bandwidth_timeline")).unwrap_or_else(|| panic!("{info}"));
+    let line = info
+        .lines()
+        .find(|l| l.starts_with("bandwidth_timeline"))
+        .unwrap_or_else(|| panic!("{info}"));
     if uncore || mbm {
         assert!(t.unavailable.is_none() && !t.points.is_empty(), "{t:?}");
-        assert!(report.contains("Bandwidth utilization histogram"), "{report}");
+        assert!(
+            report.contains("Bandwidth utilization histogram"),
+            "{report}"
+        );
     } else {
         // This machine: the sentence names both sources and why each is missing.
         let why = t.unavailable.clone().unwrap_or_default();
-        assert!(why.starts_with("no bandwidth counters here: uncore: ") && why.contains("; resctrl: "), "{why}");
-        assert!(report.contains(&format!("No bandwidth timeline: {why}.")), "{report}");
-        assert!(report.contains("Bandwidth by object is unavailable"), "{report}");
+        assert!(
+            why.starts_with("no bandwidth counters here: uncore: ") && why.contains("; resctrl: "),
+            "{why}"
+        );
+        assert!(
+            report.contains(&format!("No bandwidth timeline: {why}.")),
+            "{report}"
+        );
+        assert!(
+            report.contains("Bandwidth by object is unavailable"),
+            "{report}"
+        );
         assert!(line.contains(" no "), "{line}");
-        assert!(info.contains("needs uncore memory-controller PMUs"), "{info}");
+        assert!(
+            info.contains("needs uncore memory-controller PMUs"),
+            "{info}"
+        );
     }
 
     let bw = tmp.path().join("bw");
     with_recorded_timeline(&fs, &bw);
-    for (format, want) in [("text", "Bandwidth utilization histogram"), ("csv", "socket 1,write,"), ("json", "\"Peak of max\"")] {
-        let out = kairos(&["report", "bandwidth", "-r", path_str(&bw), "--format", format]).ok().stdout;
+    for (format, want) in [
+        ("text", "Bandwidth utilization histogram"),
+        ("csv", "socket 1,write,"),
+        ("json", "\"Peak of max\""),
+    ] {
+        let out = kairos(&[
+            "report",
+            "bandwidth",
+            "-r",
+            path_str(&bw),
+            "--format",
+            format,
+        ])
+        .ok()
+        .stdout;
         assert!(out.contains(want), "{format}: {out}");
     }
-    let text = kairos(&["report", "bandwidth", "-r", path_str(&bw)]).ok().stdout;
+    let text = kairos(&["report", "bandwidth", "-r", path_str(&bw)])
+        .ok()
+        .stdout;
     // The run's samples fall in the fixture's saturated ticks: they are counted.
-    assert!(text.contains("Address samples in high-bandwidth intervals") && !text.contains("the 0 address samples"), "{text}");
-    let cmp = kairos(&["compare", path_str(&fs), path_str(&bw)]).ok().stdout;
-    let row = cmp.lines().find(|l| l.contains("bandwidth all read, peak (GB/s)")).unwrap_or_else(|| panic!("{cmp}"));
+    assert!(
+        text.contains("Address samples in high-bandwidth intervals")
+            && !text.contains("the 0 address samples"),
+        "{text}"
+    );
+    let cmp = kairos(&["compare", path_str(&fs), path_str(&bw)])
+        .ok()
+        .stdout;
+    let row = cmp
+        .lines()
+        .find(|l| l.contains("bandwidth all read, peak (GB/s)"))
+        .unwrap_or_else(|| panic!("{cmp}"));
     assert!(row.contains("n/a") && row.contains("57.10"), "{row}");
 
     let web = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../web");
     let chromium = std::env::var("KAIROS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    assert!(Path::new(&chromium).exists(), "Chromium not found at {chromium}; run scripts/install-deps.sh or set KAIROS_CHROMIUM");
-    let artifacts = kairos_bin().parent().unwrap().parent().unwrap().join("view-screenshots");
+    assert!(
+        Path::new(&chromium).exists(),
+        "Chromium not found at {chromium}; run scripts/install-deps.sh or set KAIROS_CHROMIUM"
+    );
+    let artifacts = kairos_bin()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("view-screenshots");
     std::fs::create_dir_all(&artifacts).unwrap();
     let status = Command::new("node")
         .args(["tests/run.mjs", "--test-name-pattern=bandwidth"])
@@ -76,5 +159,8 @@ fn bandwidth_without_counters_and_from_recorded_figures() {
         .env("KAIROS_CHROMIUM", &chromium)
         .status()
         .unwrap_or_else(|e| panic!("cannot run node: {e}"));
-    assert!(status.success(), "the bandwidth browser test failed (output above)");
+    assert!(
+        status.success(),
+        "the bandwidth browser test failed (output above)"
+    );
 }

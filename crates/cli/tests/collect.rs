@@ -16,8 +16,16 @@ fn manifest(dir: &std::path::Path) -> Value {
 }
 
 fn perf_script_comms(dir: &std::path::Path) -> String {
-    let out = Command::new("perf").args(["script", "-F", "comm,ip,sym", "-i"]).arg(dir.join("perf.data")).output().unwrap();
-    assert!(out.status.success(), "perf script refused our perf.data: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("perf")
+        .args(["script", "-F", "comm,ip,sym", "-i"])
+        .arg(dir.join("perf.data"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "perf script refused our perf.data: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -25,8 +33,22 @@ fn perf_script_comms(dir: &std::path::Path) -> String {
 fn launch_records_a_complete_self_describing_result() {
     let dir = tempdir();
     let r = dir.path().join("r");
-    let out = kairos(&["collect", "hotspots", "-q", "-r", path_str(&r), "--", path_str(&sample("transitions")), "600"]).ok();
-    assert!(out.stdout.contains("Summary") && out.stdout.contains("Result:"), "{}", out.stdout);
+    let out = kairos(&[
+        "collect",
+        "hotspots",
+        "-q",
+        "-r",
+        path_str(&r),
+        "--",
+        path_str(&sample("transitions")),
+        "600",
+    ])
+    .ok();
+    assert!(
+        out.stdout.contains("Summary") && out.stdout.contains("Result:"),
+        "{}",
+        out.stdout
+    );
 
     let m = manifest(&r);
     assert_eq!(m["kind"], "hotspots");
@@ -43,37 +65,82 @@ fn launch_records_a_complete_self_describing_result() {
     assert!(caps.len() > 5);
     for c in caps {
         if c["available"] == false {
-            assert!(c["reason"].as_str().is_some_and(|r| !r.is_empty()), "no reason for {c}");
+            assert!(
+                c["reason"].as_str().is_some_and(|r| !r.is_empty()),
+                "no reason for {c}"
+            );
         }
     }
     for t in ["samples", "stacks", "frames", "modules", "threads"] {
-        assert!(r.join(format!("tables/{t}.parquet")).is_file(), "{t} table missing");
+        assert!(
+            r.join(format!("tables/{t}.parquet")).is_file(),
+            "{t} table missing"
+        );
     }
     // The raw records are a perf.data that perf itself reads, with our symbols in it.
     let script = perf_script_comms(&r);
-    assert!(script.contains("transitions") && script.contains("p3_C"), "{}", &script[..script.len().min(2000)]);
+    assert!(
+        script.contains("transitions") && script.contains("p3_C"),
+        "{}",
+        &script[..script.len().min(2000)]
+    );
 
     let hot = kairos(&["report", "hotspots", "-r", path_str(&r), "--format", "json"]).ok();
-    let doc: Value = serde_json::from_str(&hot.stdout).unwrap_or_else(|e| panic!("{e}: {}", hot.stdout));
-    let rows = doc.as_array().unwrap_or_else(|| panic!("not a JSON array of rows: {doc}"));
+    let doc: Value =
+        serde_json::from_str(&hot.stdout).unwrap_or_else(|e| panic!("{e}: {}", hot.stdout));
+    let rows = doc
+        .as_array()
+        .unwrap_or_else(|| panic!("not a JSON array of rows: {doc}"));
     let names: Vec<&str> = rows.iter().filter_map(|r| r["Function"].as_str()).collect();
     for f in ["p3_C", "F2", "p3_B"] {
-        assert!(names.contains(&f), "{f} missing from {names:?}\n{}", hot.stdout);
+        assert!(
+            names.contains(&f),
+            "{f} missing from {names:?}\n{}",
+            hot.stdout
+        );
     }
     // A time range selects a subset of the samples.
-    let part = kairos(&["report", "hotspots", "-r", path_str(&r), "--time-range", "0.1:0.2"]).ok();
-    assert!(part.stdout.contains(" of ") && part.stdout.contains("samples selected"), "{}", part.stdout);
+    let part = kairos(&[
+        "report",
+        "hotspots",
+        "-r",
+        path_str(&r),
+        "--time-range",
+        "0.1:0.2",
+    ])
+    .ok();
+    assert!(
+        part.stdout.contains(" of ") && part.stdout.contains("samples selected"),
+        "{}",
+        part.stdout
+    );
 }
 
 #[test]
 fn attach_to_a_running_process() {
     let dir = tempdir();
     let delays = dir.path().join("delays.txt");
-    let mut child = Command::new(sample("spikes")).arg(&delays).arg("3").stdout(Stdio::null()).spawn().unwrap();
+    let mut child = Command::new(sample("spikes"))
+        .arg(&delays)
+        .arg("3")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let pid = child.id().to_string();
     let r = dir.path().join("r");
-    kairos(&["collect", "hotspots", "-q", "-r", path_str(&r), "-d", "1", "-p", &pid]).ok();
+    kairos(&[
+        "collect",
+        "hotspots",
+        "-q",
+        "-r",
+        path_str(&r),
+        "-d",
+        "1",
+        "-p",
+        &pid,
+    ])
+    .ok();
     let _ = child.wait();
     let m = manifest(&r);
     assert_eq!(m["target"]["kind"], "pid");
@@ -87,12 +154,35 @@ fn attach_to_a_running_process() {
 fn system_wide_sees_other_processes() {
     let dir = tempdir();
     let delays = dir.path().join("delays.txt");
-    let mut child = Command::new(sample("spikes")).arg(&delays).arg("2").stdout(Stdio::null()).spawn().unwrap();
+    let mut child = Command::new(sample("spikes"))
+        .arg(&delays)
+        .arg("2")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
     let r = dir.path().join("r");
-    kairos(&["collect", "hotspots", "-q", "-r", path_str(&r), "-a", "-d", "0.8"]).ok();
+    kairos(&[
+        "collect",
+        "hotspots",
+        "-q",
+        "-r",
+        path_str(&r),
+        "-a",
+        "-d",
+        "0.8",
+    ])
+    .ok();
     let _ = child.wait();
     assert_eq!(manifest(&r)["stopped_by"], "duration elapsed");
-    let procs = kairos(&["report", "hotspots", "-r", path_str(&r), "--group-by", "process"]).ok();
+    let procs = kairos(&[
+        "report",
+        "hotspots",
+        "-r",
+        path_str(&r),
+        "--group-by",
+        "process",
+    ])
+    .ok();
     assert!(procs.stdout.contains("spikes"), "{}", procs.stdout);
 }
 
@@ -100,7 +190,19 @@ fn system_wide_sees_other_processes() {
 fn duration_stops_a_long_target() {
     let dir = tempdir();
     let r = dir.path().join("r");
-    kairos(&["collect", "hotspots", "-q", "-r", path_str(&r), "-d", "0.5", "--", path_str(&sample("transitions")), "1000000"]).ok();
+    kairos(&[
+        "collect",
+        "hotspots",
+        "-q",
+        "-r",
+        path_str(&r),
+        "-d",
+        "0.5",
+        "--",
+        path_str(&sample("transitions")),
+        "1000000",
+    ])
+    .ok();
     let m = manifest(&r);
     assert_eq!(m["stopped_by"], "duration elapsed");
     let secs = m["duration_secs"].as_f64().unwrap();
@@ -113,7 +215,18 @@ fn crashing_target_leaves_a_valid_result() {
     let dir = tempdir();
     let r = dir.path().join("r");
     let script = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; kill -SEGV $$";
-    let out = kairos(&["collect", "hotspots", "-q", "-r", path_str(&r), "--", "/bin/sh", "-c", script]).ok();
+    let out = kairos(&[
+        "collect",
+        "hotspots",
+        "-q",
+        "-r",
+        path_str(&r),
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+    ])
+    .ok();
     assert!(out.stderr.contains("signal 11"), "{}", out.stderr);
     assert_eq!(manifest(&r)["target_exit"]["signal"], 11);
     kairos(&["report", "summary", "-r", path_str(&r)]).ok();
@@ -126,7 +239,16 @@ fn ctrl_c_ends_collection_with_a_valid_result() {
     let r = dir.path().join("r");
     // Ctrl-C in a terminal signals the whole foreground process group: do the same.
     let child = Command::new(common::kairos_bin())
-        .args(["collect", "hotspots", "-q", "-r", path_str(&r), "--", path_str(&sample("transitions")), "1000000"])
+        .args([
+            "collect",
+            "hotspots",
+            "-q",
+            "-r",
+            path_str(&r),
+            "--",
+            path_str(&sample("transitions")),
+            "1000000",
+        ])
         .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -137,11 +259,19 @@ fn ctrl_c_ends_collection_with_a_valid_result() {
     // SAFETY: plain kill(2) on a process group we created.
     assert_eq!(unsafe { libc::kill(-pgid, libc::SIGINT) }, 0);
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let m = manifest(&r);
     let n = m["counts"]["samples"].as_u64().unwrap();
     assert!(n > 100, "{n} samples");
-    assert!(m["stopped_by"].as_str().unwrap().contains("signal 2"), "{}", m["stopped_by"]);
+    assert!(
+        m["stopped_by"].as_str().unwrap().contains("signal 2"),
+        "{}",
+        m["stopped_by"]
+    );
     kairos(&["report", "hotspots", "-r", path_str(&r)]).ok();
     perf_script_comms(&r);
 }
@@ -150,10 +280,21 @@ fn ctrl_c_ends_collection_with_a_valid_result() {
 fn children_of(parent: i32) -> Vec<i32> {
     let mut v = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
-        if rest.split_whitespace().nth(1).and_then(|p| p.parse::<i32>().ok()) == Some(parent) {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        if rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<i32>().ok())
+            == Some(parent)
+        {
             v.push(pid);
         }
     }
@@ -169,7 +310,10 @@ fn alive(pid: i32) -> bool {
 }
 
 fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid out pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -188,7 +332,12 @@ struct Interrupted {
 /// Runs `kairos ARGS`, sends SIGINT to kairos only (as `kill -INT` or `timeout -s INT`
 /// do) once it has run ~1 s, and waits up to 30 s for it to end.
 fn interrupt_kairos_alone(args: &[&str], launches: bool) -> Interrupted {
-    let mut k = Command::new(common::kairos_bin()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut k = Command::new(common::kairos_bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let kpid = k.id() as i32;
     let mut launched = None;
     for _ in 0..150 {
@@ -198,7 +347,10 @@ fn interrupt_kairos_alone(args: &[&str], launches: bool) -> Interrupted {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(!launches || launched.is_some(), "kairos {args:?} launched no program");
+    assert!(
+        !launches || launched.is_some(),
+        "kairos {args:?} launched no program"
+    );
     std::thread::sleep(Duration::from_millis(1000));
     let at_ns = monotonic_ns();
     let sent = std::time::Instant::now();
@@ -221,8 +373,16 @@ fn interrupt_kairos_alone(args: &[&str], launches: bool) -> Interrupted {
     };
     let exit_after = sent.elapsed();
     let out = k.wait_with_output().unwrap();
-    assert!(status.success(), "kairos {args:?}: {status}\n{}", String::from_utf8_lossy(&out.stderr));
-    Interrupted { at_ns, exit_after, launched }
+    assert!(
+        status.success(),
+        "kairos {args:?}: {status}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Interrupted {
+        at_ns,
+        exit_after,
+        launched,
+    }
 }
 
 /// `kill -INT <kairos>` stops collecting at once, as perf record does, in every analysis
@@ -239,11 +399,36 @@ fn sigint_to_kairos_alone_stops_at_once_and_ends_the_launched_program() {
     // after any trace, interrupted or not, to close its probes (the kernel unregisters
     // them one by one, ~80 ms each here).
     let cases: [(&str, Vec<&str>, Vec<&str>, u64); 5] = [
-        ("hotspots", vec![], vec![path_str(&transitions), "1000000"], 5),
-        ("system-overview", vec![], vec![path_str(&transitions), "1000000"], 5),
-        ("memory-consumption", vec![], vec![path_str(&threads), "2", "1000"], 5),
-        ("trace", vec!["-k", "mode=instrument", "-k", "measure-overhead=off"], vec![path_str(&instrumented), "1000000"], 5),
-        ("trace", vec!["-k", "mode=uprobes", "-k", "measure-overhead=off"], vec![path_str(&transitions), "1000000"], 15),
+        (
+            "hotspots",
+            vec![],
+            vec![path_str(&transitions), "1000000"],
+            5,
+        ),
+        (
+            "system-overview",
+            vec![],
+            vec![path_str(&transitions), "1000000"],
+            5,
+        ),
+        (
+            "memory-consumption",
+            vec![],
+            vec![path_str(&threads), "2", "1000"],
+            5,
+        ),
+        (
+            "trace",
+            vec!["-k", "mode=instrument", "-k", "measure-overhead=off"],
+            vec![path_str(&instrumented), "1000000"],
+            5,
+        ),
+        (
+            "trace",
+            vec!["-k", "mode=uprobes", "-k", "measure-overhead=off"],
+            vec![path_str(&transitions), "1000000"],
+            15,
+        ),
     ];
     for (i, (analysis, knobs, program, max_exit)) in cases.iter().enumerate() {
         let r = dir.path().join(format!("r{i}"));
@@ -252,25 +437,51 @@ fn sigint_to_kairos_alone_stops_at_once_and_ends_the_launched_program() {
         args.push("--");
         args.extend(program);
         let got = interrupt_kairos_alone(&args, true);
-        assert!(got.exit_after < Duration::from_secs(*max_exit), "{args:?}: kairos took {:?} to stop after SIGINT", got.exit_after);
+        assert!(
+            got.exit_after < Duration::from_secs(*max_exit),
+            "{args:?}: kairos took {:?} to stop after SIGINT",
+            got.exit_after
+        );
         let child = got.launched.unwrap();
-        assert!(!alive(child), "{args:?}: the launched program {child} still runs");
+        assert!(
+            !alive(child),
+            "{args:?}: the launched program {child} still runs"
+        );
         let m = manifest(&r);
-        assert!(m["stopped_by"].as_str().is_some_and(|s| s.contains("signal 2")), "{args:?}: {}", m["stopped_by"]);
-        assert_eq!(m["target_exit"]["signal"], 15, "{args:?}: {}", m["target_exit"]);
+        assert!(
+            m["stopped_by"]
+                .as_str()
+                .is_some_and(|s| s.contains("signal 2")),
+            "{args:?}: {}",
+            m["stopped_by"]
+        );
+        assert_eq!(
+            m["target_exit"]["signal"], 15,
+            "{args:?}: {}",
+            m["target_exit"]
+        );
         kairos(&["report", "summary", "-r", path_str(&r)]).ok();
-        let p = || kairos_result::read_profile(&kairos_result::ResultDir::open(&r).unwrap()).unwrap();
+        let p =
+            || kairos_result::read_profile(&kairos_result::ResultDir::open(&r).unwrap()).unwrap();
         if *analysis == "trace" {
             // The last traced call (open ones end at the last event) is from before the stop.
             let p = p();
             let last = p.calls.iter().map(|c| c.end_ns).max().unwrap_or(0);
             assert!(p.calls.len() > 100, "{args:?}: {} calls", p.calls.len());
-            assert!(last < got.at_ns + 1_000_000_000, "{args:?}: calls until {:.3} s after the interrupt", (last as f64 - got.at_ns as f64) / 1e9);
+            assert!(
+                last < got.at_ns + 1_000_000_000,
+                "{args:?}: calls until {:.3} s after the interrupt",
+                (last as f64 - got.at_ns as f64) / 1e9
+            );
         }
         if matches!(*analysis, "hotspots" | "system-overview") {
             let p = p();
             let last = p.samples.iter().map(|s| s.time_ns).max().unwrap_or(0);
-            assert!(p.samples.len() > 100, "{args:?}: {} samples", p.samples.len());
+            assert!(
+                p.samples.len() > 100,
+                "{args:?}: {} samples",
+                p.samples.len()
+            );
             assert!(
                 last < got.at_ns + 1_000_000_000,
                 "{args:?}: samples until {:.3} s after the interrupt",
@@ -286,17 +497,38 @@ fn sigint_to_kairos_alone_stops_at_once_and_ends_the_launched_program() {
 #[test]
 fn sigint_to_kairos_attached_leaves_the_process_running() {
     let dir = tempdir();
-    let mut target = Command::new(sample("transitions")).arg("1000000").stdout(Stdio::null()).spawn().unwrap();
+    let mut target = Command::new(sample("transitions"))
+        .arg("1000000")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
     let pid = target.id() as i32;
     let r = dir.path().join("r");
     let pid_s = pid.to_string();
-    let got = interrupt_kairos_alone(&["collect", "hotspots", "-q", "-r", path_str(&r), "-p", &pid_s], false);
+    let got = interrupt_kairos_alone(
+        &[
+            "collect",
+            "hotspots",
+            "-q",
+            "-r",
+            path_str(&r),
+            "-p",
+            &pid_s,
+        ],
+        false,
+    );
     let still = alive(pid);
     let _ = target.kill();
     let _ = target.wait();
-    assert!(got.exit_after < Duration::from_secs(5), "kairos took {:?} to stop after SIGINT", got.exit_after);
+    assert!(
+        got.exit_after < Duration::from_secs(5),
+        "kairos took {:?} to stop after SIGINT",
+        got.exit_after
+    );
     assert!(still, "the attached process {pid} was ended");
-    assert!(manifest(&r)["stopped_by"].as_str().is_some_and(|s| s.contains("signal 2")));
+    assert!(manifest(&r)["stopped_by"]
+        .as_str()
+        .is_some_and(|s| s.contains("signal 2")));
     kairos(&["report", "hotspots", "-r", path_str(&r)]).ok();
 }
 
@@ -307,10 +539,29 @@ fn sigint_to_kairos_attached_leaves_the_process_running() {
 fn compressed_distribution_debug_files_are_read() {
     let dir = tempdir();
     let r = dir.path().join("r");
-    kairos(&["collect", "hotspots", "-q", "-r", path_str(&r), "--", path_str(&sample("transitions")), "300"]).ok();
-    let notes = manifest(&r)["notes"].as_array().cloned().unwrap_or_default();
-    let bad: Vec<_> = notes.iter().filter_map(|n| n.as_str()).filter(|n| n.contains("unusable")).collect();
+    kairos(&[
+        "collect",
+        "hotspots",
+        "-q",
+        "-r",
+        path_str(&r),
+        "--",
+        path_str(&sample("transitions")),
+        "300",
+    ])
+    .ok();
+    let notes = manifest(&r)["notes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let bad: Vec<_> = notes
+        .iter()
+        .filter_map(|n| n.as_str())
+        .filter(|n| n.contains("unusable"))
+        .collect();
     assert!(bad.is_empty(), "{bad:?}");
-    let summary = kairos(&["report", "summary", "-r", path_str(&r)]).ok().stdout;
+    let summary = kairos(&["report", "summary", "-r", path_str(&r)])
+        .ok()
+        .stdout;
     assert!(!summary.contains("unusable"), "{summary}");
 }

@@ -38,7 +38,11 @@ fn build(dir: &Path) -> std::path::PathBuf {
         .arg(&src)
         .output()
         .expect("this test needs gcc on PATH");
-    assert!(out.status.success(), "gcc failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "gcc failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     exe
 }
 
@@ -47,18 +51,49 @@ fn build(dir: &Path) -> std::path::PathBuf {
 fn leaf_stacks(dir: &Path, exe: &Path, unwinding: &str) -> (u64, u64) {
     let r = dir.join(format!("r-{unwinding}"));
     let knob = format!("stack-unwinding={unwinding}");
-    kairos(&["collect", "hotspots", "-q", "-r", path_str(&r), "-k", &knob, "--", path_str(exe)]).ok();
-    let csv = kairos(&["report", "hotspots", "--group-by", "callstack", "-r", path_str(&r), "--format", "csv"]).ok().stdout;
+    kairos(&[
+        "collect",
+        "hotspots",
+        "-q",
+        "-r",
+        path_str(&r),
+        "-k",
+        &knob,
+        "--",
+        path_str(exe),
+    ])
+    .ok();
+    let csv = kairos(&[
+        "report",
+        "hotspots",
+        "--group-by",
+        "callstack",
+        "-r",
+        path_str(&r),
+        "--format",
+        "csv",
+    ])
+    .ok()
+    .stdout;
     let (mut leaf, mut full) = (0, 0);
     // Rows are `Callstack,Samples,CPU time,CPU %`, root first; our names hold no commas.
     for row in csv.lines() {
         let mut cols = row.rsplitn(4, ',');
-        let (Some(_), Some(_), Some(samples), Some(stack)) = (cols.next(), cols.next(), cols.next(), cols.next()) else { continue };
-        let Ok(samples) = samples.parse::<u64>() else { continue };
+        let (Some(_), Some(_), Some(samples), Some(stack)) =
+            (cols.next(), cols.next(), cols.next(), cols.next())
+        else {
+            continue;
+        };
+        let Ok(samples) = samples.parse::<u64>() else {
+            continue;
+        };
         let frames: Vec<&str> = stack.split(';').collect();
         if frames.contains(&"leaf") {
             leaf += samples;
-            if frames.windows(4).any(|w| w == ["main", "outer", "middle", "leaf"]) {
+            if frames
+                .windows(4)
+                .any(|w| w == ["main", "outer", "middle", "leaf"])
+            {
                 full += samples;
             }
         }
@@ -74,10 +109,16 @@ fn dwarf_unwinding_recovers_stacks_that_frame_pointers_lose() {
     let (leaf, full) = leaf_stacks(dir.path(), &exe, "dwarf");
     assert!(leaf >= 50, "only {leaf} samples in leaf");
     eprintln!("dwarf: {full} of {leaf} leaf samples have main;outer;middle;leaf");
-    assert!(full * 10 >= leaf * 9, "dwarf: only {full} of {leaf} leaf samples have the whole chain");
+    assert!(
+        full * 10 >= leaf * 9,
+        "dwarf: only {full} of {leaf} leaf samples have the whole chain"
+    );
 
     let (leaf, full) = leaf_stacks(dir.path(), &exe, "fp");
     assert!(leaf >= 50, "only {leaf} samples in leaf");
     eprintln!("fp: {full} of {leaf} leaf samples have main;outer;middle;leaf");
-    assert!(full * 10 < leaf, "fp: {full} of {leaf} leaf samples have the whole chain; the program keeps frame pointers?");
+    assert!(
+        full * 10 < leaf,
+        "fp: {full} of {leaf} leaf samples have the whole chain; the program keeps frame pointers?"
+    );
 }

@@ -33,33 +33,99 @@ fn huge_pages_cut_page_faults_at_least_8x() {
     let dir = tempdir();
     let matrix = sample("matrix");
     let m = matrix.to_str().unwrap();
-    let _restore = Restore(std::fs::read_to_string(POOL).expect("this kernel has no hugetlb pool (/proc/sys/vm/nr_hugepages)"));
+    let _restore = Restore(
+        std::fs::read_to_string(POOL)
+            .expect("this kernel has no hugetlb pool (/proc/sys/vm/nr_hugepages)"),
+    );
     // "interchange" only: the faults all happen in init; the multiply just takes time.
-    kairos_in(dir.path(), &["collect", "memory-consumption", "-q", "-k", "min-object-size=1", "-r", "before", "--", m, "2100", "interchange"]).ok();
+    kairos_in(
+        dir.path(),
+        &[
+            "collect",
+            "memory-consumption",
+            "-q",
+            "-k",
+            "min-object-size=1",
+            "-r",
+            "before",
+            "--",
+            m,
+            "2100",
+            "interchange",
+        ],
+    )
+    .ok();
 
-    let report = kairos_in(dir.path(), &["report", "hugepages", "-r", "before"]).ok().stdout;
-    let row = report.lines().find(|l| l.starts_with("2 MiB")).unwrap_or_else(|| panic!("no 2 MiB row:\n{report}"));
-    let cols: Vec<u64> = row.split_whitespace().skip(2).filter_map(|w| w.parse().ok()).collect();
+    let report = kairos_in(dir.path(), &["report", "hugepages", "-r", "before"])
+        .ok()
+        .stdout;
+    let row = report
+        .lines()
+        .find(|l| l.starts_with("2 MiB"))
+        .unwrap_or_else(|| panic!("no 2 MiB row:\n{report}"));
+    let cols: Vec<u64> = row
+        .split_whitespace()
+        .skip(2)
+        .filter_map(|w| w.parse().ok())
+        .collect();
     let (needed, naive) = (cols[3], cols[4]);
     // 3 blocks x 17 pages (35,280,016 bytes round up separately) + 1 for the heap arena,
     // against ceil(105.8 MB / 2 MiB) = 51.
     assert_eq!((needed, naive), (52, 51), "{report}");
-    assert!(report.contains("GLIBC_TUNABLES=glibc.malloc.hugetlb=2") && !report.contains("HUGETLB_MORECORE"), "{report}");
+    assert!(
+        report.contains("GLIBC_TUNABLES=glibc.malloc.hugetlb=2")
+            && !report.contains("HUGETLB_MORECORE"),
+        "{report}"
+    );
 
     let n = needed.to_string();
-    let run = kairos_in(dir.path(), &["run", "--hugepages=hugetlb", "--reserve", &n, "-r", "after", "--", m, "2100", "interchange"]);
+    let run = kairos_in(
+        dir.path(),
+        &[
+            "run",
+            "--hugepages=hugetlb",
+            "--reserve",
+            &n,
+            "-r",
+            "after",
+            "--",
+            m,
+            "2100",
+            "interchange",
+        ],
+    );
     assert_eq!(
         run.code, 0,
         "this machine could not run from {n} reserved 2 MiB pages (kairos run said: {}); free memory or run as root",
         run.stderr.trim()
     );
-    assert!(run.stdout.contains("HugetlbPages, peak:") && !run.stderr.contains("NOT used"), "{}\n{}", run.stdout, run.stderr);
-    assert_eq!(std::fs::read_to_string(POOL).unwrap(), _restore.0, "kairos run did not restore the pool");
+    assert!(
+        run.stdout.contains("HugetlbPages, peak:") && !run.stderr.contains("NOT used"),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(POOL).unwrap(),
+        _restore.0,
+        "kairos run did not restore the pool"
+    );
 
-    let cmp = kairos_in(dir.path(), &["compare", "before", "after"]).ok().stdout;
-    let line = cmp.lines().find(|l| l.trim_start().starts_with("page faults:")).unwrap_or_else(|| panic!("no page-fault line:\n{cmp}"));
-    let ratio: f64 = line.split_whitespace().find_map(|w| w.strip_suffix('x')?.parse().ok()).unwrap_or_else(|| panic!("no ratio in '{line}'"));
-    assert!(line.contains("fewer") && ratio >= 8.0, "page faults fell only {ratio}x: {line}\n{cmp}");
+    let cmp = kairos_in(dir.path(), &["compare", "before", "after"])
+        .ok()
+        .stdout;
+    let line = cmp
+        .lines()
+        .find(|l| l.trim_start().starts_with("page faults:"))
+        .unwrap_or_else(|| panic!("no page-fault line:\n{cmp}"));
+    let ratio: f64 = line
+        .split_whitespace()
+        .find_map(|w| w.strip_suffix('x')?.parse().ok())
+        .unwrap_or_else(|| panic!("no ratio in '{line}'"));
+    assert!(
+        line.contains("fewer") && ratio >= 8.0,
+        "page faults fell only {ratio}x: {line}\n{cmp}"
+    );
     eprintln!("{cmp}");
 }
 
@@ -69,17 +135,47 @@ fn bad_input_gets_one_sentence_and_changes_nothing() {
     let dir = tempdir();
     let before = std::fs::read_to_string(POOL).unwrap_or_default();
     for (args, want) in [
-        (vec!["run", "--hugepages=huge", "--", "true"], "is not a mode"),
-        (vec!["run", "--hugepages=thp", "--reserve", "3", "--", "true"], "--reserve applies to --hugepages=hugetlb"),
-        (vec!["run", "--hugepages=hugetlb", "--reserve", "0", "--", "true"], "must be a number"),
-        (vec!["run", "--hugepages=hugetlb", "--reserve", "2", "--", "/no/such/program"], "nothing was changed"),
+        (
+            vec!["run", "--hugepages=huge", "--", "true"],
+            "is not a mode",
+        ),
+        (
+            vec!["run", "--hugepages=thp", "--reserve", "3", "--", "true"],
+            "--reserve applies to --hugepages=hugetlb",
+        ),
+        (
+            vec!["run", "--hugepages=hugetlb", "--reserve", "0", "--", "true"],
+            "must be a number",
+        ),
+        (
+            vec![
+                "run",
+                "--hugepages=hugetlb",
+                "--reserve",
+                "2",
+                "--",
+                "/no/such/program",
+            ],
+            "nothing was changed",
+        ),
     ] {
         let r = kairos_in(dir.path(), &args);
-        assert!(r.code != 0 && r.stderr.contains(want) && r.stderr.lines().count() == 1, "{args:?}: {}", r.stderr);
+        assert!(
+            r.code != 0 && r.stderr.contains(want) && r.stderr.lines().count() == 1,
+            "{args:?}: {}",
+            r.stderr
+        );
     }
     // A target that exits during set-up: the pool is still restored and the run says so.
-    let r = kairos_in(dir.path(), &["run", "--hugepages=hugetlb", "--reserve", "1", "--", "true"]);
-    assert!(r.stderr.contains("before Kairos could read") || r.stderr.contains("NOT used"), "{}", r.stderr);
+    let r = kairos_in(
+        dir.path(),
+        &["run", "--hugepages=hugetlb", "--reserve", "1", "--", "true"],
+    );
+    assert!(
+        r.stderr.contains("before Kairos could read") || r.stderr.contains("NOT used"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(std::fs::read_to_string(POOL).unwrap_or_default(), before);
     let r = kairos_in(dir.path(), &["report", "tlb", "-r", "."]);
     assert!(r.code != 0, "{}", r.stderr);
@@ -95,19 +191,53 @@ fn pool_pages_taken_by_another_process_are_told_apart_from_the_programs() {
     let dir = tempdir();
     let matrix = sample("matrix");
     let m = matrix.to_str().unwrap();
-    let _restore = Restore(std::fs::read_to_string(POOL).expect("this kernel has no hugetlb pool (/proc/sys/vm/nr_hugepages)"));
+    let _restore = Restore(
+        std::fs::read_to_string(POOL)
+            .expect("this kernel has no hugetlb pool (/proc/sys/vm/nr_hugepages)"),
+    );
     // 1000 x 1000 doubles: three blocks of 4 pages, and glibc's arena page: 13.
     for _ in 0..3 {
         let _ = std::fs::write(POOL, "0\n");
-        let run = kairos_in(dir.path(), &["run", "--hugepages=hugetlb", "--reserve", "13", "--", m, "1000", "interchange"]).ok();
-        assert!(run.stdout.contains("(13 pages of 2 MiB)"), "{}\n{}", run.stdout, run.stderr);
-        assert!(!run.stderr.contains("pool lost"), "a false loss:\n{}", run.stderr);
+        let run = kairos_in(
+            dir.path(),
+            &[
+                "run",
+                "--hugepages=hugetlb",
+                "--reserve",
+                "13",
+                "--",
+                m,
+                "1000",
+                "interchange",
+            ],
+        )
+        .ok();
+        assert!(
+            run.stdout.contains("(13 pages of 2 MiB)"),
+            "{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        assert!(
+            !run.stderr.contains("pool lost"),
+            "a false loss:\n{}",
+            run.stderr
+        );
     }
 
     // 15 free, the program takes 13, this test 2 while it runs.
     std::fs::write(POOL, "15\n").unwrap();
     let child = std::process::Command::new(common::kairos_bin())
-        .args(["run", "--hugepages=hugetlb", "--reserve", "13", "--", m, "1000", "naive"])
+        .args([
+            "run",
+            "--hugepages=hugetlb",
+            "--reserve",
+            "13",
+            "--",
+            m,
+            "1000",
+            "naive",
+        ])
         .current_dir(dir.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -117,9 +247,21 @@ fn pool_pages_taken_by_another_process_are_told_apart_from_the_programs() {
     let len = 2 * (2 << 20);
     // SAFETY: a private anonymous huge-page mapping of our own, unmapped below.
     let p = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB, -1, 0)
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB,
+            -1,
+            0,
+        )
     };
-    assert_ne!(p, libc::MAP_FAILED, "no 2 huge pages for the test: {}", std::io::Error::last_os_error());
+    assert_ne!(
+        p,
+        libc::MAP_FAILED,
+        "no 2 huge pages for the test: {}",
+        std::io::Error::last_os_error()
+    );
     for i in 0..2 {
         // SAFETY: inside the mapping.
         unsafe { (p as *mut u8).add(i * (2 << 20)).write_volatile(1) };
@@ -127,8 +269,17 @@ fn pool_pages_taken_by_another_process_are_told_apart_from_the_programs() {
     let out = child.wait_with_output().unwrap();
     // SAFETY: unmapping what we mapped.
     unsafe { libc::munmap(p, len) };
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("(13 pages of 2 MiB)"), "the program did not get its pages:\n{stdout}\n{stderr}");
-    assert!(stderr.contains("the pool lost 2 pages"), "the 2 pages taken meanwhile were not reported:\n{stderr}");
+    assert!(
+        stdout.contains("(13 pages of 2 MiB)"),
+        "the program did not get its pages:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("the pool lost 2 pages"),
+        "the 2 pages taken meanwhile were not reported:\n{stderr}"
+    );
 }

@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use common::{fixtures, kairos_in, tempdir};
 
 fn golden(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
 }
 
 /// Imports `file` (run from the fixtures directory so that the manifest names the file
@@ -20,19 +22,78 @@ fn check_all_reports(file: &str, tag: &str) {
     let dir = tempdir();
     let result = dir.path().join("r");
     let fx = fixtures();
-    let imported = kairos_in(&fx, &["import", "-q", file, "-r", result.to_str().unwrap(), "--perf-map-dir", "."]).ok();
+    let imported = kairos_in(
+        &fx,
+        &[
+            "import",
+            "-q",
+            file,
+            "-r",
+            result.to_str().unwrap(),
+            "--perf-map-dir",
+            ".",
+        ],
+    )
+    .ok();
     assert!(imported.stdout.contains("Summary"), "{}", imported.stdout);
     let r = result.to_str().unwrap();
     let mut cases: Vec<(String, Vec<&str>)> = vec![
         ("summary".into(), vec!["report", "summary", "-r", r]),
-        ("top-down".into(), vec!["report", "top-down", "-r", r, "--limit", "40"]),
-        ("timeline".into(), vec!["report", "timeline", "-r", r, "--bucket-ms", "100"]),
-        ("timeline_range".into(), vec!["report", "timeline", "-r", r, "--time-range", "0.2:0.4", "--bucket-ms", "20", "--limit", "4"]),
-        ("hotspots_csv".into(), vec!["report", "hotspots", "-r", r, "--format", "csv"]),
-        ("hotspots_json".into(), vec!["report", "hotspots", "-r", r, "--format", "json", "--limit", "5"]),
+        (
+            "top-down".into(),
+            vec!["report", "top-down", "-r", r, "--limit", "40"],
+        ),
+        (
+            "timeline".into(),
+            vec!["report", "timeline", "-r", r, "--bucket-ms", "100"],
+        ),
+        (
+            "timeline_range".into(),
+            vec![
+                "report",
+                "timeline",
+                "-r",
+                r,
+                "--time-range",
+                "0.2:0.4",
+                "--bucket-ms",
+                "20",
+                "--limit",
+                "4",
+            ],
+        ),
+        (
+            "hotspots_csv".into(),
+            vec!["report", "hotspots", "-r", r, "--format", "csv"],
+        ),
+        (
+            "hotspots_json".into(),
+            vec![
+                "report", "hotspots", "-r", r, "--format", "json", "--limit", "5",
+            ],
+        ),
     ];
-    for g in ["process", "module", "function", "callstack", "thread", "cpu"] {
-        cases.push((format!("hotspots_{g}"), vec!["report", "hotspots", "-r", r, "--group-by", g, "--limit", "25"]));
+    for g in [
+        "process",
+        "module",
+        "function",
+        "callstack",
+        "thread",
+        "cpu",
+    ] {
+        cases.push((
+            format!("hotspots_{g}"),
+            vec![
+                "report",
+                "hotspots",
+                "-r",
+                r,
+                "--group-by",
+                g,
+                "--limit",
+                "25",
+            ],
+        ));
     }
     for (name, args) in cases {
         let out = kairos_in(&fx, &args).ok();
@@ -47,5 +108,8 @@ fn skylake_sp_reports_match_goldens() {
 
 #[test]
 fn sandybridge_system_wide_reports_match_goldens() {
-    check_all_reports("sandybridge_systemwide_callchain_any_16deep.perf.data", "sandybridge");
+    check_all_reports(
+        "sandybridge_systemwide_callchain_any_16deep.perf.data",
+        "sandybridge",
+    );
 }

@@ -15,20 +15,42 @@ use serde_json::Value;
 /// Collects `false_sharing ARGS` into `dir/res`; returns the program's (tid, offset) lines.
 fn false_sharing(dir: &Path, args: &[&str]) -> Vec<(u64, u64)> {
     let prog = sample("false_sharing");
-    let mut a = vec!["collect", "memory-access", "-q", "-r", "res", "-k", "sampling-interval-us=200", "--", prog.to_str().unwrap()];
+    let mut a = vec![
+        "collect",
+        "memory-access",
+        "-q",
+        "-r",
+        "res",
+        "-k",
+        "sampling-interval-us=200",
+        "--",
+        prog.to_str().unwrap(),
+    ];
     a.extend(args);
+    let _turn = common::cpu_turn();
     printed_threads(&kairos_in(dir, &a).ok().stdout)
 }
 
 /// `false_sharing.c:LINE`, the line of the malloc of the counters.
 fn allocation_site() -> String {
-    let src = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/false_sharing.c")).unwrap();
-    let line = src.lines().position(|l| l.contains("malloc(sizeof *object)")).unwrap() + 1;
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/false_sharing.c"),
+    )
+    .unwrap();
+    let line = src
+        .lines()
+        .position(|l| l.contains("malloc(sizeof *object)"))
+        .unwrap()
+        + 1;
     format!("false_sharing.c:{line} (512 B)")
 }
 
 fn verdicts(doc: &Value) -> Vec<String> {
-    rows(doc, "Cache lines").iter().filter(|r| r["Threads"].as_u64() > Some(1)).map(|r| r["Verdict"].as_str().unwrap().to_string()).collect()
+    rows(doc, "Cache lines")
+        .iter()
+        .filter(|r| r["Threads"].as_u64() > Some(1))
+        .map(|r| r["Verdict"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
@@ -38,26 +60,51 @@ fn unpadded_counters_are_false_sharing_named_by_allocation_site() {
     assert_eq!(threads.len(), 2);
     let objects = report(t.path(), "memory-objects");
     let top = &rows(&objects, "Memory objects")[0];
-    assert_eq!(top["Object"], allocation_site().as_str(), "the counters' block is the top object: {objects}");
+    assert_eq!(
+        top["Object"],
+        allocation_site().as_str(),
+        "the counters' block is the top object: {objects}"
+    );
     assert_eq!(top["Kind"], "heap");
     assert!(top["Share"].as_f64().unwrap() > 90.0, "{top}");
     assert_eq!(top["Threads"], 2);
 
     let lines = report(t.path(), "cache-lines");
-    let line = rows(&lines, "Cache lines").into_iter().find(|r| r["Object"] == allocation_site().as_str()).unwrap();
+    let line = rows(&lines, "Cache lines")
+        .into_iter()
+        .find(|r| r["Object"] == allocation_site().as_str())
+        .unwrap();
     assert_eq!(line["Verdict"], "false sharing", "{lines}");
     assert_eq!(line["Threads"], 2);
     // Every thread at its own offset, as the program printed them.
-    let offsets = rows(&lines, "Offsets by thread (lines used by more than one thread)");
+    let offsets = rows(
+        &lines,
+        "Offsets by thread (lines used by more than one thread)",
+    );
     for (tid, offset) in &threads {
-        let mine: Vec<&Value> = offsets.iter().filter(|r| r["Thread"].as_u64() == Some(*tid)).collect();
-        assert!(!mine.is_empty(), "thread {tid} is not on the line: {offsets:?}");
+        let mine: Vec<&Value> = offsets
+            .iter()
+            .filter(|r| r["Thread"].as_u64() == Some(*tid))
+            .collect();
+        assert!(
+            !mine.is_empty(),
+            "thread {tid} is not on the line: {offsets:?}"
+        );
         for r in mine {
-            assert_eq!(r["Offsets"], format!("{offset}..{}", offset + 7).as_str(), "thread {tid}");
+            assert_eq!(
+                r["Offsets"],
+                format!("{offset}..{}", offset + 7).as_str(),
+                "thread {tid}"
+            );
         }
     }
-    let summary = kairos_in(t.path(), &["report", "summary", "-r", "res"]).ok().stdout;
-    assert!(summary.contains("false sharing") && summary.contains("alignas(64)"), "{summary}");
+    let summary = kairos_in(t.path(), &["report", "summary", "-r", "res"])
+        .ok()
+        .stdout;
+    assert!(
+        summary.contains("false sharing") && summary.contains("alignas(64)"),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -78,24 +125,57 @@ fn padded_counters_share_nothing_and_one_counter_is_true_sharing() {
 fn object_shares_follow_the_time_spent_on_each_array() {
     let t = tempdir();
     let prog = sample("three_arrays");
-    let run = kairos_in(t.path(), &["collect", "memory-access", "-q", "-r", "res", "-k", "sampling-interval-us=50", "--", prog.to_str().unwrap(), "2"]).ok();
+    let turn = common::cpu_turn();
+    let run = kairos_in(
+        t.path(),
+        &[
+            "collect",
+            "memory-access",
+            "-q",
+            "-r",
+            "res",
+            "-k",
+            "sampling-interval-us=50",
+            "--",
+            prog.to_str().unwrap(),
+            "2",
+        ],
+    )
+    .ok();
+    drop(turn);
     let line = run.stdout.lines().find(|l| l.contains(" share ")).unwrap();
     let w: Vec<&str> = line.split_whitespace().collect();
-    let truth: Vec<(&str, f64)> = [(w[4], w[5]), (w[6], w[7]), (w[8], w[9])].iter().map(|(n, v)| (*n, v.parse().unwrap())).collect();
+    let truth: Vec<(&str, f64)> = [(w[4], w[5]), (w[6], w[7]), (w[8], w[9])]
+        .iter()
+        .map(|(n, v)| (*n, v.parse().unwrap()))
+        .collect();
     let objects = rows(&report(t.path(), "memory-objects"), "Memory objects");
     let samples = |name: &str| {
-        objects.iter().find(|r| r["Object"].as_str().unwrap().starts_with(name)).map_or(0, |r| r["Samples"].as_u64().unwrap()) as f64
+        objects
+            .iter()
+            .find(|r| r["Object"].as_str().unwrap().starts_with(name))
+            .map_or(0, |r| r["Samples"].as_u64().unwrap()) as f64
     };
     // heap_array is named by its allocation site, the statics by their symbols.
-    let heap = objects.iter().find(|r| r["Object"].as_str().unwrap().starts_with("three_arrays.c:")).unwrap();
+    let heap = objects
+        .iter()
+        .find(|r| r["Object"].as_str().unwrap().starts_with("three_arrays.c:"))
+        .unwrap();
     assert_eq!(heap["Kind"], "heap");
-    let counts = [heap["Samples"].as_u64().unwrap() as f64, samples("bss_array ("), samples("data_array (")];
+    let counts = [
+        heap["Samples"].as_u64().unwrap() as f64,
+        samples("bss_array ("),
+        samples("data_array ("),
+    ];
     let total: f64 = counts.iter().sum();
     // 3 points are 3 standard deviations of a 50% share at 2,500 samples.
     assert!(total > 2500.0, "too few samples on the arrays: {counts:?}");
     for ((name, want), got) in truth.iter().zip(counts) {
         let got = 100.0 * got / total;
-        assert!((got - want).abs() <= 3.0, "{name}: {got:.1}% sampled, {want:.1}% measured by the program");
+        assert!(
+            (got - want).abs() <= 3.0,
+            "{name}: {got:.1}% sampled, {want:.1}% measured by the program"
+        );
     }
 }
 
@@ -103,40 +183,112 @@ fn object_shares_follow_the_time_spent_on_each_array() {
 fn a_missing_pmu_and_a_static_binary_are_said_plainly() {
     let t = tempdir();
     let prog = sample("false_sharing");
-    let r = kairos_in(t.path(), &["collect", "memory-access", "-q", "-r", "res", "-k", "source=pmu", "--", prog.to_str().unwrap(), "1", "1000"]);
+    let r = kairos_in(
+        t.path(),
+        &[
+            "collect",
+            "memory-access",
+            "-q",
+            "-r",
+            "res",
+            "-k",
+            "source=pmu",
+            "--",
+            prog.to_str().unwrap(),
+            "1",
+            "1000",
+        ],
+    );
     let devices = Path::new("/sys/bus/event_source/devices");
-    if !["cpu", "cpu_core", "ibs_op"].iter().any(|d| devices.join(d).exists()) {
+    if !["cpu", "cpu_core", "ibs_op"]
+        .iter()
+        .any(|d| devices.join(d).exists())
+    {
         assert_eq!(r.code, 2, "{}", r.stderr);
         assert!(r.stderr.contains("source=registers"), "{}", r.stderr);
-        assert!(!t.path().join("res").exists(), "no result for a refused collection");
+        assert!(
+            !t.path().join("res").exists(),
+            "no result for a refused collection"
+        );
     }
     // A static build of the sample: no tracker, so no heap objects; the report says why.
     let exe = t.path().join("fs-static");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/false_sharing.c");
-    let cc = std::process::Command::new("cc").args(["-O2", "-g", "-static", "-pthread", "-o"]).arg(&exe).arg(&src).status().unwrap();
-    assert!(cc.success(), "cc -static failed (libc6-dev provides libc.a)");
-    kairos_in(t.path(), &["collect", "memory-access", "-q", "-r", "res", "--", exe.to_str().unwrap(), "2", "300000000"]).ok();
-    let summary = kairos_in(t.path(), &["report", "summary", "-r", "res"]).ok().stdout;
+    let cc = std::process::Command::new("cc")
+        .args(["-O2", "-g", "-static", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(
+        cc.success(),
+        "cc -static failed (libc6-dev provides libc.a)"
+    );
+    let turn = common::cpu_turn();
+    kairos_in(
+        t.path(),
+        &[
+            "collect",
+            "memory-access",
+            "-q",
+            "-r",
+            "res",
+            "--",
+            exe.to_str().unwrap(),
+            "2",
+            "300000000",
+        ],
+    )
+    .ok();
+    drop(turn);
+    let summary = kairos_in(t.path(), &["report", "summary", "-r", "res"])
+        .ok()
+        .stdout;
     assert!(summary.contains("statically linked"), "{summary}");
-    assert!(summary.contains("false sharing"), "lines are still found from the mappings: {summary}");
+    assert!(
+        summary.contains("false sharing"),
+        "lines are still found from the mappings: {summary}"
+    );
 }
 
 #[test]
 fn compare_shows_the_fix() {
     let t = tempdir();
     let prog = sample("false_sharing");
+    let _turn = common::cpu_turn();
     for (dir, mode) in [("before", None), ("after", Some("--padded"))] {
-        let mut a = vec!["collect", "memory-access", "-q", "-r", dir, "--", prog.to_str().unwrap()];
+        let mut a = vec![
+            "collect",
+            "memory-access",
+            "-q",
+            "-r",
+            dir,
+            "--",
+            prog.to_str().unwrap(),
+        ];
         a.extend(mode);
         a.extend(["2", "200000000"]);
         kairos_in(t.path(), &a).ok();
     }
-    let out = kairos_in(t.path(), &["compare", "before", "after"]).ok().stdout;
-    let row = |name: &str| out.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no '{name}' row in:\n{out}")).to_string();
-    assert!(row("run time").contains('x') || row("run time").contains('%'), "a run-time ratio: {out}");
+    let out = kairos_in(t.path(), &["compare", "before", "after"])
+        .ok()
+        .stdout;
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no '{name}' row in:\n{out}"))
+            .to_string()
+    };
+    assert!(
+        row("run time").contains('x') || row("run time").contains('%'),
+        "a run-time ratio: {out}"
+    );
     let lines = row("cache lines with false sharing");
     let cells: Vec<&str> = lines.split_whitespace().collect();
-    assert!(cells[5].parse::<u64>().unwrap() >= 1 && cells[6] == "0", "false sharing before the fix, none after: {lines}");
+    assert!(
+        cells[5].parse::<u64>().unwrap() >= 1 && cells[6] == "0",
+        "false sharing before the fix, none after: {lines}"
+    );
 }
 
 /// A real PEBS load-latency recording (Skylake-SP, `fixtures/mem`), imported: every
@@ -145,24 +297,42 @@ fn compare_shows_the_fix() {
 fn imported_pebs_samples_agree_with_perf_script() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/mem");
     let file = dir.join("skx-2s-ldlat64-weight_struct.perf.data");
-    let script = std::fs::read_to_string(dir.join("skx-2s-ldlat64-weight_struct.perf-script.txt")).unwrap();
+    let script =
+        std::fs::read_to_string(dir.join("skx-2s-ldlat64-weight_struct.perf-script.txt")).unwrap();
     let (mut weight, mut levels) = (0u64, std::collections::BTreeMap::<&str, u64>::new());
     for l in script.lines().filter(|l| l.contains("|OP ")) {
         let lvl = &l[l.find("|LVL ").unwrap() + 5..l.find("|SNP").unwrap()];
-        let key = ["LFB", "L1", "L2", "L3"].into_iter().find(|k| lvl.contains(k)).unwrap();
-        *levels.entry(if key == "L3" { "LLC" } else { key }).or_default() += 1;
+        let key = ["LFB", "L1", "L2", "L3"]
+            .into_iter()
+            .find(|k| lvl.contains(k))
+            .unwrap();
+        *levels
+            .entry(if key == "L3" { "LLC" } else { key })
+            .or_default() += 1;
         let tail: Vec<&str> = l[l.rfind('|').unwrap()..].split_whitespace().collect();
         weight += tail[tail.len() - 3].parse::<u64>().unwrap();
     }
     let t = tempdir();
-    kairos_in(t.path(), &["import", file.to_str().unwrap(), "-q", "-r", "res"]).ok();
+    kairos_in(
+        t.path(),
+        &["import", file.to_str().unwrap(), "-q", "-r", "res"],
+    )
+    .ok();
     let objects = rows(&report(t.path(), "memory-objects"), "Memory objects");
-    let sum = |col: &str| objects.iter().map(|r| r[col].as_u64().unwrap()).sum::<u64>();
+    let sum = |col: &str| {
+        objects
+            .iter()
+            .map(|r| r[col].as_u64().unwrap())
+            .sum::<u64>()
+    };
     assert_eq!(sum("Latency"), weight, "summed latency (cycles)");
     for (level, n) in &levels {
         assert_eq!(sum(level), *n, "{level} samples");
     }
-    assert!(objects.iter().any(|r| r["Object"] == "[kernel]"), "kernel data addresses are named: {objects:?}");
+    assert!(
+        objects.iter().any(|r| r["Object"] == "[kernel]"),
+        "kernel data addresses are named: {objects:?}"
+    );
 }
 
 /// Golden files of every memory-access report on the imported PEBS recording (a mismatch
@@ -173,22 +343,49 @@ fn imported_reports_match_goldens() {
     let t = tempdir();
     let r = t.path().join("r");
     let r = r.to_str().unwrap();
-    kairos_in(&fx, &["import", "-q", "skx-2s-ldlat64-weight_struct.perf.data", "-r", r]).ok();
+    kairos_in(
+        &fx,
+        &[
+            "import",
+            "-q",
+            "skx-2s-ldlat64-weight_struct.perf.data",
+            "-r",
+            r,
+        ],
+    )
+    .ok();
     let cases: [(&str, Vec<&str>); 9] = [
         ("summary", vec!["report", "summary", "-r", r]),
         // NUMA: no placement in an imported recording, the PMU's remote bits all the same.
         ("numa", vec!["report", "numa", "-r", r]),
-        ("numa_csv", vec!["report", "numa", "-r", r, "--format", "csv"]),
-        ("numa_json", vec!["report", "numa", "-r", r, "--format", "json"]),
+        (
+            "numa_csv",
+            vec!["report", "numa", "-r", r, "--format", "csv"],
+        ),
+        (
+            "numa_json",
+            vec!["report", "numa", "-r", r, "--format", "json"],
+        ),
         ("memory-objects", vec!["report", "memory-objects", "-r", r]),
-        ("memory-objects_csv", vec!["report", "memory-objects", "-r", r, "--format", "csv"]),
-        ("memory-functions_json", vec!["report", "memory-functions", "-r", r, "--format", "json"]),
+        (
+            "memory-objects_csv",
+            vec!["report", "memory-objects", "-r", r, "--format", "csv"],
+        ),
+        (
+            "memory-functions_json",
+            vec!["report", "memory-functions", "-r", r, "--format", "json"],
+        ),
         ("cache-lines", vec!["report", "cache-lines", "-r", r]),
-        ("memory-functions", vec!["report", "memory-functions", "-r", r, "--limit", "5"]),
+        (
+            "memory-functions",
+            vec!["report", "memory-functions", "-r", r, "--limit", "5"],
+        ),
     ];
     for (name, args) in cases {
         let out = kairos_in(&fx, &args).ok();
-        let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/memory-access").join(format!("{name}.txt"));
+        let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden/memory-access")
+            .join(format!("{name}.txt"));
         kairos_report::assert_golden(&golden, &out.stdout);
     }
 }
@@ -201,27 +398,52 @@ fn another_users_process_is_refused_plainly() {
         return;
     }
     let t = tempdir();
-    let mut sleeper = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
     let pid = sleeper.id().to_string();
     let bin = common::kairos_bin();
     let out = std::process::Command::new("runuser")
         .args(["-u", "nobody", "--"])
         .arg(&bin)
-        .args(["collect", "memory-access", "-q", "-r", "res", "-d", "1", "-p", &pid])
+        .args([
+            "collect",
+            "memory-access",
+            "-q",
+            "-r",
+            "res",
+            "-d",
+            "1",
+            "-p",
+            &pid,
+        ])
         .current_dir(t.path())
         .output()
         .unwrap();
     sleeper.kill().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("belongs to another user") && err.contains(&pid), "{err}");
-    assert!(!t.path().join("res").exists(), "no result for a refused collection");
+    assert!(
+        err.contains("belongs to another user") && err.contains(&pid),
+        "{err}"
+    );
+    assert!(
+        !t.path().join("res").exists(),
+        "no result for a refused collection"
+    );
 }
 
 fn effective_uid() -> u32 {
     // Read from /proc rather than calling libc: the test crate has no libc dependency.
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|v| v.split_whitespace().nth(1)).unwrap().parse().unwrap()
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().nth(1))
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 /// `-p` of a running multi-threaded program: every thread is sampled (one ring buffer per
@@ -230,6 +452,7 @@ fn effective_uid() -> u32 {
 #[test]
 fn attaching_to_a_running_program_finds_its_false_sharing() {
     let t = tempdir();
+    let _turn = common::cpu_turn();
     let mut prog = std::process::Command::new(sample("false_sharing"))
         .args(["2", "20000000000"])
         .stdout(std::process::Stdio::null())
@@ -237,10 +460,27 @@ fn attaching_to_a_running_program_finds_its_false_sharing() {
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     let pid = prog.id().to_string();
-    let run = kairos_in(t.path(), &["collect", "memory-access", "-q", "-r", "res", "-d", "1", "-p", &pid]);
+    let run = kairos_in(
+        t.path(),
+        &[
+            "collect",
+            "memory-access",
+            "-q",
+            "-r",
+            "res",
+            "-d",
+            "1",
+            "-p",
+            &pid,
+        ],
+    );
     prog.kill().unwrap();
     let run = run.ok();
-    assert!(run.stdout.contains("not with -p"), "the summary says why heap blocks are unnamed: {}", run.stdout);
+    assert!(
+        run.stdout.contains("not with -p"),
+        "the summary says why heap blocks are unnamed: {}",
+        run.stdout
+    );
     let lines = report(t.path(), "cache-lines");
     let line = &rows(&lines, "Cache lines")[0];
     assert_eq!(line["Object"], "[heap]", "{lines}");

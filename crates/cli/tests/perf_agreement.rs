@@ -14,33 +14,72 @@ const INTERVAL_US: u64 = 100;
 
 fn perf_shares(perf_data: &std::path::Path, comm: &str) -> BTreeMap<String, f64> {
     let out = Command::new("perf")
-        .args(["report", "--stdio", "-q", "--no-children", "--sort", "sym", "--percentage", "relative", "--comm", comm, "-i"])
+        .args([
+            "report",
+            "--stdio",
+            "-q",
+            "--no-children",
+            "--sort",
+            "sym",
+            "--percentage",
+            "relative",
+            "--comm",
+            comm,
+            "-i",
+        ])
         .arg(perf_data)
         .output()
         .unwrap();
-    assert!(out.status.success(), "perf report failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "perf report failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut shares = BTreeMap::new();
     // Lines look like "    28.99%  [.] p3_C".
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let mut parts = line.split_whitespace();
-        let (Some(pct), Some(_kind), Some(sym)) = (parts.next(), parts.next(), parts.next()) else { continue };
-        let Some(pct) = pct.strip_suffix('%').and_then(|p| p.parse::<f64>().ok()) else { continue };
+        let (Some(pct), Some(_kind), Some(sym)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let Some(pct) = pct.strip_suffix('%').and_then(|p| p.parse::<f64>().ok()) else {
+            continue;
+        };
         *shares.entry(sym.to_string()).or_insert(0.0) += pct;
     }
     shares
 }
 
 fn kairos_shares(result: &std::path::Path) -> BTreeMap<String, f64> {
-    let out = kairos(&["report", "hotspots", "-r", path_str(result), "--format", "csv", "--limit", "0"]).ok();
+    let out = kairos(&[
+        "report",
+        "hotspots",
+        "-r",
+        path_str(result),
+        "--format",
+        "csv",
+        "--limit",
+        "0",
+    ])
+    .ok();
     let mut lines = out.stdout.lines();
     let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
-    let fcol = header.iter().position(|h| *h == "Function").expect("Function column");
-    let pcol = header.iter().position(|h| h.starts_with("Self %")).expect("Self % column");
+    let fcol = header
+        .iter()
+        .position(|h| *h == "Function")
+        .expect("Function column");
+    let pcol = header
+        .iter()
+        .position(|h| h.starts_with("Self %"))
+        .expect("Self % column");
     let mut shares = BTreeMap::new();
     for line in lines {
         // Function names of C programs have no commas; kernel and libc ones neither.
         let cells: Vec<&str> = line.split(',').collect();
-        if let (Some(f), Some(p)) = (cells.get(fcol), cells.get(pcol).and_then(|p| p.parse::<f64>().ok())) {
+        if let (Some(f), Some(p)) = (
+            cells.get(fcol),
+            cells.get(pcol).and_then(|p| p.parse::<f64>().ok()),
+        ) {
             *shares.entry(f.trim_matches('"').to_string()).or_insert(0.0) += p;
         }
     }
@@ -55,13 +94,41 @@ fn compare(program: &str, args: &[&str]) {
     let interval = format!("sampling-interval-us={INTERVAL_US}");
     let target = sample(program);
     let mut cmd = Command::new("perf");
-    cmd.args(["record", "-q", "-e", "cpu-clock", "-c", &period, "-o", path_str(&perf_data), "--"])
-        .arg(kairos_bin())
-        .args(["collect", "hotspots", "-q", "-r", path_str(&result), "-k", &interval, "-k", "event=cpu-clock", "--"])
-        .arg(&target)
-        .args(args);
+    cmd.args([
+        "record",
+        "-q",
+        "-e",
+        "cpu-clock",
+        "-c",
+        &period,
+        "-o",
+        path_str(&perf_data),
+        "--",
+    ])
+    .arg(kairos_bin())
+    .args([
+        "collect",
+        "hotspots",
+        "-q",
+        "-r",
+        path_str(&result),
+        "-k",
+        &interval,
+        "-k",
+        "event=cpu-clock",
+        "--",
+    ])
+    .arg(&target)
+    .args(args);
+    // Both tests of this file at once would halve each one's samples on two CPUs.
+    let turn = common::cpu_turn();
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "perf record + kairos collect failed: {}", String::from_utf8_lossy(&out.stderr));
+    drop(turn);
+    assert!(
+        out.status.success(),
+        "perf record + kairos collect failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let perf = perf_shares(&perf_data, program);
     let ours = kairos_shares(&result);
@@ -75,8 +142,14 @@ fn compare(program: &str, args: &[&str]) {
         worst = worst.max((k - p).abs());
         report.push_str(&format!("{f:30} perf {p:6.2}%  kairos {k:6.2}%\n"));
     }
-    assert!(perf.values().filter(|p| **p >= 1.0).count() >= 2, "too few functions in perf's report:\n{perf:?}");
-    assert!(worst <= 2.0, "{program}: shares differ by {worst:.2} points\n{report}");
+    assert!(
+        perf.values().filter(|p| **p >= 1.0).count() >= 2,
+        "too few functions in perf's report:\n{perf:?}"
+    );
+    assert!(
+        worst <= 2.0,
+        "{program}: shares differ by {worst:.2} points\n{report}"
+    );
     eprintln!("{program}: largest difference {worst:.2} points\n{report}");
 }
 

@@ -18,15 +18,24 @@ type Counts = BTreeMap<String, (u64, u64)>;
 
 /// perf's view: `perf script -F period,event` prints "PERIOD EVENT:" per delivered sample.
 fn perf_counts(file: &Path) -> Option<Counts> {
-    let out = Command::new("perf").args(["script", "-i"]).arg(file).args(["-F", "period,event", "--hide-call-graph"]).output().unwrap();
+    let out = Command::new("perf")
+        .args(["script", "-i"])
+        .arg(file)
+        .args(["-F", "period,event", "--hide-call-graph"])
+        .output()
+        .unwrap();
     if !out.status.success() {
         return None;
     }
     let mut c = Counts::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let mut w = line.split_whitespace();
-        let (Some(period), Some(event), None) = (w.next(), w.next(), w.next()) else { continue };
-        let (Ok(period), Some(event)) = (period.parse::<u64>(), event.strip_suffix(':')) else { continue };
+        let (Some(period), Some(event), None) = (w.next(), w.next(), w.next()) else {
+            continue;
+        };
+        let (Ok(period), Some(event)) = (period.parse::<u64>(), event.strip_suffix(':')) else {
+            continue;
+        };
         let e = c.entry(event.to_string()).or_default();
         e.0 += 1;
         e.1 += period;
@@ -37,7 +46,12 @@ fn perf_counts(file: &Path) -> Option<Counts> {
 /// Ours: the manifest's events (events without samples left out, as perf script prints none).
 fn kairos_counts(result: &Path) -> Counts {
     let dir = kairos_result::ResultDir::open(result).unwrap();
-    dir.manifest().events.iter().filter(|e| e.samples > 0).map(|e| (e.name.clone(), (e.samples, e.weight))).collect()
+    dir.manifest()
+        .events
+        .iter()
+        .filter(|e| e.samples > 0)
+        .map(|e| (e.name.clone(), (e.samples, e.weight)))
+        .collect()
 }
 
 /// A short run of a bundled program under `perf record ARGS`, written to `out`.
@@ -50,7 +64,11 @@ fn record(args: &[&str], out: &Path) {
     }
     cmd.arg("--").arg(sample("transitions")).arg("40");
     let file = std::fs::File::create(out).unwrap();
-    let status = if to_pipe { cmd.stdout(file).stderr(Stdio::null()).status() } else { cmd.stdout(Stdio::null()).stderr(Stdio::null()).status() };
+    let status = if to_pipe {
+        cmd.stdout(file).stderr(Stdio::null()).status()
+    } else {
+        cmd.stdout(Stdio::null()).stderr(Stdio::null()).status()
+    };
     assert!(status.unwrap().success(), "perf record {args:?} failed");
 }
 
@@ -60,8 +78,17 @@ fn import(file: &Path, result: &Path) {
 
 fn agree(file: &Path, result: &Path) {
     let want = perf_counts(file).expect("perf script reads what perf record wrote");
-    assert!(!want.is_empty(), "perf script printed no samples for {}", file.display());
-    assert_eq!(kairos_counts(result), want, "{}: (samples, sum of periods) by event, kairos vs perf script", file.display());
+    assert!(
+        !want.is_empty(),
+        "perf script printed no samples for {}",
+        file.display()
+    );
+    assert_eq!(
+        kairos_counts(result),
+        want,
+        "{}: (samples, sum of periods) by event, kairos vs perf script",
+        file.display()
+    );
 }
 
 fn case(name: &str, args: &[&str]) -> (tempfile::TempDir, PathBuf) {
@@ -79,14 +106,25 @@ fn compressed_recording_agrees_with_perf_script() {
     let (t, file) = case("z", &["-z", "-e", "cpu-clock", "-c", "100000", "-g"]);
     // The file really is compressed: otherwise this test proves nothing.
     let f = kairos_perf_data::PerfFile::open(&file).unwrap();
-    assert!(f.compressed_records() > 0, "perf record -z wrote no PERF_RECORD_COMPRESSED");
+    assert!(
+        f.compressed_records() > 0,
+        "perf record -z wrote no PERF_RECORD_COMPRESSED"
+    );
     drop(t);
 }
 
 #[test]
 fn pipe_mode_from_a_file_and_from_standard_input() {
-    let (t, file) = case("pipe", &["-e", "cpu-clock", "-c", "100000", "-g", "-o", "-"]);
-    assert!(kairos_perf_data::PerfFile::open(&file).unwrap().header().pipe);
+    let (t, file) = case(
+        "pipe",
+        &["-e", "cpu-clock", "-c", "100000", "-g", "-o", "-"],
+    );
+    assert!(
+        kairos_perf_data::PerfFile::open(&file)
+            .unwrap()
+            .header()
+            .pipe
+    );
     // The same stream through standard input.
     let result = t.path().join("stdin");
     let run = Command::new(common::kairos_bin())
@@ -94,35 +132,90 @@ fn pipe_mode_from_a_file_and_from_standard_input() {
         .stdin(std::fs::File::open(&file).unwrap())
         .output()
         .unwrap();
-    assert!(run.status.success(), "kairos import - failed: {}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "kairos import - failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     agree(&file, &result);
 }
 
 #[test]
 fn compressed_pipe_mode_agrees() {
-    case("zpipe", &["-z", "-e", "cpu-clock", "-c", "100000", "-o", "-"]);
+    case(
+        "zpipe",
+        &["-z", "-e", "cpu-clock", "-c", "100000", "-o", "-"],
+    );
 }
 
 #[test]
 fn several_events_keep_their_own_weights() {
-    let (t, _) = case("multi", &["-e", "cpu-clock/period=100000/,page-faults/period=5/"]);
+    let (t, _) = case(
+        "multi",
+        &["-e", "cpu-clock/period=100000/,page-faults/period=5/"],
+    );
     let r = t.path().join("r");
     // Reports show one event at a time; --event picks it.
-    let text = kairos(&["report", "summary", "-r", path_str(&r)]).ok().stdout;
-    assert!(text.contains("Events:") && text.contains("cpu-clock") && text.contains("page-faults"), "{text}");
+    let text = kairos(&["report", "summary", "-r", path_str(&r)])
+        .ok()
+        .stdout;
+    assert!(
+        text.contains("Events:") && text.contains("cpu-clock") && text.contains("page-faults"),
+        "{text}"
+    );
     // Named as perf names it, or without its modifiers.
-    let hs = kairos(&["report", "hotspots", "-r", path_str(&r), "--event", "page-faults", "--format", "csv"]).ok().stdout;
-    assert!(hs.lines().next().unwrap().contains("page-faults"), "weights labelled by the chosen event: {hs}");
-    let total: u64 = hs.lines().skip(1).map(|l| l.split(',').nth(3).unwrap().parse::<u64>().unwrap()).sum();
-    let want = kairos_counts(&r).into_iter().find(|(k, _)| k.starts_with("page-faults")).unwrap().1 .1;
-    assert_eq!(total, want, "self page faults add up to the event's total: {hs}");
-    let bad = kairos(&["report", "hotspots", "-r", path_str(&r), "--event", "cycles"]);
-    assert!(bad.stderr.contains("no event \"cycles\"") && bad.stderr.contains("page-faults"), "{}", bad.stderr);
+    let hs = kairos(&[
+        "report",
+        "hotspots",
+        "-r",
+        path_str(&r),
+        "--event",
+        "page-faults",
+        "--format",
+        "csv",
+    ])
+    .ok()
+    .stdout;
+    assert!(
+        hs.lines().next().unwrap().contains("page-faults"),
+        "weights labelled by the chosen event: {hs}"
+    );
+    let total: u64 = hs
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(3).unwrap().parse::<u64>().unwrap())
+        .sum();
+    let want = kairos_counts(&r)
+        .into_iter()
+        .find(|(k, _)| k.starts_with("page-faults"))
+        .unwrap()
+        .1
+         .1;
+    assert_eq!(
+        total, want,
+        "self page faults add up to the event's total: {hs}"
+    );
+    let bad = kairos(&[
+        "report",
+        "hotspots",
+        "-r",
+        path_str(&r),
+        "--event",
+        "cycles",
+    ]);
+    assert!(
+        bad.stderr.contains("no event \"cycles\"") && bad.stderr.contains("page-faults"),
+        "{}",
+        bad.stderr
+    );
 }
 
 #[test]
 fn event_group_read_with_s_gives_each_member_its_samples() {
-    case("group", &["-e", "{cpu-clock,page-faults}:S", "-c", "100000"]);
+    case(
+        "group",
+        &["-e", "{cpu-clock,page-faults}:S", "-c", "100000"],
+    );
 }
 
 #[test]
@@ -145,7 +238,10 @@ fn guest_mode_samples_are_left_out_and_counted() {
     let (start, size) = (word(&b, 40) as usize, word(&b, 48) as usize);
     let (mut at, mut n, mut guest) = (start, 0, 0);
     while at < start + size {
-        let (ty, size) = (u32::from_le_bytes(b[at..at + 4].try_into().unwrap()), u16::from_le_bytes([b[at + 6], b[at + 7]]) as usize);
+        let (ty, size) = (
+            u32::from_le_bytes(b[at..at + 4].try_into().unwrap()),
+            u16::from_le_bytes([b[at + 6], b[at + 7]]) as usize,
+        );
         if ty == 9 {
             n += 1;
             if n % 3 == 0 {
@@ -155,15 +251,31 @@ fn guest_mode_samples_are_left_out_and_counted() {
         }
         at += size;
     }
-    assert!(guest > 10, "only {guest} samples to turn into guest samples");
+    assert!(
+        guest > 10,
+        "only {guest} samples to turn into guest samples"
+    );
     let patched = t.path().join("guest.data");
     std::fs::write(&patched, b).unwrap();
     let result = t.path().join("rg");
     let run = kairos(&["import", "-q", path_str(&patched), "-r", path_str(&result)]).ok();
-    assert!(run.stderr.contains(&format!("{guest} samples of the recording are not in the result")), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "{guest} samples of the recording are not in the result"
+        )),
+        "{}",
+        run.stderr
+    );
     agree(&patched, &result);
-    let text = kairos(&["report", "summary", "-r", path_str(&result)]).ok().stdout;
-    assert!(text.contains(&format!("{guest} samples were taken while a virtual machine's guest ran")), "{text}");
+    let text = kairos(&["report", "summary", "-r", path_str(&result)])
+        .ok()
+        .stdout;
+    assert!(
+        text.contains(&format!(
+            "{guest} samples were taken while a virtual machine's guest ran"
+        )),
+        "{text}"
+    );
 }
 
 /// Every perf.data in the shared fixtures that this perf can read.
@@ -172,22 +284,35 @@ fn every_fixture_agrees_with_perf_script() {
     let mut files = Vec::new();
     let all = fixtures().parent().unwrap().to_path_buf();
     for dir in std::fs::read_dir(&all).unwrap().flatten() {
-        for f in std::fs::read_dir(dir.path()).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             if f.path().to_string_lossy().ends_with(".perf.data") {
                 files.push(f.path());
             }
         }
     }
-    assert!(files.len() >= 8, "the fixtures hold at least 8 perf.data files, found {files:?}");
+    assert!(
+        files.len() >= 8,
+        "the fixtures hold at least 8 perf.data files, found {files:?}"
+    );
     let t = tempdir();
     let mut compared = 0;
     for (i, file) in files.iter().enumerate() {
         let result = t.path().join(format!("r{i}"));
         import(file, &result);
         // perf 6.1 refuses the 152-byte attrs of newer perf; those are read by the other tests.
-        let Some(want) = perf_counts(file) else { continue };
+        let Some(want) = perf_counts(file) else {
+            continue;
+        };
         assert_eq!(kairos_counts(&result), want, "{}", file.display());
         compared += 1;
     }
-    assert!(compared >= files.len() - 1, "perf script read only {compared} of {} fixtures", files.len());
+    assert!(
+        compared >= files.len() - 1,
+        "perf script read only {compared} of {} fixtures",
+        files.len()
+    );
 }

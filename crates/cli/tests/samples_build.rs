@@ -62,7 +62,10 @@ fn matrix_both_variants_agree() {
     };
     let c1 = checksum("naive (i,j,k) ");
     let c2 = checksum("interchange (i,k,j) ");
-    assert!(c1.is_some() && c1 == c2, "checksums {c1:?} {c2:?}\n{stdout}");
+    assert!(
+        c1.is_some() && c1 == c2,
+        "checksums {c1:?} {c2:?}\n{stdout}"
+    );
     assert!(stdout.contains("checksums match"), "{stdout}");
 }
 
@@ -127,7 +130,10 @@ fn spikes_writes_true_delays() {
 
     let mut lines = text.lines();
     let header = lines.next().unwrap_or_default();
-    assert!(header.starts_with('#') && header.contains("start_ns end_ns"), "{header}");
+    assert!(
+        header.starts_with('#') && header.contains("start_ns end_ns"),
+        "{header}"
+    );
     let mut delays = Vec::new();
     for l in lines {
         let v: Vec<u64> = l
@@ -143,7 +149,11 @@ fn spikes_writes_true_delays() {
         .unwrap_or_else(|| panic!("no delay count:\n{stdout}"));
     assert_eq!(printed, delays.len(), "{stdout}");
     // A few per 100 ms over 0.6 s: about 24 expected.
-    assert!((3..=120).contains(&delays.len()), "{} delays\n{stdout}", delays.len());
+    assert!(
+        (3..=120).contains(&delays.len()),
+        "{} delays\n{stdout}",
+        delays.len()
+    );
     for w in delays.windows(2) {
         assert!(w[0].1 <= w[1].0, "delays overlap or are unordered: {w:?}");
     }
@@ -157,7 +167,11 @@ fn spikes_writes_true_delays() {
     }
     // The program spins to a deadline of at most 195 us; only a preemption during the
     // spin can stretch a delay beyond 200 us.
-    assert!(over * 10 <= delays.len(), "{over} of {} delays above 200 us", delays.len());
+    assert!(
+        over * 10 <= delays.len(),
+        "{over} of {} delays above 200 us",
+        delays.len()
+    );
     assert!(stdout.contains("service units"), "{stdout}");
 }
 
@@ -172,24 +186,57 @@ fn triad_runs_reports_placement_and_rejects_bad_arguments() {
     // Placement by node is tested on the multi-node machine (crates/testvm); here every
     // page is on the machine's nodes and none is missing.
     for init in ["serial", "parallel"] {
-        let (out, stdout) = run("triad", &["--size", "4M", "--threads", "2", "--iterations", "2", "--init", init, "--report-placement"]);
+        let (out, stdout) = run(
+            "triad",
+            &[
+                "--size",
+                "4M",
+                "--threads",
+                "2",
+                "--iterations",
+                "2",
+                "--init",
+                init,
+                "--report-placement",
+            ],
+        );
         assert_ok("triad", &out, &stdout);
-        assert!(stdout.contains(&format!("threads 2 iterations 2 init {init}")), "{stdout}");
+        assert!(
+            stdout.contains(&format!("threads 2 iterations 2 init {init}")),
+            "{stdout}"
+        );
         assert!(stdout.contains("triad: thread 1 tid "), "{stdout}");
         assert!(stdout.contains("triad: check ok"), "{stdout}");
-        assert_eq!(stdout.contains("triad: init_tid "), init == "serial", "{stdout}");
+        assert_eq!(
+            stdout.contains("triad: init_tid "),
+            init == "serial",
+            "{stdout}"
+        );
         for array in ["a", "b", "c"] {
             let line = stdout
                 .lines()
                 .find(|l| l.starts_with(&format!("triad: placement {array} ")))
                 .unwrap_or_else(|| panic!("no placement of {array}\n{stdout}"));
-            let counts: Vec<u64> = line.split_whitespace().skip(4).step_by(2).filter_map(|v| v.parse().ok()).collect();
+            let counts: Vec<u64> = line
+                .split_whitespace()
+                .skip(4)
+                .step_by(2)
+                .filter_map(|v| v.parse().ok())
+                .collect();
             let (absent, nodes) = counts.split_last().unwrap_or_else(|| panic!("{line}"));
             assert_eq!(*absent, 0, "{line}");
-            assert!(nodes.iter().sum::<u64>() >= 1024, "4 MiB is at least 1024 pages: {line}");
+            assert!(
+                nodes.iter().sum::<u64>() >= 1024,
+                "4 MiB is at least 1024 pages: {line}"
+            );
         }
     }
-    for bad in [&["--init", "random"][..], &["--size", "0"], &["--threads", "0"], &["--iterations"]] {
+    for bad in [
+        &["--init", "random"][..],
+        &["--size", "0"],
+        &["--threads", "0"],
+        &["--iterations"],
+    ] {
         let (out, _) = run("triad", bad);
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
     }

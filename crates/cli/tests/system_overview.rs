@@ -12,20 +12,38 @@ use common::{kairos, path_str, sample, tempdir};
 
 /// `perf stat -e page-faults -x,` of the same command.
 fn perf_stat_faults(args: &[&str]) -> u64 {
-    let out = Command::new("perf").args(["stat", "-e", "page-faults", "-x,", "--"]).args(args).output().expect("perf is needed");
+    let out = Command::new("perf")
+        .args(["stat", "-e", "page-faults", "-x,", "--"])
+        .args(args)
+        .output()
+        .expect("perf is needed");
     let err = String::from_utf8_lossy(&out.stderr);
-    let line = err.lines().find(|l| l.contains("page-faults")).unwrap_or_else(|| panic!("no page-faults line in:\n{err}"));
-    line.split(',').next().unwrap().trim().parse().unwrap_or_else(|_| panic!("not a count: {line}"))
+    let line = err
+        .lines()
+        .find(|l| l.contains("page-faults"))
+        .unwrap_or_else(|| panic!("no page-faults line in:\n{err}"));
+    line.split(',')
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("not a count: {line}"))
 }
 
 /// "Page faults:  588" of the summary.
 fn kairos_faults(summary: &str) -> u64 {
-    let line = summary.lines().find(|l| l.trim_start().starts_with("Page faults:")).unwrap_or_else(|| panic!("no page-fault line:\n{summary}"));
+    let line = summary
+        .lines()
+        .find(|l| l.trim_start().starts_with("Page faults:"))
+        .unwrap_or_else(|| panic!("no page-fault line:\n{summary}"));
     line.rsplit(':').next().unwrap().trim().parse().unwrap()
 }
 
 fn summary_value(summary: &str, key: &str) -> u64 {
-    let line = summary.lines().find(|l| l.trim_start().starts_with(key)).unwrap_or_else(|| panic!("no {key} line:\n{summary}"));
+    let line = summary
+        .lines()
+        .find(|l| l.trim_start().starts_with(key))
+        .unwrap_or_else(|| panic!("no {key} line:\n{summary}"));
     line.rsplit(':').next().unwrap().trim().parse().unwrap()
 }
 
@@ -40,50 +58,114 @@ fn matrix_faults_agree_with_perf_stat() {
     let mut last_dir = None;
     for i in 0..2 {
         let dir = tmp.path().join(format!("so{i}"));
-        let mut args = vec!["collect", "system-overview", "-q", "-r", path_str(&dir), "--"];
+        let mut args = vec![
+            "collect",
+            "system-overview",
+            "-q",
+            "-r",
+            path_str(&dir),
+            "--",
+        ];
         args.extend(cmd);
         let s = kairos(&args).ok().stdout;
         let ours = kairos_faults(&s);
         let perf = perf_stat_faults(&cmd);
         tries.push((ours, perf));
-        assert!(summary_value(&s, "System calls:") > 0, "no system calls in:\n{s}");
+        assert!(
+            summary_value(&s, "System calls:") > 0,
+            "no system calls in:\n{s}"
+        );
         last_dir = Some(dir);
         if (ours as f64 - perf as f64).abs() <= 0.01 * perf as f64 {
             break;
         }
     }
     eprintln!("page faults (kairos, perf stat): {tries:?}");
-    assert!(tries.iter().any(|&(a, b)| (a as f64 - b as f64).abs() <= 0.01 * b as f64), "no run agreed within 1%: {tries:?}");
+    assert!(
+        tries
+            .iter()
+            .any(|&(a, b)| (a as f64 - b as f64).abs() <= 0.01 * b as f64),
+        "no run agreed within 1%: {tries:?}"
+    );
 
     let dir = last_dir.unwrap();
-    let pf = kairos(&["report", "page-faults", "-r", path_str(&dir)]).ok().stdout;
+    let pf = kairos(&["report", "page-faults", "-r", path_str(&dir)])
+        .ok()
+        .stdout;
     let by_fn = pf.split("By memory object").next().unwrap();
-    let first = by_fn.lines().find(|l| l.contains("matrix") || l.contains("init_matrices")).unwrap_or("");
-    assert!(first.contains("init_matrices"), "init_matrices not named as a faulting function:\n{pf}");
+    let first = by_fn
+        .lines()
+        .find(|l| l.contains("matrix") || l.contains("init_matrices"))
+        .unwrap_or("");
+    assert!(
+        first.contains("init_matrices"),
+        "init_matrices not named as a faulting function:\n{pf}"
+    );
     // Three 720000-byte matrices: malloc gives each its own anonymous mapping, which the
     // kernel may merge into one; either way the object holding most faults is [anon].
     let by_obj = pf.split("By memory object").nth(1).unwrap();
     let top_obj = by_obj.lines().nth(3).unwrap_or("");
-    assert!(top_obj.starts_with("[anon]") || top_obj.starts_with("[heap]"), "the matrices' heap object is not first:\n{pf}");
+    assert!(
+        top_obj.starts_with("[anon]") || top_obj.starts_with("[heap]"),
+        "the matrices' heap object is not first:\n{pf}"
+    );
 
     for r in ["summary", "kernel-entries", "timeline"] {
         kairos(&["report", r, "-r", path_str(&dir)]).ok();
     }
-    let j = kairos(&["report", "page-faults", "-r", path_str(&dir), "--format", "json"]).ok().stdout;
+    let j = kairos(&[
+        "report",
+        "page-faults",
+        "-r",
+        path_str(&dir),
+        "--format",
+        "json",
+    ])
+    .ok()
+    .stdout;
     assert!(j.contains("init_matrices"));
     let bad = kairos(&["report", "hotspots", "-r", path_str(&dir)]);
     assert_eq!(bad.code, 2, "{}", bad.stderr);
-    assert!(bad.stderr.contains("unknown report 'hotspots' for a system-overview result") && bad.stderr.contains("page-faults"), "{}", bad.stderr);
+    assert!(
+        bad.stderr
+            .contains("unknown report 'hotspots' for a system-overview result")
+            && bad.stderr.contains("page-faults"),
+        "{}",
+        bad.stderr
+    );
 }
 
 #[test]
 fn bad_knob_is_refused_before_anything_runs() {
     let tmp = tempdir();
     let dir = tmp.path().join("r");
-    let r = kairos(&["collect", "system-overview", "-r", path_str(&dir), "-k", "nope=1", "--", "true"]);
+    let r = kairos(&[
+        "collect",
+        "system-overview",
+        "-r",
+        path_str(&dir),
+        "-k",
+        "nope=1",
+        "--",
+        "true",
+    ]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("unknown knob 'nope' for system-overview") && r.stderr.contains("sampling-interval-us"), "{}", r.stderr);
-    let r = kairos(&["collect", "system-overview", "-r", path_str(&dir), "-k", "sampling-interval-us=1", "--", "true"]);
+    assert!(
+        r.stderr.contains("unknown knob 'nope' for system-overview")
+            && r.stderr.contains("sampling-interval-us"),
+        "{}",
+        r.stderr
+    );
+    let r = kairos(&[
+        "collect",
+        "system-overview",
+        "-r",
+        path_str(&dir),
+        "-k",
+        "sampling-interval-us=1",
+        "--",
+        "true",
+    ]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("from 10 to 1000000"), "{}", r.stderr);
     assert!(!dir.exists(), "a refused collection left a result behind");
@@ -91,13 +173,25 @@ fn bad_knob_is_refused_before_anything_runs() {
 
 /// The number before the "%" of the summary line starting with `key`.
 fn summary_percent(summary: &str, key: &str) -> f64 {
-    let line = summary.lines().find(|l| l.trim_start().starts_with(key)).unwrap_or_else(|| panic!("no {key} line:\n{summary}"));
-    line.rsplit(':').next().unwrap().trim().trim_end_matches('%').parse().unwrap_or_else(|_| panic!("not a percentage: {line}"))
+    let line = summary
+        .lines()
+        .find(|l| l.trim_start().starts_with(key))
+        .unwrap_or_else(|| panic!("no {key} line:\n{summary}"));
+    line.rsplit(':')
+        .next()
+        .unwrap()
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .unwrap_or_else(|_| panic!("not a percentage: {line}"))
 }
 
 /// The program's own getrusage figure: "inkernel: rounds N utime_s U stime_s S kernel_share P".
 fn getrusage_share(out: &str) -> f64 {
-    let line = out.lines().find(|l| l.starts_with("inkernel: rounds")).unwrap_or_else(|| panic!("no inkernel line:\n{out}"));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("inkernel: rounds"))
+        .unwrap_or_else(|| panic!("no inkernel line:\n{out}"));
     line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
@@ -115,14 +209,35 @@ fn measured_kernel_share_agrees_with_getrusage() {
         let mut ok = false;
         for attempt in 0..3 {
             let dir = tmp.path().join(format!("{mode}{attempt}"));
-            let s = kairos(&["collect", "system-overview", "-q", "-r", path_str(&dir), "--", path_str(&prog), "1.5", mode]).ok().stdout;
+            let s = kairos(&[
+                "collect",
+                "system-overview",
+                "-q",
+                "-r",
+                path_str(&dir),
+                "--",
+                path_str(&prog),
+                "1.5",
+                mode,
+            ])
+            .ok()
+            .stdout;
             let truth = getrusage_share(&s);
             let measured = summary_percent(&s, "Kernel share (measured, of CPU time):");
             let sampled = summary_percent(&s, "Kernel share (samples in kernel mode):");
             seen.push((mode, truth, measured, sampled));
-            assert!(truth > 60.0, "{mode}: inkernel spent only {truth}% in the kernel by getrusage:\n{s}");
-            let r = kairos(&["report", "summary", "-r", path_str(&dir)]).ok().stdout;
-            assert_eq!(summary_percent(&r, "Kernel share (measured, of CPU time):"), measured, "{r}");
+            assert!(
+                truth > 60.0,
+                "{mode}: inkernel spent only {truth}% in the kernel by getrusage:\n{s}"
+            );
+            let r = kairos(&["report", "summary", "-r", path_str(&dir)])
+                .ok()
+                .stdout;
+            assert_eq!(
+                summary_percent(&r, "Kernel share (measured, of CPU time):"),
+                measured,
+                "{r}"
+            );
             if (measured - truth).abs() <= 5.0 {
                 ok = true;
                 break;

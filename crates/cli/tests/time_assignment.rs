@@ -20,14 +20,43 @@ fn emulated_spikes(tmp: &Path, secs: &str) -> std::path::PathBuf {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (trace, emu) = (tmp.join("trace"), tmp.join("emu"));
     let delays = tmp.join("delays.txt");
-    kairos(&["collect", "trace", "-q", "-r", s(&trace), "--", s(&sample("spikes-instrumented")), s(&delays), secs, "1"]).ok();
-    kairos(&["lab", "emulate-lbr", "-r", s(&trace), "--interval-us", "1000", "--depth", "16", "--seed", "1", "-o", s(&emu)]).ok();
+    kairos(&[
+        "collect",
+        "trace",
+        "-q",
+        "-r",
+        s(&trace),
+        "--",
+        s(&sample("spikes-instrumented")),
+        s(&delays),
+        secs,
+        "1",
+    ])
+    .ok();
+    kairos(&[
+        "lab",
+        "emulate-lbr",
+        "-r",
+        s(&trace),
+        "--interval-us",
+        "1000",
+        "--depth",
+        "16",
+        "--seed",
+        "1",
+        "-o",
+        s(&emu),
+    ])
+    .ok();
     emu
 }
 
 /// The number after "Points per sample: " in a report.
 fn points_per_sample(text: &str) -> f64 {
-    let line = text.lines().find_map(|l| l.strip_prefix("Points per sample: ")).unwrap_or_else(|| panic!("no resolution line:\n{text}"));
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Points per sample: "))
+        .unwrap_or_else(|| panic!("no resolution line:\n{text}"));
     line.trim().parse().unwrap()
 }
 
@@ -36,18 +65,65 @@ fn reports_on_assigned_points_say_the_method_and_the_resolution() {
     let tmp = tempdir();
     let emu = emulated_spikes(tmp.path(), "1");
     for method in ["proportional", "visits"] {
-        let r = kairos(&["report", "timeline", "-r", s(&emu), "--time-assignment", method]).ok();
-        assert!(r.stdout.contains(&format!("Time assignment: {method} (")), "{}", r.stdout);
+        let r = kairos(&[
+            "report",
+            "timeline",
+            "-r",
+            s(&emu),
+            "--time-assignment",
+            method,
+        ])
+        .ok();
+        assert!(
+            r.stdout.contains(&format!("Time assignment: {method} (")),
+            "{}",
+            r.stdout
+        );
         assert!(points_per_sample(&r.stdout) > 1.0, "{}", r.stdout);
         assert!(r.stdout.contains("emulated"), "{}", r.stdout);
     }
-    let r = kairos(&["report", "hotspots", "-r", s(&emu), "--time-assignment", "visits"]).ok();
-    assert!(r.stdout.contains("rare_delay") && r.stdout.contains("Time assignment: visits"), "{}", r.stdout);
+    let r = kairos(&[
+        "report",
+        "hotspots",
+        "-r",
+        s(&emu),
+        "--time-assignment",
+        "visits",
+    ])
+    .ok();
+    assert!(
+        r.stdout.contains("rare_delay") && r.stdout.contains("Time assignment: visits"),
+        "{}",
+        r.stdout
+    );
     // CSV stays parseable: the statement goes to stderr.
-    let c = kairos(&["report", "hotspots", "-r", s(&emu), "--time-assignment", "equal", "--format", "csv"]).ok();
-    assert!(!c.stdout.contains("Time assignment") && c.stderr.contains("Time assignment: equal"), "{}\n{}", c.stdout, c.stderr);
+    let c = kairos(&[
+        "report",
+        "hotspots",
+        "-r",
+        s(&emu),
+        "--time-assignment",
+        "equal",
+        "--format",
+        "csv",
+    ])
+    .ok();
+    assert!(
+        !c.stdout.contains("Time assignment") && c.stderr.contains("Time assignment: equal"),
+        "{}\n{}",
+        c.stdout,
+        c.stderr
+    );
     // none is plain sampling: one point per sample.
-    let n = kairos(&["report", "hotspots", "-r", s(&emu), "--time-assignment", "none"]).ok();
+    let n = kairos(&[
+        "report",
+        "hotspots",
+        "-r",
+        s(&emu),
+        "--time-assignment",
+        "none",
+    ])
+    .ok();
     assert_eq!(points_per_sample(&n.stdout), 1.0, "{}", n.stdout);
 }
 
@@ -57,19 +133,73 @@ fn a_branch_method_without_branch_records_is_one_sentence() {
     let emu = emulated_spikes(tmp.path(), "0.3");
     // A sampled result without branch records (cpu-clock here has none).
     let sampled = tmp.path().join("hs");
-    kairos(&["collect", "hotspots", "-q", "-r", s(&sampled), "--", s(&sample("transitions")), "20"]).ok();
-    let r = kairos(&["report", "timeline", "-r", s(&sampled), "--time-assignment", "visits"]);
+    kairos(&[
+        "collect",
+        "hotspots",
+        "-q",
+        "-r",
+        s(&sampled),
+        "--",
+        s(&sample("transitions")),
+        "20",
+    ])
+    .ok();
+    let r = kairos(&[
+        "report",
+        "timeline",
+        "-r",
+        s(&sampled),
+        "--time-assignment",
+        "visits",
+    ]);
     assert_ne!(r.code, 0);
-    assert!(r.stderr.contains("needs branch records") && r.stderr.trim().lines().count() == 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("needs branch records") && r.stderr.trim().lines().count() == 1,
+        "{}",
+        r.stderr
+    );
     // An exact trace is not a sampled result at all.
     let trace = tmp.path().join("trace");
-    let r = kairos(&["report", "timeline", "-r", s(&trace), "--time-assignment", "visits"]);
-    assert!(r.code != 0 && r.stderr.contains("is an exact trace"), "{}", r.stderr);
-    let r = kairos(&["report", "hotspots", "-r", s(&emu), "--time-assignment", "tracer"]);
+    let r = kairos(&[
+        "report",
+        "timeline",
+        "-r",
+        s(&trace),
+        "--time-assignment",
+        "visits",
+    ]);
+    assert!(
+        r.code != 0 && r.stderr.contains("is an exact trace"),
+        "{}",
+        r.stderr
+    );
+    let r = kairos(&[
+        "report",
+        "hotspots",
+        "-r",
+        s(&emu),
+        "--time-assignment",
+        "tracer",
+    ]);
     assert_ne!(r.code, 0);
-    assert!(r.stderr.contains("valid values") && !r.stderr.contains("panicked"), "{}", r.stderr);
-    let r = kairos(&["report", "top-down", "-r", s(&emu), "--time-assignment", "visits"]);
-    assert!(r.code != 0 && r.stderr.contains("hotspots and timeline"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("valid values") && !r.stderr.contains("panicked"),
+        "{}",
+        r.stderr
+    );
+    let r = kairos(&[
+        "report",
+        "top-down",
+        "-r",
+        s(&emu),
+        "--time-assignment",
+        "visits",
+    ]);
+    assert!(
+        r.code != 0 && r.stderr.contains("hotspots and timeline"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// Share of `service_work` calls of a trace longer than its 300 us maximum (plus 50 us
@@ -81,7 +211,11 @@ fn disturbed(trace: &Path) -> f64 {
     let work: Vec<u64> = p
         .calls
         .iter()
-        .filter(|c| p.frames.get(c.frame as usize).is_some_and(|f| f.function == "service_work"))
+        .filter(|c| {
+            p.frames
+                .get(c.frame as usize)
+                .is_some_and(|f| f.function == "service_work")
+        })
         .map(|c| c.end_ns - c.start_ns)
         .collect();
     let mut sorted = work.clone();
@@ -109,7 +243,10 @@ fn lab_score_on_spikes_meets_the_recall_goal() {
         std::fs::create_dir_all(&dir).unwrap();
         let e = emulated_spikes(&dir, "2");
         let d = disturbed(&dir.join("trace"));
-        eprintln!("trace {attempt}: {:.2}% of service_work calls stretched by preemption", d * 100.0);
+        eprintln!(
+            "trace {attempt}: {:.2}% of service_work calls stretched by preemption",
+            d * 100.0
+        );
         if best_try.as_ref().is_none_or(|b| d < b.0) {
             best_try = Some((d, e));
         }
@@ -120,15 +257,30 @@ fn lab_score_on_spikes_meets_the_recall_goal() {
     let (_, emu) = best_try.unwrap();
     let r = kairos(&["lab", "score", "-r", s(&emu), "--format", "csv"]).ok();
     // Method,Points/sample,Share error (%),Found,Events,Recall (%),Note
-    let rows: Vec<Vec<String>> = r.stdout.lines().skip(1).map(|l| l.split(',').map(str::to_string).collect()).collect();
+    let rows: Vec<Vec<String>> = r
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
     let get = |m: &str, col: usize| -> Option<f64> {
-        rows.iter().find(|r| r[0] == m).and_then(|r| r.get(col)).and_then(|x| x.parse().ok())
+        rows.iter()
+            .find(|r| r[0] == m)
+            .and_then(|r| r.get(col))
+            .and_then(|x| x.parse().ok())
     };
     let events = get("none", 4).unwrap();
     assert!(events >= 20.0, "too few delays to judge:\n{}", r.stdout);
     // `equal` is left out: spreading weight evenly finds every delay by smearing it
     // everywhere (its share error is ~40%), which is no evidence of resolution.
-    let branch = ["ratio", "proportional", "cycles", "segments", "nesting", "visits"];
+    let branch = [
+        "ratio",
+        "proportional",
+        "cycles",
+        "segments",
+        "nesting",
+        "visits",
+    ];
     let best = branch.iter().filter_map(|m| get(m, 5)).fold(0.0, f64::max);
     assert!(best >= 90.0, "best branch recall {best}%:\n{}", r.stdout);
     assert!(get("none", 5).unwrap() < 50.0, "{}", r.stdout);

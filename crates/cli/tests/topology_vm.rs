@@ -24,38 +24,76 @@ fn collect(cpus: &str, name: &str) -> String {
 #[test]
 fn a_nic_on_the_other_node_is_named_with_the_fix() {
     let script = format!("{}{}", collect("0-1", "node0"), collect("2-3", "node1"));
-    let out = Vm::new(2).kairos(env!("CARGO_BIN_EXE_kairos")).timeout(std::time::Duration::from_secs(600)).run(&script).unwrap_or_else(|e| panic!("{e}"));
-    let file = |n: &str| out.file(n).unwrap_or_else(|e| panic!("{n}: {e}\nstdout: {}\nstderr: {}", out.stdout, out.stderr));
-    assert_eq!(out.status, 0, "{}\n{}\n{}", out.stderr, file("node0.out"), out.console);
-    eprintln!("boot {:.1} s, job {:.1} s ({})", out.boot_s, out.job_s, out.accel);
+    let out = Vm::new(2)
+        .kairos(env!("CARGO_BIN_EXE_kairos"))
+        .timeout(std::time::Duration::from_secs(600))
+        .run(&script)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let file = |n: &str| {
+        out.file(n)
+            .unwrap_or_else(|e| panic!("{n}: {e}\nstdout: {}\nstderr: {}", out.stdout, out.stderr))
+    };
+    assert_eq!(
+        out.status,
+        0,
+        "{}\n{}\n{}",
+        out.stderr,
+        file("node0.out"),
+        out.console
+    );
+    eprintln!(
+        "boot {:.1} s, job {:.1} s ({})",
+        out.boot_s, out.job_s, out.accel
+    );
 
     // Pinned to node 0: the NIC on node 1 is a mismatch with node 1's CPUs as the fix.
     let text = file("node0.txt");
     let doc: Value = serde_json::from_str(&file("node0.json")).unwrap();
-    let nic: Vec<Value> = rows(&doc, "Devices").into_iter().filter(|r| r["Kind"] == "network" && r["Node from"] != "virtual").collect();
+    let nic: Vec<Value> = rows(&doc, "Devices")
+        .into_iter()
+        .filter(|r| r["Kind"] == "network" && r["Node from"] != "virtual")
+        .collect();
     assert_eq!(nic.len(), 1, "one NIC in the guest:\n{text}");
     assert_eq!(nic[0]["Node"], 1, "{text}");
     let name = nic[0]["Device"].as_str().unwrap().to_string();
     let check = rows(&doc, "Check");
-    let row = check.iter().find(|r| r["Device"] == name.as_str()).unwrap_or_else(|| panic!("{name} not checked:\n{text}"));
+    let row = check
+        .iter()
+        .find(|r| r["Device"] == name.as_str())
+        .unwrap_or_else(|| panic!("{name} not checked:\n{text}"));
     assert_eq!(row["Verdict"], "mismatch", "{text}");
     let sentence = row["Finding"].as_str().unwrap();
     eprintln!("pinned to node 0: {sentence}");
     // The launch (taskset before it pins itself) may give a sample or two on node 1.
-    let rest = sentence.strip_prefix(&format!("{name} is on node 1; ")).unwrap_or_else(|| panic!("{sentence}"));
+    let rest = sentence
+        .strip_prefix(&format!("{name} is on node 1; "))
+        .unwrap_or_else(|| panic!("{sentence}"));
     let (pct, rest) = rest.split_once('%').unwrap_or_else(|| panic!("{sentence}"));
     assert!(pct.parse::<u32>().unwrap() >= 90, "{sentence}");
     assert!(rest.starts_with(" of the samples of the target's threads ran on node 0: inbound data lands in node 1's L3"), "{sentence}");
     assert!(sentence.ends_with("pin the threads to node 1's CPUs 2-3 (taskset -c 2-3, or numactl --cpunodebind=1 --membind=1)"), "{sentence}");
-    assert!(text.contains(sentence), "the text report gives the whole sentence:\n{text}");
+    assert!(
+        text.contains(sentence),
+        "the text report gives the whole sentence:\n{text}"
+    );
     let nodes = rows(&doc, "NUMA nodes");
-    let (s0, s1) = (nodes[0]["Samples"].as_u64().unwrap(), nodes[1]["Samples"].as_u64().unwrap());
+    let (s0, s1) = (
+        nodes[0]["Samples"].as_u64().unwrap(),
+        nodes[1]["Samples"].as_u64().unwrap(),
+    );
     assert!(s0 > 0 && s1 * 10 < s0, "{text}");
 
     // Pinned to node 1: local, and no mismatch at all.
     let doc: Value = serde_json::from_str(&file("node1.json")).unwrap();
     let check = rows(&doc, "Check");
-    let row = check.iter().find(|r| r["Device"] == name.as_str()).unwrap_or_else(|| panic!("{name} not checked"));
+    let row = check
+        .iter()
+        .find(|r| r["Device"] == name.as_str())
+        .unwrap_or_else(|| panic!("{name} not checked"));
     assert_eq!(row["Verdict"], "local", "{}", file("node1.txt"));
-    assert!(!check.iter().any(|r| r["Verdict"] == "mismatch"), "{}", file("node1.txt"));
+    assert!(
+        !check.iter().any(|r| r["Verdict"] == "mismatch"),
+        "{}",
+        file("node1.txt")
+    );
 }

@@ -26,36 +26,78 @@ fn calls_of(dir: &Path) -> (BTreeMap<String, u64>, Vec<String>) {
 }
 
 fn trace_mode(dir: &Path) -> String {
-    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     m["trace"]["mode"].as_str().unwrap_or("").to_string()
 }
 
 /// uftrace's view: a -pg build of the same source, recorded without library calls; the
 /// replay lists every call in order ("name() {" or "name();" lines).
 fn uftrace_calls(tmp: &Path, iter: &str) -> (BTreeMap<String, u64>, Vec<String>) {
-    let have = Command::new("uftrace").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
-    assert!(have, "uftrace is not installed; run scripts/install-deps.sh (Debian package uftrace)");
+    let have = Command::new("uftrace")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        have,
+        "uftrace is not installed; run scripts/install-deps.sh (Debian package uftrace)"
+    );
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/transitions.c");
     let exe = tmp.join("transitions-pg");
     // The flags of crates/cli/build.rs, with -pg instead of -finstrument-functions.
     let cc = Command::new("cc")
-        .args(["-O2", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-fno-optimize-sibling-calls", "-mno-omit-leaf-frame-pointer", "-pthread", "-pg", "-o"])
+        .args([
+            "-O2",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-fno-inline",
+            "-fno-optimize-sibling-calls",
+            "-mno-omit-leaf-frame-pointer",
+            "-pthread",
+            "-pg",
+            "-o",
+        ])
         .arg(&exe)
         .arg(&src)
         .arg("-lm")
         .output()
         .unwrap();
-    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
     let data = tmp.join("uftrace.data");
-    let rec = Command::new("uftrace").args(["record", "--no-libcall", "-d"]).arg(&data).arg(&exe).arg(iter).output().unwrap();
-    assert!(rec.status.success(), "uftrace record failed: {}", String::from_utf8_lossy(&rec.stderr));
-    let rep = Command::new("uftrace").args(["replay", "-f", "none", "--no-event", "-d"]).arg(&data).output().unwrap();
-    assert!(rep.status.success(), "uftrace replay failed: {}", String::from_utf8_lossy(&rep.stderr));
+    let rec = Command::new("uftrace")
+        .args(["record", "--no-libcall", "-d"])
+        .arg(&data)
+        .arg(&exe)
+        .arg(iter)
+        .output()
+        .unwrap();
+    assert!(
+        rec.status.success(),
+        "uftrace record failed: {}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    let rep = Command::new("uftrace")
+        .args(["replay", "-f", "none", "--no-event", "-d"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        rep.status.success(),
+        "uftrace replay failed: {}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
     let mut counts = BTreeMap::new();
     let mut seq = Vec::new();
     for line in String::from_utf8_lossy(&rep.stdout).lines() {
         let l = line.trim();
-        let Some(name) = l.strip_suffix("() {").or_else(|| l.strip_suffix("();")) else { continue };
+        let Some(name) = l.strip_suffix("() {").or_else(|| l.strip_suffix("();")) else {
+            continue;
+        };
         // Kernel events such as "linux:schedule" are not calls of the program.
         if name.contains(':') {
             continue;
@@ -73,7 +115,10 @@ fn uftrace_calls(tmp: &Path, iter: &str) -> (BTreeMap<String, u64>, Vec<String>)
 fn without_timing_dependent(
     mut a: (BTreeMap<String, u64>, Vec<String>),
     mut b: (BTreeMap<String, u64>, Vec<String>),
-) -> ((BTreeMap<String, u64>, Vec<String>), (BTreeMap<String, u64>, Vec<String>)) {
+) -> (
+    (BTreeMap<String, u64>, Vec<String>),
+    (BTreeMap<String, u64>, Vec<String>),
+) {
     if a.0.get("now_ns") != b.0.get("now_ns") {
         for x in [&mut a, &mut b] {
             let n = x.0.remove("now_ns").unwrap_or(0);
@@ -88,32 +133,78 @@ fn without_timing_dependent(
 fn instrument_mode_agrees_with_uftrace_call_for_call() {
     let tmp = tempdir();
     let r = tmp.path().join("r000tr");
-    let run = kairos(&["collect", "trace", "-q", "-k", "mode=instrument", "-r", r.to_str().unwrap(), "--", sample("transitions-instrumented").to_str().unwrap(), "20"]).ok();
+    let run = kairos(&[
+        "collect",
+        "trace",
+        "-q",
+        "-k",
+        "mode=instrument",
+        "-r",
+        r.to_str().unwrap(),
+        "--",
+        sample("transitions-instrumented").to_str().unwrap(),
+        "20",
+    ])
+    .ok();
     assert!(run.stdout.contains("tracer overhead:"), "{}", run.stdout);
     assert_eq!(trace_mode(&r), "instrument");
-    let ((ours, our_seq), (theirs, their_seq)) = without_timing_dependent(calls_of(&r), uftrace_calls(tmp.path(), "20"));
+    let ((ours, our_seq), (theirs, their_seq)) =
+        without_timing_dependent(calls_of(&r), uftrace_calls(tmp.path(), "20"));
     assert_eq!(ours, theirs, "per-function call counts differ from uftrace");
     assert_eq!(ours.get("p3_A"), Some(&2000));
     let n = 500.min(their_seq.len());
     assert_eq!(our_seq.len(), their_seq.len());
-    assert_eq!(our_seq[..n], their_seq[..n], "the first {n} calls differ from uftrace's");
+    assert_eq!(
+        our_seq[..n],
+        their_seq[..n],
+        "the first {n} calls differ from uftrace's"
+    );
 }
 
 #[test]
 fn uprobes_mode_agrees_with_instrument_mode() {
     let tmp = tempdir();
     let (ri, ru) = (tmp.path().join("ri"), tmp.path().join("ru"));
-    kairos(&["collect", "trace", "-q", "-r", ri.to_str().unwrap(), "--", sample("transitions-instrumented").to_str().unwrap(), "5"]).ok();
+    kairos(&[
+        "collect",
+        "trace",
+        "-q",
+        "-r",
+        ri.to_str().unwrap(),
+        "--",
+        sample("transitions-instrumented").to_str().unwrap(),
+        "5",
+    ])
+    .ok();
     // Auto mode on a plain binary picks uprobes.
-    let run = kairos(&["collect", "trace", "-q", "-r", ru.to_str().unwrap(), "--", sample("transitions").to_str().unwrap(), "5"]).ok();
-    assert!(run.stdout.contains("transitions: pid"), "the program's own output is shown: {}", run.stdout);
+    let run = kairos(&[
+        "collect",
+        "trace",
+        "-q",
+        "-r",
+        ru.to_str().unwrap(),
+        "--",
+        sample("transitions").to_str().unwrap(),
+        "5",
+    ])
+    .ok();
+    assert!(
+        run.stdout.contains("transitions: pid"),
+        "the program's own output is shown: {}",
+        run.stdout
+    );
     assert_eq!(trace_mode(&ri), "instrument");
     assert_eq!(trace_mode(&ru), "uprobes");
     let ((inst, _), (upr, _)) = without_timing_dependent(calls_of(&ri), calls_of(&ru));
     // uprobes also sees the compiler's helper functions (frame_dummy, ...) where they run;
     // every function of the source must agree exactly.
     for (f, n) in &inst {
-        assert_eq!(upr.get(f), Some(n), "calls of {f}: instrument {n}, uprobes {:?}\n{upr:?}", upr.get(f));
+        assert_eq!(
+            upr.get(f),
+            Some(n),
+            "calls of {f}: instrument {n}, uprobes {:?}\n{upr:?}",
+            upr.get(f)
+        );
     }
     assert_eq!(upr.get("p3_B"), Some(&500));
 }
@@ -123,16 +214,38 @@ fn instrument_mode_on_a_plain_binary_says_how_to_fix_it() {
     let tmp = tempdir();
     let r = tmp.path().join("r");
     let prog = sample("transitions");
-    let run = kairos(&["collect", "trace", "-k", "mode=instrument", "-r", r.to_str().unwrap(), "--", prog.to_str().unwrap()]);
+    let run = kairos(&[
+        "collect",
+        "trace",
+        "-k",
+        "mode=instrument",
+        "-r",
+        r.to_str().unwrap(),
+        "--",
+        prog.to_str().unwrap(),
+    ]);
     assert_eq!(run.code, 1);
     assert!(
-        run.stderr.contains("was not built with -finstrument-functions; rebuild it or use -k mode=uprobes"),
+        run.stderr.contains(
+            "was not built with -finstrument-functions; rebuild it or use -k mode=uprobes"
+        ),
         "{}",
         run.stderr
     );
     assert!(!r.exists(), "no result is left behind");
     let run = kairos(&["collect", "trace", "-p", "1"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    let run = kairos(&["collect", "trace", "-k", "mode=strace", "--", prog.to_str().unwrap()]);
-    assert!(run.stderr.contains("instrument") && run.stderr.contains("uprobes"), "{}", run.stderr);
+    let run = kairos(&[
+        "collect",
+        "trace",
+        "-k",
+        "mode=strace",
+        "--",
+        prog.to_str().unwrap(),
+    ]);
+    assert!(
+        run.stderr.contains("instrument") && run.stderr.contains("uprobes"),
+        "{}",
+        run.stderr
+    );
 }

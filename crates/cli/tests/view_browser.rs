@@ -31,21 +31,99 @@ fn the_page_works_in_chromium() {
     let tmp = tempdir();
     let d = |n: &str| tmp.path().join(n);
     let threads = sample("threads");
-    kairos(&["collect", "hotspots", "-q", "-r", path_str(&d("a")), "--", path_str(&threads), "4", "1"]).ok();
-    kairos(&["collect", "hotspots", "-q", "-r", path_str(&d("b")), "--", path_str(&sample("transitions")), "500"]).ok();
-    kairos_in(&fixtures(), &["import", "-q", "skylake-sp_any_32deep_cycles.perf.data", "-r", path_str(&d("lbr")), "--perf-map-dir", "."]).ok();
-    kairos(&["lab", "synthesize", "--samples", "200000", "--functions", "100000", "-o", path_str(&d("wide"))]).ok();
-    kairos(&["collect", "system-overview", "-q", "-r", path_str(&d("so")), "--", path_str(&sample("matrix")), "300", "interchange"]).ok();
-    kairos(&["collect", "memory-consumption", "-q", "-r", path_str(&d("mc")), "--", path_str(&sample("allocs"))]).ok();
+    kairos(&[
+        "collect",
+        "hotspots",
+        "-q",
+        "-r",
+        path_str(&d("a")),
+        "--",
+        path_str(&threads),
+        "4",
+        "1",
+    ])
+    .ok();
+    kairos(&[
+        "collect",
+        "hotspots",
+        "-q",
+        "-r",
+        path_str(&d("b")),
+        "--",
+        path_str(&sample("transitions")),
+        "500",
+    ])
+    .ok();
+    kairos_in(
+        &fixtures(),
+        &[
+            "import",
+            "-q",
+            "skylake-sp_any_32deep_cycles.perf.data",
+            "-r",
+            path_str(&d("lbr")),
+            "--perf-map-dir",
+            ".",
+        ],
+    )
+    .ok();
+    kairos(&[
+        "lab",
+        "synthesize",
+        "--samples",
+        "200000",
+        "--functions",
+        "100000",
+        "-o",
+        path_str(&d("wide")),
+    ])
+    .ok();
+    kairos(&[
+        "collect",
+        "system-overview",
+        "-q",
+        "-r",
+        path_str(&d("so")),
+        "--",
+        path_str(&sample("matrix")),
+        "300",
+        "interchange",
+    ])
+    .ok();
+    kairos(&[
+        "collect",
+        "memory-consumption",
+        "-q",
+        "-r",
+        path_str(&d("mc")),
+        "--",
+        path_str(&sample("allocs")),
+    ])
+    .ok();
     let false_sharing = sample("false_sharing");
     for (name, padded) in [("fs", &[][..]), ("fs-padded", &["--padded"][..])] {
         let dir = d(name);
-        let mut a = vec!["collect", "memory-access", "-q", "-r", path_str(&dir), "-k", "sampling-interval-us=200", "--", path_str(&false_sharing)];
+        let mut a = vec![
+            "collect",
+            "memory-access",
+            "-q",
+            "-r",
+            path_str(&dir),
+            "-k",
+            "sampling-interval-us=200",
+            "--",
+            path_str(&false_sharing),
+        ];
         a.extend(padded);
         a.extend(["2", "300000000"]);
         kairos(&a).ok();
     }
-    let artifacts = kairos_bin().parent().unwrap().parent().unwrap().join("view-screenshots");
+    let artifacts = kairos_bin()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("view-screenshots");
     let _ = std::fs::remove_dir_all(&artifacts);
     std::fs::create_dir_all(&artifacts).unwrap();
     let status = Command::new("node")
@@ -64,7 +142,21 @@ fn the_page_works_in_chromium() {
         .env("KAIROS_CHROMIUM", &chromium)
         .status()
         .unwrap_or_else(|e| panic!("cannot run node (install Node.js 20 or later, or run scripts/install-deps.sh): {e}"));
-    assert!(status.success(), "the browser tests failed (output above); screenshots in {}", artifacts.display());
-    let shots = std::fs::read_dir(&artifacts).unwrap().filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "png"))).count();
-    assert!(shots >= 3, "expected screenshots in {}, found {shots}", artifacts.display());
+    assert!(
+        status.success(),
+        "the browser tests failed (output above); screenshots in {}",
+        artifacts.display()
+    );
+    let shots = std::fs::read_dir(&artifacts)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "png"))
+        })
+        .count();
+    assert!(
+        shots >= 3,
+        "expected screenshots in {}, found {shots}",
+        artifacts.display()
+    );
 }

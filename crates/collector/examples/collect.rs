@@ -18,15 +18,25 @@ fn main() {
     let mut event = EventChoice::CpuClock;
     while i < args.len() && !args[i].starts_with('-') {
         match args[i].as_str() {
-            "dwarf" => unwinding = Unwinding::Dwarf { stack_bytes: Unwinding::DEFAULT_STACK_BYTES },
+            "dwarf" => {
+                unwinding = Unwinding::Dwarf {
+                    stack_bytes: Unwinding::DEFAULT_STACK_BYTES,
+                }
+            }
             "auto" => event = EventChoice::Auto,
             _ => {}
         }
         i += 1;
     }
-    let secs = |s: Option<&String>| s.and_then(|s| s.parse::<f64>().ok()).map(Duration::from_secs_f64);
+    let secs = |s: Option<&String>| {
+        s.and_then(|s| s.parse::<f64>().ok())
+            .map(Duration::from_secs_f64)
+    };
     let (target, duration) = match args.get(i).map(String::as_str) {
-        Some("-p") => (Target::Pid(args.get(i + 1).and_then(|p| p.parse().ok()).unwrap_or(0)), secs(args.get(i + 2))),
+        Some("-p") => (
+            Target::Pid(args.get(i + 1).and_then(|p| p.parse().ok()).unwrap_or(0)),
+            secs(args.get(i + 2)),
+        ),
         Some("-a") => (Target::SystemWide, secs(args.get(i + 1))),
         _ => (
             Target::Launch {

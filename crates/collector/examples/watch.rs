@@ -24,7 +24,8 @@ fn parse_watch(s: &str) -> Result<Watch, String> {
         None => (s, WatchKind::ReadWrite),
     };
     let (addr, len) = spec.split_once('/').unwrap_or((spec, "8"));
-    let addr = u64::from_str_radix(addr.trim_start_matches("0x"), 16).map_err(|e| format!("{s}: address: {e}"))?;
+    let addr = u64::from_str_radix(addr.trim_start_matches("0x"), 16)
+        .map_err(|e| format!("{s}: address: {e}"))?;
     let len: u8 = len.parse().map_err(|e| format!("{s}: length: {e}"))?;
     Watch::new(addr, len, kind).map_err(|e| e.to_string())
 }
@@ -42,11 +43,29 @@ fn main() {
     let mut program: Vec<String> = Vec::new();
     let mut i = 0;
     while i < args.len() {
-        let next = |i: usize| args.get(i + 1).cloned().unwrap_or_else(|| usage("an option lacks its value"));
+        let next = |i: usize| {
+            args.get(i + 1)
+                .cloned()
+                .unwrap_or_else(|| usage("an option lacks its value"))
+        };
         match args[i].as_str() {
-            "--secs" => secs = next(i).parse().unwrap_or_else(|_| usage("--secs takes seconds")),
-            "--budget" => budget = next(i).parse().unwrap_or_else(|_| usage("--budget takes a fraction")),
-            "-p" => pid = Some(next(i).parse::<i32>().unwrap_or_else(|_| usage("-p takes a PID"))),
+            "--secs" => {
+                secs = next(i)
+                    .parse()
+                    .unwrap_or_else(|_| usage("--secs takes seconds"))
+            }
+            "--budget" => {
+                budget = next(i)
+                    .parse()
+                    .unwrap_or_else(|_| usage("--budget takes a fraction"))
+            }
+            "-p" => {
+                pid = Some(
+                    next(i)
+                        .parse::<i32>()
+                        .unwrap_or_else(|_| usage("-p takes a PID")),
+                )
+            }
             "--no-classify" => classify = false,
             "--quiet" => quiet = true,
             "--" => {
@@ -55,7 +74,11 @@ fn main() {
             }
             a => watches.push(parse_watch(a).unwrap_or_else(|e| usage(&e))),
         }
-        i += if matches!(args[i].as_str(), "--secs" | "--budget" | "-p") { 2 } else { 1 };
+        i += if matches!(args[i].as_str(), "--secs" | "--budget" | "-p") {
+            2
+        } else {
+            1
+        };
     }
     if watches.is_empty() || (pid.is_none() == program.is_empty()) {
         usage("give addresses and either -p PID or -- PROGRAM");
@@ -88,13 +111,26 @@ fn main() {
     }
     let sets = plan_sets(&watches, watcher.slots(), classify);
     // The duty cycle counts in traps: price them on this machine.
-    let mut cfg = DutyConfig { budget, ..DutyConfig::default() };
+    let mut cfg = DutyConfig {
+        budget,
+        ..DutyConfig::default()
+    };
     match calibrate::measure_trap_cost(3) {
         Ok(ns) => cfg.trap_cost_ns = ns.max(1),
-        Err(e) => eprintln!("watch: warning: trap cost not measured ({e}); assuming {} us", cfg.trap_cost_ns / 1000),
+        Err(e) => eprintln!(
+            "watch: warning: trap cost not measured ({e}); assuming {} us",
+            cfg.trap_cost_ns / 1000
+        ),
     }
     let stop = AtomicBool::new(false);
-    let rep = run(&mut watcher, &sets, classify, cfg, Duration::from_secs_f64(secs), &stop);
+    let rep = run(
+        &mut watcher,
+        &sets,
+        classify,
+        cfg,
+        Duration::from_secs_f64(secs),
+        &stop,
+    );
     if let Some(l) = launched.as_mut() {
         if l.try_wait().is_none() {
             l.terminate(Duration::from_secs(2), &mut || {});
@@ -105,9 +141,15 @@ fn main() {
     let mut summary: BTreeMap<(u64, i32, String), u64> = BTreeMap::new();
     for h in watcher.hits() {
         if !quiet {
-            let _ = writeln!(out, "{} {} {} ip={:#x} {:#x}/{} {:?}", h.time_ns, h.tid, h.cpu, h.ip, h.addr, h.len, h.access);
+            let _ = writeln!(
+                out,
+                "{} {} {} ip={:#x} {:#x}/{} {:?}",
+                h.time_ns, h.tid, h.cpu, h.ip, h.addr, h.len, h.access
+            );
         }
-        *summary.entry((h.addr, h.tid, format!("{:?}", h.access))).or_default() += 1;
+        *summary
+            .entry((h.addr, h.tid, format!("{:?}", h.access)))
+            .or_default() += 1;
     }
     let _ = writeln!(out, "# hits per address, thread and access:");
     for ((addr, tid, access), n) in &summary {

@@ -77,7 +77,9 @@ pub struct AttrSpec {
 /// User-mode calls and returns, the filter the LBR method needs (what
 /// `perf record -j any_call,any_ret,u` sets). Cycles are not disabled (no NO_CYCLES), so
 /// CPUs that measure them (Skylake and later, Arch LBR) report them.
-pub const BRANCH_USER_CALL_RETURN: u64 = (b::PERF_SAMPLE_BRANCH_USER | b::PERF_SAMPLE_BRANCH_ANY_CALL | b::PERF_SAMPLE_BRANCH_ANY_RETURN) as u64;
+pub const BRANCH_USER_CALL_RETURN: u64 = (b::PERF_SAMPLE_BRANCH_USER
+    | b::PERF_SAMPLE_BRANCH_ANY_CALL
+    | b::PERF_SAMPLE_BRANCH_ANY_RETURN) as u64;
 
 /// Filters to try, best first; the kernel answers EINVAL/EOPNOTSUPP to what it or the CPU
 /// lacks. HW_INDEX (kernel 5.7+) lets readers tell where the ring restarted; TYPE_SAVE
@@ -85,7 +87,9 @@ pub const BRANCH_USER_CALL_RETURN: u64 = (b::PERF_SAMPLE_BRANCH_USER | b::PERF_S
 /// one, every user branch without a type filter, is what AMD Zen 3 BRS can do (the kernel
 /// also wants its retired-taken-branches event there, which we do not choose yet).
 pub const BRANCH_CANDIDATES: [u64; 4] = [
-    BRANCH_USER_CALL_RETURN | b::PERF_SAMPLE_BRANCH_HW_INDEX as u64 | b::PERF_SAMPLE_BRANCH_TYPE_SAVE as u64,
+    BRANCH_USER_CALL_RETURN
+        | b::PERF_SAMPLE_BRANCH_HW_INDEX as u64
+        | b::PERF_SAMPLE_BRANCH_TYPE_SAVE as u64,
     BRANCH_USER_CALL_RETURN | b::PERF_SAMPLE_BRANCH_TYPE_SAVE as u64,
     BRANCH_USER_CALL_RETURN,
     (b::PERF_SAMPLE_BRANCH_USER | b::PERF_SAMPLE_BRANCH_ANY) as u64,
@@ -225,7 +229,10 @@ pub fn nominal_mhz() -> Option<f64> {
     }
     for f in ["base_frequency", "cpuinfo_max_freq"] {
         let p = format!("/sys/devices/system/cpu/cpu0/cpufreq/{f}");
-        if let Some(khz) = std::fs::read_to_string(p).ok().and_then(|s| s.trim().parse::<f64>().ok()) {
+        if let Some(khz) = std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<f64>().ok())
+        {
             return Some(khz / 1000.0);
         }
     }
@@ -276,7 +283,10 @@ mod tests {
         assert_eq!(a.sample_stack_user, 8192);
         assert_eq!(a.exclude_kernel(), 1);
         assert_eq!(a.sample_id_all(), 1);
-        assert_eq!(a.sample_type & b::PERF_SAMPLE_STACK_USER as u64, b::PERF_SAMPLE_STACK_USER as u64);
+        assert_eq!(
+            a.sample_type & b::PERF_SAMPLE_STACK_USER as u64,
+            b::PERF_SAMPLE_STACK_USER as u64
+        );
         assert_eq!(a.sample_type & b::PERF_SAMPLE_BRANCH_STACK as u64, 0);
     }
 
@@ -296,7 +306,13 @@ mod tests {
             user_regs: 0,
         });
         assert_ne!(a.sample_type & b::PERF_SAMPLE_BRANCH_STACK as u64, 0);
-        assert_eq!(a.branch_sample_type & BRANCH_USER_CALL_RETURN, BRANCH_USER_CALL_RETURN);
-        assert_eq!(a.branch_sample_type & b::PERF_SAMPLE_BRANCH_NO_CYCLES as u64, 0);
+        assert_eq!(
+            a.branch_sample_type & BRANCH_USER_CALL_RETURN,
+            BRANCH_USER_CALL_RETURN
+        );
+        assert_eq!(
+            a.branch_sample_type & b::PERF_SAMPLE_BRANCH_NO_CYCLES as u64,
+            0
+        );
     }
 }

@@ -51,7 +51,10 @@ enum Role {
 /// Measures [`EntryExitCost`] on the calling thread with the events of `events` that pair
 /// (sys_enter/sys_exit, page_fault_user/minor-faults), opened as the recording opens them.
 /// Takes a few milliseconds.
-pub fn entry_exit_cost(events: &[ExtraEvent], include_kernel: bool) -> Result<EntryExitCost, CollectError> {
+pub fn entry_exit_cost(
+    events: &[ExtraEvent],
+    include_kernel: bool,
+) -> Result<EntryExitCost, CollectError> {
     let roles: Vec<(Role, &ExtraEvent)> = events
         .iter()
         .filter_map(|e| {
@@ -78,24 +81,31 @@ pub fn entry_exit_cost(events: &[ExtraEvent], include_kernel: bool) -> Result<En
         })?;
         match &ring {
             None => {
-                let r = Ring::map(fd.as_raw_fd(), RING_PAGES).map_err(|source| CollectError::Io {
-                    context: "mapping the calibration ring buffer".into(),
-                    source,
-                })?;
+                let r =
+                    Ring::map(fd.as_raw_fd(), RING_PAGES).map_err(|source| CollectError::Io {
+                        context: "mapping the calibration ring buffer".into(),
+                        source,
+                    })?;
                 ring = Some(r);
             }
             Some(_) => {
                 let lead = fds.first().map(|f| f.as_raw_fd()).unwrap_or(-1);
                 // SAFETY: both are perf fds we own.
                 if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), lead) } != 0 {
-                    return Err(CollectError::Io { context: "redirecting a calibration event".into(), source: io::Error::last_os_error() });
+                    return Err(CollectError::Io {
+                        context: "redirecting a calibration event".into(),
+                        source: io::Error::last_os_error(),
+                    });
                 }
             }
         }
         let mut id = 0u64;
         // SAFETY: fd is a perf event fd; id is a valid out pointer.
         if unsafe { sys::ioctls::ID(fd.as_raw_fd(), &mut id) } != 0 {
-            return Err(CollectError::Io { context: "reading a calibration event id".into(), source: io::Error::last_os_error() });
+            return Err(CollectError::Io {
+                context: "reading a calibration event id".into(),
+                source: io::Error::last_os_error(),
+            });
         }
         ids.push((id, *role));
         fds.push(fd);
@@ -119,7 +129,14 @@ pub fn entry_exit_cost(events: &[ExtraEvent], include_kernel: bool) -> Result<En
         let len = PAGES * ring::page_size();
         // SAFETY: a fresh private anonymous mapping, unmapped below.
         let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
         };
         if p != libc::MAP_FAILED {
             // One fault per page, as a program touching fresh memory takes them (a
@@ -142,7 +159,12 @@ pub fn entry_exit_cost(events: &[ExtraEvent], include_kernel: bool) -> Result<En
 }
 
 /// Enables the events around `work` and returns the (time, role) of every sample.
-fn record(fds: &[OwnedFd], ring: &mut Ring, ids: &[(u64, Role)], work: impl FnOnce()) -> Vec<(u64, Role)> {
+fn record(
+    fds: &[OwnedFd],
+    ring: &mut Ring,
+    ids: &[(u64, Role)],
+    work: impl FnOnce(),
+) -> Vec<(u64, Role)> {
     let ioctl_all = |enable: bool| {
         for fd in fds {
             // SAFETY: enabling or disabling our own perf fd.
@@ -210,4 +232,3 @@ mod tests {
         assert_eq!(median_gap(&recs[..20], Role::SysExit, Role::SysEnter), None);
     }
 }
-

@@ -46,7 +46,14 @@ impl ExtraEvent {
     /// emits it at the end of handle_mm_fault (mm_account_fault), with the faulting
     /// instruction's registers and the faulting address.
     pub fn software(name: &str, config: u32) -> ExtraEvent {
-        ExtraEvent { name: name.into(), type_: b::PERF_TYPE_SOFTWARE, config: config as u64, addr: true, raw: false, user_callchain: true }
+        ExtraEvent {
+            name: name.into(),
+            type_: b::PERF_TYPE_SOFTWARE,
+            config: config as u64,
+            addr: true,
+            raw: false,
+            user_callchain: true,
+        }
     }
 
     /// Every minor page fault (no I/O).
@@ -60,9 +67,21 @@ impl ExtraEvent {
     }
 
     /// A tracepoint by its tracefs id.
-    pub fn tracepoint(system: &str, event: &str, raw: bool, user_callchain: bool) -> io::Result<ExtraEvent> {
+    pub fn tracepoint(
+        system: &str,
+        event: &str,
+        raw: bool,
+        user_callchain: bool,
+    ) -> io::Result<ExtraEvent> {
         let id = tracepoint_id(system, event)?;
-        Ok(ExtraEvent { name: format!("{system}:{event}"), type_: b::PERF_TYPE_TRACEPOINT, config: id, addr: false, raw, user_callchain })
+        Ok(ExtraEvent {
+            name: format!("{system}:{event}"),
+            type_: b::PERF_TYPE_TRACEPOINT,
+            config: id,
+            addr: false,
+            raw,
+            user_callchain,
+        })
     }
 
     /// A tracepoint (as opposed to a software event such as minor-faults).
@@ -71,7 +90,12 @@ impl ExtraEvent {
     }
 
     /// The attr: counting every occurrence, in the sampling event's clock and trailer layout.
-    pub fn attr(&self, include_kernel: bool, enable_on_exec: bool, inherit: bool) -> b::perf_event_attr {
+    pub fn attr(
+        &self,
+        include_kernel: bool,
+        enable_on_exec: bool,
+        inherit: bool,
+    ) -> b::perf_event_attr {
         // SAFETY: perf_event_attr is plain old data; all-zero is its documented default.
         let mut a: b::perf_event_attr = unsafe { std::mem::zeroed() };
         a.size = ATTR_SIZE;
@@ -80,7 +104,12 @@ impl ExtraEvent {
         a.__bindgen_anon_1.sample_period = 1;
         // IDENTIFIER, IP, TID, TIME first, as for the sampling event: readers (and the
         // collector's own record counting) find id and time at the same place.
-        let mut t = (b::PERF_SAMPLE_IDENTIFIER | b::PERF_SAMPLE_IP | b::PERF_SAMPLE_TID | b::PERF_SAMPLE_TIME | b::PERF_SAMPLE_CPU | b::PERF_SAMPLE_PERIOD) as u64;
+        let mut t = (b::PERF_SAMPLE_IDENTIFIER
+            | b::PERF_SAMPLE_IP
+            | b::PERF_SAMPLE_TID
+            | b::PERF_SAMPLE_TIME
+            | b::PERF_SAMPLE_CPU
+            | b::PERF_SAMPLE_PERIOD) as u64;
         if self.addr {
             t |= b::PERF_SAMPLE_ADDR as u64;
         }
@@ -122,22 +151,41 @@ pub fn ensure_tracefs() -> Result<Option<String>, String> {
     let target = c"/sys/kernel/tracing";
     let fstype = c"tracefs";
     // SAFETY: all pointers are valid NUL-terminated strings; no data argument.
-    let r = unsafe { libc::mount(src.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, std::ptr::null()) };
+    let r = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
     if r != 0 {
         let e = io::Error::last_os_error();
         return Err(format!("tracefs is not mounted and mounting it at {TRACEFS} failed ({e}); run as root or `mount -t tracefs nodev {TRACEFS}`"));
     }
-    Ok(Some(format!("mounted tracefs at {TRACEFS} to read tracepoint ids")))
+    Ok(Some(format!(
+        "mounted tracefs at {TRACEFS} to read tracepoint ids"
+    )))
 }
 
 /// The id of tracepoint SYSTEM:EVENT from tracefs (or the older debugfs location).
 pub fn tracepoint_id(system: &str, event: &str) -> io::Result<u64> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no tracefs");
     for root in [TRACEFS, "/sys/kernel/debug/tracing"] {
-        let p = Path::new(root).join("events").join(system).join(event).join("id");
+        let p = Path::new(root)
+            .join("events")
+            .join(system)
+            .join(event)
+            .join("id");
         match std::fs::read_to_string(&p) {
             Ok(s) => {
-                return s.trim().parse().map_err(|_| io::Error::new(io::ErrorKind::InvalidData, format!("{}: not a number", p.display())))
+                return s.trim().parse().map_err(|_| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("{}: not a number", p.display()),
+                    )
+                })
             }
             Err(e) => last = e,
         }
@@ -156,14 +204,29 @@ mod tests {
         assert_eq!(unsafe { a.__bindgen_anon_1.sample_period }, 1);
         assert_ne!(a.sample_type & b::PERF_SAMPLE_ADDR as u64, 0);
         assert_ne!(a.sample_type & b::PERF_SAMPLE_IDENTIFIER as u64, 0);
-        assert_eq!(a.mmap(), 0, "side-band records come from the sampling event only");
+        assert_eq!(
+            a.mmap(),
+            0,
+            "side-band records come from the sampling event only"
+        );
         assert_eq!(a.exclude_callchain_kernel(), 1);
-        assert_eq!(e.attr(false, true, true).exclude_kernel(), 1, "user faults only when the kernel is excluded");
+        assert_eq!(
+            e.attr(false, true, true).exclude_kernel(),
+            1,
+            "user faults only when the kernel is excluded"
+        );
     }
 
     #[test]
     fn a_tracepoint_is_never_silenced_by_exclude_kernel() {
-        let e = ExtraEvent { name: "exceptions:page_fault_user".into(), type_: b::PERF_TYPE_TRACEPOINT, config: 1, addr: false, raw: true, user_callchain: true };
+        let e = ExtraEvent {
+            name: "exceptions:page_fault_user".into(),
+            type_: b::PERF_TYPE_TRACEPOINT,
+            config: 1,
+            addr: false,
+            raw: true,
+            user_callchain: true,
+        };
         assert_eq!(e.attr(false, true, true).exclude_kernel(), 0);
         assert_eq!(e.attr(false, true, true).exclude_callchain_kernel(), 1);
     }
@@ -175,7 +238,10 @@ mod tests {
 /// header_event, ftrace formats, event formats by system, kallsyms, printk formats, saved
 /// cmdlines). None when tracefs cannot be read.
 pub fn tracing_data(events: &[ExtraEvent]) -> Option<Vec<u8>> {
-    let root = [TRACEFS, "/sys/kernel/debug/tracing"].into_iter().map(Path::new).find(|p| p.join("events").is_dir())?;
+    let root = [TRACEFS, "/sys/kernel/debug/tracing"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.join("events").is_dir())?;
     let read = |p: &Path| std::fs::read(p).ok();
     let mut out = vec![0x17, 0x08, 0x44];
     out.extend_from_slice(b"tracing0.6\0");
@@ -190,11 +256,15 @@ pub fn tracing_data(events: &[ExtraEvent]) -> Option<Vec<u8>> {
         out.extend_from_slice(&body);
     }
     out.extend_from_slice(&0u32.to_le_bytes()); // no ftrace internal formats
-    // Tracepoints grouped by system, in first-seen order.
+                                                // Tracepoints grouped by system, in first-seen order.
     let mut systems: Vec<(String, Vec<Vec<u8>>)> = Vec::new();
     for e in events.iter().filter(|e| e.type_ == b::PERF_TYPE_TRACEPOINT) {
-        let Some((sys, ev)) = e.name.split_once(':') else { continue };
-        let Some(format) = read(&root.join("events").join(sys).join(ev).join("format")) else { continue };
+        let Some((sys, ev)) = e.name.split_once(':') else {
+            continue;
+        };
+        let Some(format) = read(&root.join("events").join(sys).join(ev).join("format")) else {
+            continue;
+        };
         match systems.iter_mut().find(|(s, _)| s == sys) {
             Some((_, v)) => v.push(format),
             None => systems.push((sys.to_string(), vec![format])),

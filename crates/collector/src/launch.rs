@@ -31,7 +31,11 @@ pub fn resolve(program: &Path) -> Result<PathBuf, CollectError> {
         } else {
             Some(Err(CollectError::NotExecutable {
                 path: p.to_path_buf(),
-                detail: if md.is_dir() { "is a directory".into() } else { "no execute permission".into() },
+                detail: if md.is_dir() {
+                    "is a directory".into()
+                } else {
+                    "no execute permission".into()
+                },
             }))
         }
     };
@@ -39,9 +43,11 @@ pub fn resolve(program: &Path) -> Result<PathBuf, CollectError> {
         return Err(CollectError::ProgramNotFound(program.to_path_buf()));
     }
     if program.as_os_str().as_bytes().contains(&b'/') {
-        return check(program).unwrap_or_else(|| Err(CollectError::ProgramNotFound(program.to_path_buf())));
+        return check(program)
+            .unwrap_or_else(|| Err(CollectError::ProgramNotFound(program.to_path_buf())));
     }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
+    let path =
+        std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
     let mut not_exec = None;
     for dir in std::env::split_paths(&path) {
         let cand = dir.join(program);
@@ -55,7 +61,8 @@ pub fn resolve(program: &Path) -> Result<PathBuf, CollectError> {
 }
 
 fn cstr(s: &OsStr) -> Result<CString, CollectError> {
-    CString::new(s.as_bytes()).map_err(|_| CollectError::InvalidOptions("argument contains a NUL byte".into()))
+    CString::new(s.as_bytes())
+        .map_err(|_| CollectError::InvalidOptions("argument contains a NUL byte".into()))
 }
 
 fn pipe_cloexec() -> std::io::Result<(i32, i32)> {
@@ -81,7 +88,11 @@ pub fn spawn_waiting(program: &Path, args: &[OsString]) -> Result<Launched, Coll
 
 /// [`spawn_waiting`], with `env` set (or replaced) in the program's environment, e.g. an
 /// `LD_PRELOAD` runtime that records next to the sampling.
-pub fn spawn_waiting_with(program: &Path, args: &[OsString], env: &[(OsString, OsString)]) -> Result<Launched, CollectError> {
+pub fn spawn_waiting_with(
+    program: &Path,
+    args: &[OsString],
+    env: &[(OsString, OsString)],
+) -> Result<Launched, CollectError> {
     let resolved = resolve(program)?;
     // Everything the child needs is allocated here: after fork, in a multi-threaded
     // process, the child may only call async-signal-safe functions.
@@ -93,7 +104,10 @@ pub fn spawn_waiting_with(program: &Path, args: &[OsString], env: &[(OsString, O
     let mut argv: Vec<*const libc::c_char> = argv_c.iter().map(|c| c.as_ptr()).collect();
     argv.push(std::ptr::null());
     let mut envp_c = Vec::new();
-    for (k, v) in std::env::vars_os().filter(|(k, _)| !env.iter().any(|(e, _)| e == k)).chain(env.iter().cloned()) {
+    for (k, v) in std::env::vars_os()
+        .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
+        .chain(env.iter().cloned())
+    {
         let mut kv = k;
         kv.push("=");
         kv.push(v);
@@ -102,7 +116,10 @@ pub fn spawn_waiting_with(program: &Path, args: &[OsString], env: &[(OsString, O
     let mut envp: Vec<*const libc::c_char> = envp_c.iter().map(|c| c.as_ptr()).collect();
     envp.push(std::ptr::null());
 
-    let io = |e: std::io::Error| CollectError::Io { context: "creating the launch pipes".into(), source: e };
+    let io = |e: std::io::Error| CollectError::Io {
+        context: "creating the launch pipes".into(),
+        source: e,
+    };
     let (go_r, go_w) = pipe_cloexec().map_err(io)?;
     let (err_r, err_w) = match pipe_cloexec() {
         Ok(p) => p,
@@ -119,7 +136,10 @@ pub fn spawn_waiting_with(program: &Path, args: &[OsString], env: &[(OsString, O
         for fd in [go_r, go_w, err_r, err_w] {
             close(fd);
         }
-        return Err(CollectError::Io { context: "fork".into(), source: e });
+        return Err(CollectError::Io {
+            context: "fork".into(),
+            source: e,
+        });
     }
     if pid == 0 {
         // Child.
@@ -148,7 +168,13 @@ pub fn spawn_waiting_with(program: &Path, args: &[OsString], env: &[(OsString, O
     }
     close(go_r);
     close(err_w);
-    Ok(Launched { pid, go_w, err_r, program: program.to_path_buf(), exit: None })
+    Ok(Launched {
+        pid,
+        go_w,
+        err_r,
+        program: program.to_path_buf(),
+        exit: None,
+    })
 }
 
 impl Launched {
@@ -169,7 +195,13 @@ impl Launched {
         let mut got = 0usize;
         while got < 4 {
             // SAFETY: reading into our buffer.
-            let n = unsafe { libc::read(self.err_r, buf[got..].as_mut_ptr() as *mut libc::c_void, 4 - got) };
+            let n = unsafe {
+                libc::read(
+                    self.err_r,
+                    buf[got..].as_mut_ptr() as *mut libc::c_void,
+                    4 - got,
+                )
+            };
             if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
                 continue;
             }
@@ -188,7 +220,10 @@ impl Launched {
         let path = self.program.clone();
         Err(match errno {
             libc::ENOENT | libc::ENOTDIR => CollectError::ProgramNotFound(path),
-            _ => CollectError::NotExecutable { path, detail: std::io::Error::from_raw_os_error(errno).to_string() },
+            _ => CollectError::NotExecutable {
+                path,
+                detail: std::io::Error::from_raw_os_error(errno).to_string(),
+            },
         })
     }
 

@@ -40,7 +40,10 @@ use synth::IdTrailer;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// Start this program (searched in PATH like a shell) and profile it and its children.
-    Launch { program: PathBuf, args: Vec<OsString> },
+    Launch {
+        program: PathBuf,
+        args: Vec<OsString>,
+    },
     /// Attach to a running process: all its threads, and the threads and children they
     /// create from now on.
     Pid(i32),
@@ -237,7 +240,9 @@ pub enum CollectError {
     NotExecutable { path: PathBuf, detail: String },
     #[error("no process with PID {0}")]
     NoSuchProcess(i32),
-    #[error("the kernel refused perf_event_open ({detail}); kernel.perf_event_paranoid is {paranoid}")]
+    #[error(
+        "the kernel refused perf_event_open ({detail}); kernel.perf_event_paranoid is {paranoid}"
+    )]
     Permission { paranoid: i32, detail: String },
     #[error("event {event} is not supported here: {detail}")]
     EventUnsupported { event: String, detail: String },
@@ -315,7 +320,10 @@ struct Signals {
 
 impl Signals {
     fn register() -> Result<Signals, CollectError> {
-        let mut s = Signals { ids: Vec::new(), flags: Vec::new() };
+        let mut s = Signals {
+            ids: Vec::new(),
+            flags: Vec::new(),
+        };
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             let flag = Arc::new(AtomicBool::new(false));
             let id = signal_hook::flag::register(sig, Arc::clone(&flag))
@@ -326,7 +334,10 @@ impl Signals {
         Ok(s)
     }
     fn received(&self) -> Option<i32> {
-        self.flags.iter().find(|(_, f)| f.load(Ordering::Relaxed)).map(|(s, _)| *s)
+        self.flags
+            .iter()
+            .find(|(_, f)| f.load(Ordering::Relaxed))
+            .map(|(s, _)| *s)
     }
 }
 
@@ -371,12 +382,20 @@ fn errno_name(e: i32) -> &'static str {
     }
 }
 
-pub(crate) fn open_fd(attr: &mut sys::bindings::perf_event_attr, pid: i32, cpu: i32) -> Result<OwnedFd, i32> {
+pub(crate) fn open_fd(
+    attr: &mut sys::bindings::perf_event_attr,
+    pid: i32,
+    cpu: i32,
+) -> Result<OwnedFd, i32> {
     // CLOEXEC: a program launched by another thread must not inherit our events.
     // SAFETY: attr is a valid, initialised perf_event_attr.
-    let fd = unsafe { sys::perf_event_open(attr, pid, cpu, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as _) };
+    let fd = unsafe {
+        sys::perf_event_open(attr, pid, cpu, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as _)
+    };
     if fd < 0 {
-        return Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
+        return Err(io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EINVAL));
     }
     // SAFETY: fd was just returned by the kernel and is owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -384,7 +403,12 @@ pub(crate) fn open_fd(attr: &mut sys::bindings::perf_event_attr, pid: i32, cpu: 
 
 /// Opens one event per (task, CPU) pair. For an attached process, threads that exit while
 /// we open are skipped, and threads born meanwhile are picked up by a second listing.
-fn open_events(spec: &AttrSpec, target: &Target, child: Option<i32>, cpus: &[i32]) -> Result<Events, OpenFailure> {
+fn open_events(
+    spec: &AttrSpec,
+    target: &Target,
+    child: Option<i32>,
+    cpus: &[i32],
+) -> Result<Events, OpenFailure> {
     let mut attr = attr::build(spec);
     let mut fds: Vec<OwnedFd> = Vec::new();
     let mut cpu_of: Vec<usize> = Vec::new();
@@ -430,15 +454,28 @@ fn open_events(spec: &AttrSpec, target: &Target, child: Option<i32>, cpus: &[i32
                 }
             }
             if fds.is_empty() {
-                return Err(OpenFailure { errno: libc::ESRCH, pid: *pid, cpu: -1 });
+                return Err(OpenFailure {
+                    errno: libc::ESRCH,
+                    pid: *pid,
+                    cpu: -1,
+                });
             }
         }
     }
     // The first event of each CPU owns that CPU's ring buffer; the others are redirected
     // into it once it is mapped (see `redirect_to_leaders`).
-    let leaders: Vec<usize> = (0..cpus.len()).filter_map(|ci| cpu_of.iter().position(|&c| c == ci)).collect();
+    let leaders: Vec<usize> = (0..cpus.len())
+        .filter_map(|ci| cpu_of.iter().position(|&c| c == ci))
+        .collect();
     let targets = pid_of.into_iter().zip(cpu_of).collect();
-    Ok(Events { attr, kind: spec.kind, include_kernel: spec.include_kernel, fds, leaders, targets })
+    Ok(Events {
+        attr,
+        kind: spec.kind,
+        include_kernel: spec.include_kernel,
+        fds,
+        leaders,
+        targets,
+    })
 }
 
 /// Points every event at its CPU's leader, so there is one mmap and one poll fd per CPU
@@ -450,8 +487,13 @@ fn redirect_to_leaders(events: &Events) -> Result<(), CollectError> {
         for (i, t) in events.targets.iter().enumerate() {
             if t.1 == cpu && i != l {
                 // SAFETY: both are perf fds we own.
-                if unsafe { sys::ioctls::SET_OUTPUT(events.fds[i].as_raw_fd(), events.fds[l].as_raw_fd()) } != 0 {
-                    return Err(io_err("redirecting a thread's events to its CPU's ring buffer")(io::Error::last_os_error()));
+                if unsafe {
+                    sys::ioctls::SET_OUTPUT(events.fds[i].as_raw_fd(), events.fds[l].as_raw_fd())
+                } != 0
+                {
+                    return Err(io_err(
+                        "redirecting a thread's events to its CPU's ring buffer",
+                    )(io::Error::last_os_error()));
                 }
             }
         }
@@ -471,7 +513,15 @@ fn open_with_branches(
 ) -> Result<(Events, String, u64, BranchOutcome), CollectError> {
     let without = |why: String| -> Result<_, CollectError> {
         let (ev, reason, period) = choose_and_open(opts, child, cpus, wakeup_bytes, 0)?;
-        Ok((ev, reason, period, BranchOutcome { recorded: false, detail: why }))
+        Ok((
+            ev,
+            reason,
+            period,
+            BranchOutcome {
+                recorded: false,
+                detail: why,
+            },
+        ))
     };
     match (opts.branch_records, &opts.lbr_missing) {
         (BranchRecords::Off, _) => return without("not requested (branch-records=off)".into()),
@@ -493,15 +543,28 @@ fn open_with_branches(
     for bst in attr::BRANCH_CANDIDATES {
         match choose_and_open(opts, child, cpus, wakeup_bytes, bst) {
             Ok((ev, reason, period)) => {
-                let filter = if bst & attr::BRANCH_USER_CALL_RETURN == attr::BRANCH_USER_CALL_RETURN {
+                let filter = if bst & attr::BRANCH_USER_CALL_RETURN == attr::BRANCH_USER_CALL_RETURN
+                {
                     "user calls and returns (hardware filter)"
                 } else {
                     "every user branch: the hardware filter was refused (as on AMD Zen 3 BRS); calls and returns are picked in software"
                 };
                 let detail = format!("recorded: {filter}, branch_sample_type {bst:#x}");
-                return Ok((ev, reason, period, BranchOutcome { recorded: true, detail }));
+                return Ok((
+                    ev,
+                    reason,
+                    period,
+                    BranchOutcome {
+                        recorded: true,
+                        detail,
+                    },
+                ));
             }
-            Err(e @ (CollectError::NoSuchProcess(_) | CollectError::ProgramNotFound(_) | CollectError::NotExecutable { .. })) => return Err(e),
+            Err(
+                e @ (CollectError::NoSuchProcess(_)
+                | CollectError::ProgramNotFound(_)
+                | CollectError::NotExecutable { .. }),
+            ) => return Err(e),
             Err(e) => last = e.to_string(),
         }
     }
@@ -597,7 +660,11 @@ fn choose_and_open(
                         continue; // retry without the kernel
                     }
                     if e == libc::ESRCH {
-                        return Err(CollectError::NoSuchProcess(if f.pid > 0 { f.pid } else { pid_for_errors }));
+                        return Err(CollectError::NoSuchProcess(if f.pid > 0 {
+                            f.pid
+                        } else {
+                            pid_for_errors
+                        }));
                     }
                     if e == libc::EACCES || e == libc::EPERM {
                         return Err(CollectError::Permission {
@@ -614,35 +681,55 @@ fn choose_and_open(
                     }
                     if e == libc::EMFILE || e == libc::ENFILE {
                         return Err(CollectError::Io {
-                            context: format!("opening {} events (one per thread and CPU)", cpus.len()),
+                            context: format!(
+                                "opening {} events (one per thread and CPU)",
+                                cpus.len()
+                            ),
                             source: io::Error::from_raw_os_error(e),
                         });
                     }
-                    let unsupported = matches!(e, libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP | libc::EINVAL);
+                    let unsupported = matches!(
+                        e,
+                        libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP | libc::EINVAL
+                    );
                     if kind == EventKind::Cycles && unsupported && ki + 1 < kinds.len() {
                         let why = match e {
                             libc::ENOENT | libc::ENODEV => "no PMU, typical of VMs",
                             libc::EOPNOTSUPP => "the PMU cannot sample (no overflow interrupt)",
                             _ => "the PMU rejected the sampling settings",
                         };
-                        reason = format!("hardware cycles refused by the kernel ({}): {why}; ", errno_name(e));
+                        reason = format!(
+                            "hardware cycles refused by the kernel ({}): {why}; ",
+                            errno_name(e)
+                        );
                         break;
                     }
                     if unsupported {
                         return Err(CollectError::EventUnsupported {
                             event: kind.name(include_kernel),
-                            detail: format!("{} ({})", errno_name(e), io::Error::from_raw_os_error(e)),
+                            detail: format!(
+                                "{} ({})",
+                                errno_name(e),
+                                io::Error::from_raw_os_error(e)
+                            ),
                         });
                     }
                     return Err(CollectError::Io {
-                        context: format!("perf_event_open of {} on cpu {}", kind.name(include_kernel), f.cpu),
+                        context: format!(
+                            "perf_event_open of {} on cpu {}",
+                            kind.name(include_kernel),
+                            f.cpu
+                        ),
                         source: io::Error::from_raw_os_error(e),
                     });
                 }
             }
         }
     }
-    Err(CollectError::EventUnsupported { event: "cpu-clock".into(), detail: "no sampling event could be opened".into() })
+    Err(CollectError::EventUnsupported {
+        event: "cpu-clock".into(),
+        detail: "no sampling event could be opened".into(),
+    })
 }
 
 /// Opens one extra event on every (task, CPU) pair of the sampling event, each writing
@@ -660,19 +747,35 @@ fn open_extra(
             Ok(fd) => fd,
             // An attached process's thread that ended meanwhile.
             Err(libc::ESRCH) => continue,
-            Err(e) => return Err(format!("{} ({})", errno_name(e), io::Error::from_raw_os_error(e))),
+            Err(e) => {
+                return Err(format!(
+                    "{} ({})",
+                    errno_name(e),
+                    io::Error::from_raw_os_error(e)
+                ))
+            }
         };
-        let leader = events.leaders.iter().copied().find(|&l| events.targets.get(l).is_some_and(|t| t.1 == ci));
+        let leader = events
+            .leaders
+            .iter()
+            .copied()
+            .find(|&l| events.targets.get(l).is_some_and(|t| t.1 == ci));
         if let Some(l) = leader {
             // SAFETY: both are perf fds we own.
             if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), events.fds[l].as_raw_fd()) } != 0 {
-                return Err(format!("redirecting to the CPU's ring buffer failed ({})", io::Error::last_os_error()));
+                return Err(format!(
+                    "redirecting to the CPU's ring buffer failed ({})",
+                    io::Error::last_os_error()
+                ));
             }
         }
         let mut id = 0u64;
         // SAFETY: fd is a perf event fd; id is a valid out pointer.
         if unsafe { sys::ioctls::ID(fd.as_raw_fd(), &mut id) } != 0 {
-            return Err(format!("reading the event id failed ({})", io::Error::last_os_error()));
+            return Err(format!(
+                "reading the event id failed ({})",
+                io::Error::last_os_error()
+            ));
         }
         ids.push(id);
         fds.push(fd);
@@ -766,17 +869,21 @@ fn run(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<CollectSummary, CollectError> {
     let wall_start = Instant::now();
-    let mut writer = PerfDataWriter::create(file).map_err(io_err("writing the perf.data header"))?;
+    let mut writer =
+        PerfDataWriter::create(file).map_err(io_err("writing the perf.data header"))?;
 
     // Launch: the child exists (blocked before exec) while the events are opened on it.
     let mut child = match &opts.target {
-        Target::Launch { program, args } => Some(launch::spawn_waiting_with(program, args, &opts.env)?),
+        Target::Launch { program, args } => {
+            Some(launch::spawn_waiting_with(program, args, &opts.env)?)
+        }
         _ => None,
     };
     let pages = opts.ring_buffer_pages.max(1).next_power_of_two();
     let ring_bytes = pages * ring::page_size();
     let wakeup = (ring_bytes / 4).min(u32::MAX as usize) as u32;
-    let (events, event_reason, period, branch_records) = open_with_branches(opts, child.as_ref().map(|c| c.pid), cpus, wakeup)?;
+    let (events, event_reason, period, branch_records) =
+        open_with_branches(opts, child.as_ref().map(|c| c.pid), cpus, wakeup)?;
 
     let mut rings = Vec::with_capacity(events.leaders.len());
     for &l in &events.leaders {
@@ -808,7 +915,11 @@ fn run(
     }
     let event_name = events.kind.name(events.include_kernel);
     let include_kernel = events.include_kernel;
-    writer.add_attr(attr::attr_bytes(&events.attr), ids.clone(), event_name.clone());
+    writer.add_attr(
+        attr::attr_bytes(&events.attr),
+        ids.clone(),
+        event_name.clone(),
+    );
     // PMU fds are enabled, disabled and closed with the extra events'.
     let (mut extra_fds, pmu_outcomes) = pmu::open_all(opts, &events, cpus, &mut writer)?;
     let mut extra_outcomes = Vec::with_capacity(opts.extra_events.len());
@@ -820,29 +931,57 @@ fn run(
             Ok((fds, xids)) => {
                 writer.add_attr(attr::attr_bytes(&a), xids, x.name.clone());
                 extra_fds.extend(fds);
-                extra_outcomes.push(extra::ExtraOutcome { name: x.name.clone(), missing: None });
+                extra_outcomes.push(extra::ExtraOutcome {
+                    name: x.name.clone(),
+                    missing: None,
+                });
             }
-            Err(why) => extra_outcomes.push(extra::ExtraOutcome { name: x.name.clone(), missing: Some(why) }),
+            Err(why) => extra_outcomes.push(extra::ExtraOutcome {
+                name: x.name.clone(),
+                missing: Some(why),
+            }),
         }
     }
     set_features(&mut writer, cpus.len());
     let recorded: Vec<extra::ExtraEvent> = opts
         .extra_events
         .iter()
-        .filter(|x| extra_outcomes.iter().any(|o| o.name == x.name && o.missing.is_none()))
+        .filter(|x| {
+            extra_outcomes
+                .iter()
+                .any(|o| o.name == x.name && o.missing.is_none())
+        })
         .cloned()
         .collect();
-    if recorded.iter().any(|x| x.type_ == sys::bindings::PERF_TYPE_TRACEPOINT) {
+    if recorded
+        .iter()
+        .any(|x| x.type_ == sys::bindings::PERF_TYPE_TRACEPOINT)
+    {
         // perf refuses a file with tracepoints but no event formats.
         if let Some(t) = extra::tracing_data(&recorded) {
             writer.set_feature_raw(kairos_perf_data::HEADER_TRACING_DATA, t);
         }
     }
 
-    let hook = opts.on_sample.clone().map(|tx| sample_hook::Hook::new(tx, &events.attr, &ids));
-    let mut sink = Sink { writer, samples: 0, lost: 0, throttled: 0, first_time: 0, last_time: 0, write_error: None, hook };
+    let hook = opts
+        .on_sample
+        .clone()
+        .map(|tx| sample_hook::Hook::new(tx, &events.attr, &ids));
+    let mut sink = Sink {
+        writer,
+        samples: 0,
+        lost: 0,
+        throttled: 0,
+        first_time: 0,
+        last_time: 0,
+        write_error: None,
+        hook,
+    };
     let start_ns = monotonic_ns();
-    let trailer = IdTrailer { time: start_ns, id: ids.first().copied().unwrap_or(0) };
+    let trailer = IdTrailer {
+        time: start_ns,
+        id: ids.first().copied().unwrap_or(0),
+    };
     // Side-band records of what exists already. Written before anything from the
     // buffers, stamped with the start time.
     if let Some(addr) = synth::kernel_text_address() {
@@ -884,9 +1023,19 @@ fn run(
         }
     }
 
-    let leader_fds: Vec<RawFd> = events.leaders.iter().map(|&l| events.fds[l].as_raw_fd()).collect();
-    let mut pollfds: Vec<libc::pollfd> =
-        leader_fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+    let leader_fds: Vec<RawFd> = events
+        .leaders
+        .iter()
+        .map(|&l| events.fds[l].as_raw_fd())
+        .collect();
+    let mut pollfds: Vec<libc::pollfd> = leader_fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
     // The duration is of collection proper: opening events and reading /proc for the
     // side-band records can take long on a loaded machine and must not eat into it.
     let deadline = opts.duration.map(|d| Instant::now() + d);
@@ -898,7 +1047,13 @@ fn run(
             timeout = timeout.min(d.saturating_duration_since(Instant::now()));
         }
         // SAFETY: pollfds is a valid array of pollfd.
-        unsafe { libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, timeout.as_millis() as i32) };
+        unsafe {
+            libc::poll(
+                pollfds.as_mut_ptr(),
+                pollfds.len() as libc::nfds_t,
+                timeout.as_millis() as i32,
+            )
+        };
         for p in pollfds.iter_mut() {
             // A hung-up event (its task is gone) would make poll return at once forever;
             // stop polling it, but keep draining its buffer.
@@ -981,14 +1136,21 @@ fn run(
     drop(rings);
     drop(extra_fds);
     drop(events);
-    let bytes = sink.writer.finish().map_err(io_err("finishing the perf.data file"))?;
+    let bytes = sink
+        .writer
+        .finish()
+        .map_err(io_err("finishing the perf.data file"))?;
     if let Some(c) = child.as_mut() {
         target_exit = target_exit.or_else(|| c.try_wait());
     }
     let pmu_only = pmu::replaces_timer(opts);
     let summary = CollectSummary {
         event_name: match pmu_only {
-            true => pmu_outcomes.iter().map(|o| o.name.as_str()).collect::<Vec<_>>().join(","),
+            true => pmu_outcomes
+                .iter()
+                .map(|o| o.name.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
             false => event_name,
         },
         event_reason,
@@ -1023,14 +1185,21 @@ fn set_features(w: &mut PerfDataWriter, online: usize) {
     // SAFETY: valid out pointer.
     if unsafe { libc::uname(&mut u) } == 0 {
         let field = |f: &[libc::c_char]| -> String {
-            let bytes: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+            let bytes: Vec<u8> = f
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
             String::from_utf8_lossy(&bytes).into_owned()
         };
         w.set_feature_string(StringFeature::Hostname, field(&u.nodename));
         w.set_feature_string(StringFeature::OsRelease, field(&u.release));
         w.set_feature_string(StringFeature::Arch, field(&u.machine));
     }
-    w.set_feature_string(StringFeature::Version, format!("kairos {}", env!("CARGO_PKG_VERSION")));
+    w.set_feature_string(
+        StringFeature::Version,
+        format!("kairos {}", env!("CARGO_PKG_VERSION")),
+    );
     let model = attr::cpu_model();
     if !model.is_empty() {
         w.set_feature_string(StringFeature::CpuDesc, model);
@@ -1047,9 +1216,14 @@ fn set_features(w: &mut PerfDataWriter, online: usize) {
     }) {
         w.set_total_mem_kb(kb);
     }
-    let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     w.set_cmdline(&args);
-    let mut res = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut res = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid out pointer.
     if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut res) } == 0 {
         w.set_clockid_res_ns(res.tv_sec as u64 * 1_000_000_000 + res.tv_nsec as u64);
@@ -1060,7 +1234,10 @@ fn set_features(w: &mut PerfDataWriter, online: usize) {
 }
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid out pointer.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -1075,7 +1252,10 @@ pub fn monotonic_ns() -> u64 {
 pub fn process_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => match s.rfind(')') {
-            Some(i) => !matches!(s[i + 1..].trim_start().chars().next(), Some('Z') | Some('X')),
+            Some(i) => !matches!(
+                s[i + 1..].trim_start().chars().next(),
+                Some('Z') | Some('X')
+            ),
             None => true,
         },
         Err(_) => false,

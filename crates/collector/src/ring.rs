@@ -54,7 +54,13 @@ impl Ring {
         } else {
             (off as usize, size)
         };
-        Ok(Ring { base, map_len, data_offset, data_size, scratch: Vec::new() })
+        Ok(Ring {
+            base,
+            map_len,
+            data_offset,
+            data_size,
+            scratch: Vec::new(),
+        })
     }
 
     fn head_tail(&self) -> (&AtomicU64, &AtomicU64) {
@@ -72,7 +78,8 @@ impl Ring {
     /// Bytes waiting to be read.
     pub fn pending(&self) -> u64 {
         let (head, tail) = self.head_tail();
-        head.load(Ordering::Acquire).wrapping_sub(tail.load(Ordering::Relaxed))
+        head.load(Ordering::Acquire)
+            .wrapping_sub(tail.load(Ordering::Relaxed))
     }
 
     /// Hands every complete record currently in the buffer to `sink` (header included),
@@ -108,9 +115,12 @@ impl Ring {
                 self.scratch.clear();
                 // SAFETY: both parts lie inside the data area.
                 unsafe {
-                    self.scratch.extend_from_slice(std::slice::from_raw_parts(data.add(off), first));
                     self.scratch
-                        .extend_from_slice(std::slice::from_raw_parts(data, rec_len as usize - first));
+                        .extend_from_slice(std::slice::from_raw_parts(data.add(off), first));
+                    self.scratch.extend_from_slice(std::slice::from_raw_parts(
+                        data,
+                        rec_len as usize - first,
+                    ));
                 }
                 sink(&self.scratch);
             }

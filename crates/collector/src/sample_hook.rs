@@ -40,7 +40,12 @@ pub(crate) struct Hook {
 
 impl Hook {
     pub(crate) fn new(tx: SampleSender, attr: &b::perf_event_attr, ids: &[u64]) -> Hook {
-        Hook { tx, sample_type: attr.sample_type, regs_mask: attr.sample_regs_user, ids: ids.to_vec() }
+        Hook {
+            tx,
+            sample_type: attr.sample_type,
+            regs_mask: attr.sample_regs_user,
+            ids: ids.to_vec(),
+        }
     }
 
     /// Called with every PERF_RECORD_SAMPLE (header included).
@@ -56,7 +61,10 @@ impl Hook {
     fn view(&self, rec: &[u8]) -> Option<SampleView> {
         let t = self.sample_type;
         let has = |bit: u32| t & u64::from(bit) != 0;
-        if !has(b::PERF_SAMPLE_IDENTIFIER) || has(b::PERF_SAMPLE_READ) || has(b::PERF_SAMPLE_BRANCH_STACK) {
+        if !has(b::PERF_SAMPLE_IDENTIFIER)
+            || has(b::PERF_SAMPLE_READ)
+            || has(b::PERF_SAMPLE_BRANCH_STACK)
+        {
             return None;
         }
         let mut o = 8;
@@ -68,7 +76,16 @@ impl Hook {
         if !self.ids.contains(&u64_at(rec, next(8)?)) {
             return None;
         }
-        let mut v = SampleView { pid: 0, tid: 0, time_ns: 0, cpu: 0, ip: 0, regs_abi: 0, regs_mask: self.regs_mask, regs: Vec::new() };
+        let mut v = SampleView {
+            pid: 0,
+            tid: 0,
+            time_ns: 0,
+            cpu: 0,
+            ip: 0,
+            regs_abi: 0,
+            regs_mask: self.regs_mask,
+            regs: Vec::new(),
+        };
         if has(b::PERF_SAMPLE_IP) {
             v.ip = u64_at(rec, next(8)?);
         }
@@ -79,7 +96,11 @@ impl Hook {
         if has(b::PERF_SAMPLE_TIME) {
             v.time_ns = u64_at(rec, next(8)?);
         }
-        for bit in [b::PERF_SAMPLE_ADDR, b::PERF_SAMPLE_ID, b::PERF_SAMPLE_STREAM_ID] {
+        for bit in [
+            b::PERF_SAMPLE_ADDR,
+            b::PERF_SAMPLE_ID,
+            b::PERF_SAMPLE_STREAM_ID,
+        ] {
             if has(bit) {
                 next(8)?;
             }
@@ -129,12 +150,29 @@ mod tests {
             | b::PERF_SAMPLE_REGS_USER) as u64;
         attr.sample_regs_user = 0b101;
         let hook = Hook::new(tx, &attr, &[7]);
-        let words: [u64; 13] = [0, 7, 0x401000, (11u64 << 32) | 10, 1234, 3, 250_000, 2, 1, 2, 2, 0xaa, 0xbb];
+        let words: [u64; 13] = [
+            0,
+            7,
+            0x401000,
+            (11u64 << 32) | 10,
+            1234,
+            3,
+            250_000,
+            2,
+            1,
+            2,
+            2,
+            0xaa,
+            0xbb,
+        ];
         let mut rec: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         rec[..4].copy_from_slice(&9u32.to_le_bytes());
         hook.offer(&rec);
         let v = rx.try_recv().unwrap_or_else(|e| unreachable!("{e}"));
-        assert_eq!((v.pid, v.tid, v.time_ns, v.cpu, v.ip), (10, 11, 1234, 3, 0x401000));
+        assert_eq!(
+            (v.pid, v.tid, v.time_ns, v.cpu, v.ip),
+            (10, 11, 1234, 3, 0x401000)
+        );
         assert_eq!((v.regs_abi, v.regs), (2, vec![0xaa, 0xbb]));
         // Another event's sample, or a truncated one, is not forwarded.
         let mut other = rec.clone();

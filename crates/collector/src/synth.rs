@@ -71,7 +71,11 @@ pub use kairos_procfs::maps::{parse_line as parse_maps_line, Mapping as MapLine}
 
 pub fn mmap2_record(pid: i32, m: &MapLine, t: IdTrailer) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
-    let misc = if m.executable { MISC_USER } else { MISC_USER | MISC_MMAP_DATA };
+    let misc = if m.executable {
+        MISC_USER
+    } else {
+        MISC_USER | MISC_MMAP_DATA
+    };
     let start = header(&mut out, PERF_RECORD_MMAP2, misc);
     out.extend_from_slice(&(pid as u32).to_le_bytes());
     out.extend_from_slice(&(pid as u32).to_le_bytes());
@@ -83,10 +87,18 @@ pub fn mmap2_record(pid: i32, m: &MapLine, t: IdTrailer) -> Vec<u8> {
     out.extend_from_slice(&m.inode.to_le_bytes());
     out.extend_from_slice(&0u64.to_le_bytes()); // ino_generation: not in /proc
     out.extend_from_slice(&m.prot().to_le_bytes());
-    let flags = if m.shared { libc::MAP_SHARED } else { libc::MAP_PRIVATE } as u32;
+    let flags = if m.shared {
+        libc::MAP_SHARED
+    } else {
+        libc::MAP_PRIVATE
+    } as u32;
     out.extend_from_slice(&flags.to_le_bytes());
     // Anonymous executable memory (JITs) is named "//anon", as the kernel names it.
-    let name = if m.path.is_empty() { "//anon" } else { m.path.as_str() };
+    let name = if m.path.is_empty() {
+        "//anon"
+    } else {
+        m.path.as_str()
+    };
     // The kernel caps names at PATH_MAX; keep the record under u16 size.
     let name = &name.as_bytes()[..name.len().min(4000)];
     put_cstr_padded(&mut out, name);
@@ -124,7 +136,9 @@ pub fn kernel_text_address() -> Option<u64> {
     let mut stext = None;
     for line in s.lines() {
         let mut f = line.split_whitespace();
-        let (Some(addr), Some(_ty), Some(name)) = (f.next(), f.next(), f.next()) else { continue };
+        let (Some(addr), Some(_ty), Some(name)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
         if name == "_text" || name == "_stext" {
             let a = u64::from_str_radix(addr, 16).ok()?;
             if a == 0 {
@@ -144,8 +158,9 @@ pub fn kernel_text_address() -> Option<u64> {
 pub fn process_records(pid: i32, data_maps: bool, t: IdTrailer, out: &mut Vec<Vec<u8>>) {
     let base = Path::new("/proc").join(pid.to_string());
     if let Ok(rd) = std::fs::read_dir(base.join("task")) {
-        let mut tids: Vec<i32> =
-            rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
+        let mut tids: Vec<i32> = rd
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
         tids.sort_unstable();
         for tid in tids {
             if let Ok(c) = std::fs::read(base.join("task").join(tid.to_string()).join("comm")) {
@@ -169,7 +184,10 @@ pub fn process_records(pid: i32, data_maps: bool, t: IdTrailer, out: &mut Vec<Ve
 /// Every process in /proc.
 pub fn all_pids() -> Vec<i32> {
     let mut v: Vec<i32> = std::fs::read_dir("/proc")
-        .map(|rd| rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort_unstable();
     v
@@ -209,7 +227,11 @@ mod tests {
         for r in [
             comm_record(1, 2, b"bash", t),
             kernel_mmap_record(0xffffffff81000000, t),
-            mmap2_record(3, &parse_maps_line("1000-2000 r-xp 0 08:01 7 /bin/x").expect("p"), t),
+            mmap2_record(
+                3,
+                &parse_maps_line("1000-2000 r-xp 0 08:01 7 /bin/x").expect("p"),
+                t,
+            ),
         ] {
             assert_eq!(r.len() % 8, 0);
             assert_eq!(u16::from_le_bytes([r[6], r[7]]) as usize, r.len());

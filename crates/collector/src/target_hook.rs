@@ -18,7 +18,10 @@ impl std::fmt::Debug for TargetHook {
 /// The thread ids of process `pid` (just `pid` when /proc cannot list them).
 pub(crate) fn threads(pid: i32) -> Vec<i32> {
     let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|rd| rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
         .unwrap_or_default();
     if v.is_empty() {
         v.push(pid);

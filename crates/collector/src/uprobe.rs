@@ -84,13 +84,15 @@ pub struct UprobeRecording {
 
 /// The uprobe PMU's type number and the config bit of return probes.
 pub fn pmu() -> Result<(u32, u32), String> {
-    let read = |f: &str| std::fs::read_to_string(Path::new(PMU_DIR).join(f)).map(|s| s.trim().to_string());
+    let read =
+        |f: &str| std::fs::read_to_string(Path::new(PMU_DIR).join(f)).map(|s| s.trim().to_string());
     let ty = read("type")
         .map_err(|e| format!("{PMU_DIR}/type is not readable ({e}): this kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS)"))?
         .parse::<u32>()
         .map_err(|_| format!("{PMU_DIR}/type is not a number"))?;
     // "config:0" -> bit 0.
-    let ret = read("format/retprobe").map_err(|e| format!("{PMU_DIR}/format/retprobe is not readable ({e})"))?;
+    let ret = read("format/retprobe")
+        .map_err(|e| format!("{PMU_DIR}/format/retprobe is not readable ({e})"))?;
     let bit = ret
         .strip_prefix("config:")
         .and_then(|b| b.parse::<u32>().ok())
@@ -99,7 +101,12 @@ pub fn pmu() -> Result<(u32, u32), String> {
     Ok((ty, bit))
 }
 
-fn attr(ty: u32, retprobe: Option<u32>, path: &CString, offset: u64) -> sys::bindings::perf_event_attr {
+fn attr(
+    ty: u32,
+    retprobe: Option<u32>,
+    path: &CString,
+    offset: u64,
+) -> sys::bindings::perf_event_attr {
     // SAFETY: plain old data; all-zero is the documented default.
     let mut a: sys::bindings::perf_event_attr = unsafe { std::mem::zeroed() };
     a.size = std::mem::size_of::<sys::bindings::perf_event_attr>() as u32;
@@ -123,9 +130,12 @@ fn attr(ty: u32, retprobe: Option<u32>, path: &CString, offset: u64) -> sys::bin
 
 fn open(a: &mut sys::bindings::perf_event_attr, pid: i32, cpu: i32) -> Result<OwnedFd, i32> {
     // SAFETY: `a` is a valid attr; CLOEXEC keeps the fds out of the traced program.
-    let fd = unsafe { sys::perf_event_open(a, pid, cpu, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as _) };
+    let fd =
+        unsafe { sys::perf_event_open(a, pid, cpu, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as _) };
     if fd < 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EINVAL));
     }
     // SAFETY: a new fd owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -133,7 +143,10 @@ fn open(a: &mut sys::bindings::perf_event_attr, pid: i32, cpu: i32) -> Result<Ow
 
 /// Many functions x 2 x CPUs descriptors: use the hard limit.
 fn raise_fd_limit() {
-    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: plain getrlimit/setrlimit on our own process.
     unsafe {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
@@ -145,7 +158,10 @@ fn raise_fd_limit() {
 
 /// Launches the program with every function probed and records until it exits.
 pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
-    let (ty, retbit) = pmu().map_err(|detail| CollectError::EventUnsupported { event: "uprobe".into(), detail })?;
+    let (ty, retbit) = pmu().map_err(|detail| CollectError::EventUnsupported {
+        event: "uprobe".into(),
+        detail,
+    })?;
     raise_fd_limit();
     let cpus = online_cpus();
     let mut child = launch::spawn_waiting(&opts.program, &opts.args)?;
@@ -157,7 +173,8 @@ pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
     let mut ids: std::collections::HashMap<u64, (u32, bool)> = std::collections::HashMap::new();
     for (fi, f) in opts.functions.iter().enumerate() {
         let Ok(path) = CString::new(f.path.as_os_str().as_bytes()) else {
-            out.refused.push((f.name.clone(), "path contains a NUL byte".into()));
+            out.refused
+                .push((f.name.clone(), "path contains a NUL byte".into()));
             continue;
         };
         let mut refused = None;
@@ -169,12 +186,20 @@ pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
                     Err(e) if e == libc::EACCES || e == libc::EPERM => {
                         return Err(CollectError::Permission {
                             paranoid: crate::attr::paranoid(),
-                            detail: format!("uprobe on {}: {}", f.name, std::io::Error::from_raw_os_error(e)),
+                            detail: format!(
+                                "uprobe on {}: {}",
+                                f.name,
+                                std::io::Error::from_raw_os_error(e)
+                            ),
                         })
                     }
                     Err(e) if e == libc::EMFILE || e == libc::ENFILE => {
                         return Err(CollectError::Io {
-                            context: format!("opening uprobe events ({} functions x 2 x {} CPUs)", opts.functions.len(), cpus.len()),
+                            context: format!(
+                                "opening uprobe events ({} functions x 2 x {} CPUs)",
+                                opts.functions.len(),
+                                cpus.len()
+                            ),
                             source: std::io::Error::from_raw_os_error(e),
                         })
                     }
@@ -192,15 +217,18 @@ pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
                 ids.insert(id, (fi as u32, ret));
                 match &leaders[ci] {
                     None => {
-                        let ring = Ring::map(fd.as_raw_fd(), opts.ring_pages).map_err(|e| CollectError::Io {
-                            context: "mapping the uprobe ring buffer".into(),
-                            source: e,
+                        let ring = Ring::map(fd.as_raw_fd(), opts.ring_pages).map_err(|e| {
+                            CollectError::Io {
+                                context: "mapping the uprobe ring buffer".into(),
+                                source: e,
+                            }
                         })?;
                         leaders[ci] = Some((fd, ring));
                     }
                     Some((lead, _)) => {
                         // SAFETY: both fds are perf events of the same CPU.
-                        if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), lead.as_raw_fd()) } != 0 {
+                        if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), lead.as_raw_fd()) } != 0
+                        {
                             return Err(CollectError::Io {
                                 context: "redirecting uprobe events into the CPU's ring".into(),
                                 source: std::io::Error::last_os_error(),
@@ -273,16 +301,32 @@ pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
 
 /// One record: a sample {id, ip, pid, tid, time} (the order perf_event.h lays out these
 /// fields) or a LOST record; anything else is ignored.
-fn decode(rec: &[u8], ids: &std::collections::HashMap<u64, (u32, bool)>, out: &mut UprobeRecording) {
-    let u64_at = |o: usize| rec.get(o..o + 8).map(|b| u64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]));
+fn decode(
+    rec: &[u8],
+    ids: &std::collections::HashMap<u64, (u32, bool)>,
+    out: &mut UprobeRecording,
+) {
+    let u64_at = |o: usize| {
+        rec.get(o..o + 8)
+            .map(|b| u64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+    };
     let Some(hdr) = rec.get(0..4) else { return };
     match u32::from_ne_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) {
         PERF_RECORD_SAMPLE => {
-            let (Some(id), Some(ip), Some(pt), Some(time)) = (u64_at(8), u64_at(16), u64_at(24), u64_at(32)) else {
+            let (Some(id), Some(ip), Some(pt), Some(time)) =
+                (u64_at(8), u64_at(16), u64_at(24), u64_at(32))
+            else {
                 return;
             };
             if let Some(&(function, is_return)) = ids.get(&id) {
-                out.hits.push(UprobeHit { function, is_return, pid: pt as u32, tid: (pt >> 32) as u32, time_ns: time, ip });
+                out.hits.push(UprobeHit {
+                    function,
+                    is_return,
+                    pid: pt as u32,
+                    tid: (pt >> 32) as u32,
+                    time_ns: time,
+                    ip,
+                });
             }
         }
         PERF_RECORD_LOST => out.lost += u64_at(16).unwrap_or(0),

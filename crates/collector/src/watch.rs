@@ -142,9 +142,18 @@ mod tests {
     fn watch_validates_length_and_alignment() {
         assert!(Watch::new(0x1000, 8, WatchKind::Write).is_ok());
         assert!(Watch::new(0x1003, 1, WatchKind::ReadWrite).is_ok());
-        assert!(matches!(Watch::new(0x1004, 8, WatchKind::Write), Err(WatchError::Misaligned { .. })));
-        assert!(matches!(Watch::new(0x1000, 3, WatchKind::Write), Err(WatchError::BadLength { .. })));
-        assert!(matches!(Watch::new(0x1000, 16, WatchKind::Write), Err(WatchError::BadLength { .. })));
+        assert!(matches!(
+            Watch::new(0x1004, 8, WatchKind::Write),
+            Err(WatchError::Misaligned { .. })
+        ));
+        assert!(matches!(
+            Watch::new(0x1000, 3, WatchKind::Write),
+            Err(WatchError::BadLength { .. })
+        ));
+        assert!(matches!(
+            Watch::new(0x1000, 16, WatchKind::Write),
+            Err(WatchError::BadLength { .. })
+        ));
     }
 
     #[test]

@@ -8,7 +8,10 @@ use common::{out_path, perf_script, BUSY_SH};
 use kairos_collector::*;
 
 fn launch(program: &str, args: &[&str]) -> Target {
-    Target::Launch { program: program.into(), args: args.iter().map(|a| (*a).into()).collect() }
+    Target::Launch {
+        program: program.into(),
+        args: args.iter().map(|a| (*a).into()).collect(),
+    }
 }
 
 fn opts(target: Target, name: &str, interval_us: u64) -> CollectOptions {
@@ -31,7 +34,11 @@ fn launch_busy_shell_records_samples_and_exit_code() {
     assert!(progress_calls >= 1);
     assert!(s.event_name.starts_with("cpu-clock"));
     let out = perf_script(&o.output);
-    assert!(out.lines().any(|l| l.trim_start().starts_with("sh ")), "no sample of sh in:\n{}", &out[..out.len().min(2000)]);
+    assert!(
+        out.lines().any(|l| l.trim_start().starts_with("sh ")),
+        "no sample of sh in:\n{}",
+        &out[..out.len().min(2000)]
+    );
 }
 
 #[test]
@@ -50,7 +57,11 @@ fn auto_event_falls_back_or_uses_cycles_with_reason() {
     eprintln!("event {} reason {}", s.event_name, s.event_reason);
     assert!(!s.event_reason.is_empty());
     if s.event_name.starts_with("cpu-clock") {
-        assert!(s.event_reason.contains("hardware cycles refused"), "{}", s.event_reason);
+        assert!(
+            s.event_reason.contains("hardware cycles refused"),
+            "{}",
+            s.event_reason
+        );
     }
     assert!(s.samples > 0);
     perf_script(&o.output);
@@ -58,36 +69,61 @@ fn auto_event_falls_back_or_uses_cycles_with_reason() {
 
 #[test]
 fn missing_program_is_program_not_found() {
-    let o = opts(launch("/nonexistent/kairos-no-such-program", &[]), "missing", 1000);
+    let o = opts(
+        launch("/nonexistent/kairos-no-such-program", &[]),
+        "missing",
+        1000,
+    );
     let r = collect(&o, &mut |_| {});
     assert!(
         matches!(&r, Err(CollectError::ProgramNotFound(p)) if p.to_string_lossy().contains("kairos-no-such")),
         "{r:?}"
     );
-    let o = opts(launch("kairos-no-such-program-in-path", &[]), "missing2", 1000);
-    assert!(matches!(collect(&o, &mut |_| {}), Err(CollectError::ProgramNotFound(_))));
+    let o = opts(
+        launch("kairos-no-such-program-in-path", &[]),
+        "missing2",
+        1000,
+    );
+    assert!(matches!(
+        collect(&o, &mut |_| {}),
+        Err(CollectError::ProgramNotFound(_))
+    ));
     assert!(!o.output.exists(), "no file is left behind");
 }
 
 #[test]
 fn non_executable_is_not_executable() {
     let o = opts(launch("/etc/hostname", &[]), "noexec", 1000);
-    assert!(matches!(collect(&o, &mut |_| {}), Err(CollectError::NotExecutable { .. })));
+    assert!(matches!(
+        collect(&o, &mut |_| {}),
+        Err(CollectError::NotExecutable { .. })
+    ));
 }
 
 #[test]
 fn missing_pid_is_no_such_process() {
     let o = opts(Target::Pid(999_999_999), "nopid", 1000);
-    assert!(matches!(collect(&o, &mut |_| {}), Err(CollectError::NoSuchProcess(999_999_999))));
+    assert!(matches!(
+        collect(&o, &mut |_| {}),
+        Err(CollectError::NoSuchProcess(999_999_999))
+    ));
 }
 
 #[test]
 fn duration_stops_a_long_target() {
-    let mut o = opts(launch("/bin/sh", &["-c", "while :; do :; done"]), "duration", 1000);
+    let mut o = opts(
+        launch("/bin/sh", &["-c", "while :; do :; done"]),
+        "duration",
+        1000,
+    );
     o.duration = Some(Duration::from_millis(600));
     let t = Instant::now();
     let s = collect(&o, &mut |_| {}).expect("collect");
-    assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
     assert_eq!(s.stopped_by, StopReason::Duration);
     assert_eq!(s.target_exit, Some(TargetExit::Signal(libc::SIGTERM)));
     assert!(s.samples > 100, "{s:?}");
@@ -106,7 +142,11 @@ fn duration_stops_a_sleeping_target() {
 
 #[test]
 fn crash_is_recorded_as_signal() {
-    let o = opts(launch("/bin/sh", &["-c", &format!("{BUSY_SH}; kill -SEGV $$")]), "segv", 1000);
+    let o = opts(
+        launch("/bin/sh", &["-c", &format!("{BUSY_SH}; kill -SEGV $$")]),
+        "segv",
+        1000,
+    );
     let s = collect(&o, &mut |_| {}).expect("collect");
     assert_eq!(s.target_exit, Some(TargetExit::Signal(11)));
     assert_eq!(s.stopped_by, StopReason::TargetExited);
@@ -132,9 +172,20 @@ fn attach_to_a_busy_pid() {
     assert_eq!(s.target_exit, None);
     let out = perf_script(&o.output);
     // Attached: the thread name comes from the synthesised COMM record.
-    assert!(out.lines().any(|l| l.trim_start().starts_with("sh ")), "{}", &out[..out.len().min(2000)]);
+    assert!(
+        out.lines().any(|l| l.trim_start().starts_with("sh ")),
+        "{}",
+        &out[..out.len().min(2000)]
+    );
     // Synthesised MMAP2 lets perf resolve the shell's own code.
-    assert!(out.contains("/usr/bin/dash") || out.contains("/bin/dash") || out.contains("/usr/bin/bash") || out.contains("libc"), "{}", &out[..out.len().min(3000)]);
+    assert!(
+        out.contains("/usr/bin/dash")
+            || out.contains("/bin/dash")
+            || out.contains("/usr/bin/bash")
+            || out.contains("libc"),
+        "{}",
+        &out[..out.len().min(3000)]
+    );
 }
 
 #[test]
@@ -168,7 +219,9 @@ fn system_wide_half_second() {
 #[test]
 fn dwarf_unwinding_records_user_stacks() {
     let mut o = opts(launch("/bin/sh", &["-c", BUSY_SH]), "dwarf", 1000);
-    o.unwinding = Unwinding::Dwarf { stack_bytes: Unwinding::DEFAULT_STACK_BYTES };
+    o.unwinding = Unwinding::Dwarf {
+        stack_bytes: Unwinding::DEFAULT_STACK_BYTES,
+    };
     let s = collect(&o, &mut |_| {}).expect("collect");
     assert!(s.samples > 0);
     // Each sample carries 8 KiB of stack.
@@ -187,7 +240,15 @@ fn header_features_are_readable_by_perf() {
         .expect("perf report");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());
-    for needle in ["hostname", "os release", "arch", "nrcpus online", "total memory", "cmdline", "cpu-clock"] {
+    for needle in [
+        "hostname",
+        "os release",
+        "arch",
+        "nrcpus online",
+        "total memory",
+        "cmdline",
+        "cpu-clock",
+    ] {
         assert!(text.contains(needle), "missing {needle} in:\n{text}");
     }
 }

@@ -30,7 +30,10 @@ fn disk_full_stops_with_a_valid_file() {
     }
     let out = dir.join("full.perf.data");
     let mut o = CollectOptions::new(
-        Target::Launch { program: "/bin/sh".into(), args: vec!["-c".into(), "while :; do :; done".into()] },
+        Target::Launch {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), "while :; do :; done".into()],
+        },
         out.clone(),
     );
     o.event = EventChoice::CpuClock;
@@ -44,6 +47,9 @@ fn disk_full_stops_with_a_valid_file() {
     let s = r.expect("collect returns a summary, not an error");
     assert!(matches!(s.stopped_by, StopReason::WriteError(_)), "{s:?}");
     assert!(s.bytes > 0 && s.bytes <= 2 << 20, "{s:?}");
-    assert!(s.target_exit.is_some(), "the launched program is ended and reaped");
+    assert!(
+        s.target_exit.is_some(),
+        "the launched program is ended and reaped"
+    );
     assert!(script.is_some_and(|t| t.contains("sh ")));
 }

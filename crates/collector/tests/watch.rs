@@ -15,11 +15,19 @@ fn watch(addr: u64, kind: WatchKind) -> Watch {
 
 /// Arms the watches `make` builds for the started target, lets it run 0.3 s, returns the
 /// hits, what the target printed (thread ids) and its (slot0, heap) addresses.
-fn watch_run(when: &str, make: impl Fn(&Target) -> Vec<Watch>, classify: bool) -> (Vec<Hit>, Outcome, (u64, u64)) {
+fn watch_run(
+    when: &str,
+    make: impl Fn(&Target) -> Vec<Watch>,
+    classify: bool,
+) -> (Vec<Hit>, Outcome, (u64, u64)) {
     let mut t = Target::start("spaced", when, 0.6);
     let t0 = std::time::Instant::now();
     let mut w = Watcher::open(WatchTarget { pid: t.pid() }, 4).unwrap();
-    eprintln!("open of 4 slots on {} threads took {:?}", w.threads().len(), t0.elapsed());
+    eprintln!(
+        "open of 4 slots on {} threads took {:?}",
+        w.threads().len(),
+        t0.elapsed()
+    );
     // Early: the main thread and its three workers; late: the workers come by inheritance.
     assert_eq!(w.threads().len(), if when == "early" { 4 } else { 1 });
     assert_eq!(w.slots(), 4);
@@ -41,7 +49,12 @@ fn watch_run(when: &str, make: impl Fn(&Target) -> Vec<Watch>, classify: bool) -
 #[test]
 fn hits_name_thread_address_ip_and_access() {
     let _g = SERIAL.lock();
-    let make = |t: &Target| vec![watch(t.slot0, WatchKind::ReadWrite), watch(t.heap, WatchKind::ReadWrite)];
+    let make = |t: &Target| {
+        vec![
+            watch(t.slot0, WatchKind::ReadWrite),
+            watch(t.heap, WatchKind::ReadWrite),
+        ]
+    };
     let (hits, o, (slot0, heap)) = watch_run("late", make, true);
     let (w0, w1, r) = (o.tid["w0"], o.tid["w1"], o.tid["r"]);
     let wl = function_range("writer_loop");
@@ -57,31 +70,64 @@ fn hits_name_thread_address_ip_and_access() {
         assert_eq!(h.len, 8);
         if h.tid == w0 || h.tid == w1 {
             assert_eq!(h.access, Access::Write, "{h:x?}");
-            assert!(h.ip > wl.0 && h.ip <= wl.1, "write IP {:#x} outside writer_loop {wl:x?}", h.ip);
+            assert!(
+                h.ip > wl.0 && h.ip <= wl.1,
+                "write IP {:#x} outside writer_loop {wl:x?}",
+                h.ip
+            );
             assert_eq!(h.addr, if h.tid == w0 { slot0 } else { heap }, "{h:x?}");
         } else {
             assert_eq!(h.tid, r, "hit from an unknown thread: {h:x?}");
             assert_eq!(h.access, Access::Read, "{h:x?}");
-            assert!(h.ip > rl.0 && h.ip <= rl.1, "read IP {:#x} outside reader_loop {rl:x?}", h.ip);
+            assert!(
+                h.ip > rl.0 && h.ip <= rl.1,
+                "read IP {:#x} outside reader_loop {rl:x?}",
+                h.ip
+            );
         }
     }
     eprintln!("hits by (tid, addr, access): {counts:x?}");
-    for key in [(w0, slot0, Access::Write), (w1, heap, Access::Write), (r, slot0, Access::Read), (r, heap, Access::Read)] {
-        assert!(counts.get(&key).copied().unwrap_or(0) > 10, "too few hits for {key:x?}: {counts:x?}");
+    for key in [
+        (w0, slot0, Access::Write),
+        (w1, heap, Access::Write),
+        (r, slot0, Access::Read),
+        (r, heap, Access::Read),
+    ] {
+        assert!(
+            counts.get(&key).copied().unwrap_or(0) > 10,
+            "too few hits for {key:x?}: {counts:x?}"
+        );
     }
     // Time stamps are CLOCK_MONOTONIC, close to now.
     let now = kairos_collector::monotonic_ns();
-    assert!(hits.iter().all(|h| h.time_ns < now && now - h.time_ns < 10_000_000_000));
+    assert!(hits
+        .iter()
+        .all(|h| h.time_ns < now && now - h.time_ns < 10_000_000_000));
 }
 
 #[test]
 fn threads_running_before_open_are_watched_too() {
     let _g = SERIAL.lock();
-    let make = |t: &Target| vec![watch(t.slot0, WatchKind::Write), watch(t.heap, WatchKind::ReadWrite)];
+    let make = |t: &Target| {
+        vec![
+            watch(t.slot0, WatchKind::Write),
+            watch(t.heap, WatchKind::ReadWrite),
+        ]
+    };
     let (hits, o, (slot0, heap)) = watch_run("early", make, false);
-    let n = |tid: i32, addr: u64, a: Access| hits.iter().filter(|h| h.tid == tid && h.addr == addr && h.access == a).count();
+    let n = |tid: i32, addr: u64, a: Access| {
+        hits.iter()
+            .filter(|h| h.tid == tid && h.addr == addr && h.access == a)
+            .count()
+    };
     let (w0, w1, r) = (o.tid["w0"], o.tid["w1"], o.tid["r"]);
-    eprintln!("w0 {} w1 {} r {} {}", n(w0, slot0, Access::Write), n(w1, heap, Access::ReadOrWrite), n(r, heap, Access::ReadOrWrite), hits.len());
+    eprintln!(
+        "w0 {} w1 {} r {} {}",
+        n(w0, slot0, Access::Write),
+        n(w1, heap, Access::ReadOrWrite),
+        n(r, heap, Access::ReadOrWrite),
+        hits.len()
+    );
     assert!(n(w0, slot0, Access::Write) > 10);
     // A Write watch does not see the reader's loads.
     assert_eq!(n(r, slot0, Access::Write), 0);
@@ -111,19 +157,28 @@ fn rotate(mode: RearmMode, rounds: usize) -> (usize, usize) {
         let from = w.hits().len();
         std::thread::sleep(Duration::from_millis(25));
         w.poll();
-        let new: Vec<&Hit> = w.hits()[from..].iter().filter(|h| h.time_ns > moved).collect();
+        let new: Vec<&Hit> = w.hits()[from..]
+            .iter()
+            .filter(|h| h.time_ns > moved)
+            .collect();
         let seen = |x: &Watch| new.iter().filter(|h| h.addr == x.addr()).count();
         if seen(&now_w) > 0 || seen(&steady) == 0 {
             good += 1;
         } else {
-            eprintln!("{mode:?}: window {i}: no hit of the moved slot, {} of the steady one", seen(&steady));
+            eprintln!(
+                "{mode:?}: window {i}: no hit of the moved slot, {} of the steady one",
+                seen(&steady)
+            );
         }
         stale += seen(&other);
     }
     w.disarm().unwrap();
     t.finish();
     let cpus = kairos_collector::online_cpus().len();
-    eprintln!("{mode:?}: moving a slot of 4 threads x {cpus} CPUs takes {} us", arm_ns / rounds as u64 / 1000);
+    eprintln!(
+        "{mode:?}: moving a slot of 4 threads x {cpus} CPUs takes {} us",
+        arm_ns / rounds as u64 / 1000
+    );
     (good, stale)
 }
 
@@ -132,7 +187,9 @@ fn rotation_moves_the_watch_and_leaves_nothing_behind() {
     let _g = SERIAL.lock();
     let rounds = 20;
     let (good, stale) = rotate(RearmMode::Modify, rounds);
-    eprintln!("MODIFY (disabled=0): {good}/{rounds} windows watched the new address; {stale} stale hits");
+    eprintln!(
+        "MODIFY (disabled=0): {good}/{rounds} windows watched the new address; {stale} stale hits"
+    );
     assert_eq!((good, stale), (rounds, 0));
     let (good2, stale2) = rotate(RearmMode::DisableModifyEnable, rounds);
     eprintln!("DISABLE, MODIFY (disabled=1), ENABLE: {good2}/{rounds} windows watched the new address; {stale2} stale hits");
@@ -154,8 +211,20 @@ fn hold_slots(tid: i32, n: usize) -> Vec<OwnedFd> {
             a.set_disabled(1);
             a.set_exclude_kernel(1);
             // SAFETY (test): valid attr; the fd is owned below.
-            let fd = unsafe { sys::perf_event_open(&mut a, tid, -1, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as _) };
-            assert!(fd >= 0, "competitor breakpoint {i}: {}", std::io::Error::last_os_error());
+            let fd = unsafe {
+                sys::perf_event_open(
+                    &mut a,
+                    tid,
+                    -1,
+                    -1,
+                    sys::bindings::PERF_FLAG_FD_CLOEXEC as _,
+                )
+            };
+            assert!(
+                fd >= 0,
+                "competitor breakpoint {i}: {}",
+                std::io::Error::last_os_error()
+            );
             // SAFETY (test): fresh fd.
             unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
         })
@@ -170,17 +239,30 @@ fn slots_taken_by_someone_else_give_a_sentence() {
     let mut held = hold_slots(pid, 4);
     let e = Watcher::open(WatchTarget { pid }, 4).err().unwrap();
     eprintln!("all taken: {e}");
-    assert!(matches!(e, WatchError::SlotsTaken { free: 0, wanted: 4, .. }));
+    assert!(matches!(
+        e,
+        WatchError::SlotsTaken {
+            free: 0,
+            wanted: 4,
+            ..
+        }
+    ));
     assert!(e.to_string().contains("debugger") && e.to_string().contains("then retry"));
     held.truncate(1);
     let w = Watcher::open(WatchTarget { pid }, 4).unwrap();
     assert_eq!(w.slots(), 3);
     eprintln!("one taken: {}", w.warning().unwrap());
-    assert!(matches!(w.warning(), Some(WatchError::SlotsTaken { free: 3, .. })));
+    assert!(matches!(
+        w.warning(),
+        Some(WatchError::SlotsTaken { free: 3, .. })
+    ));
     // Ours take the rest: the competitor's next one is refused.
     let mut a = [Watch::new(t.slot0, 8, WatchKind::Write).unwrap(); 4].to_vec();
     let mut w = w;
-    assert!(matches!(w.arm(&a, false), Err(WatchError::TooManyWatches { .. })));
+    assert!(matches!(
+        w.arm(&a, false),
+        Err(WatchError::TooManyWatches { .. })
+    ));
     a.truncate(3);
     w.arm(&a, false).unwrap();
     drop(held);
@@ -194,8 +276,13 @@ fn gone_process_and_bad_watches_are_typed_errors() {
     let mut c = std::process::Command::new("true").spawn().unwrap();
     let pid = c.id() as i32;
     c.wait().unwrap();
-    assert!(matches!(Watcher::open(WatchTarget { pid }, 4), Err(WatchError::ProcessGone { pid: p }) if p == pid));
-    assert!(matches!(Watch::new(0x1001, 2, WatchKind::Write), Err(WatchError::Misaligned { .. })));
+    assert!(
+        matches!(Watcher::open(WatchTarget { pid }, 4), Err(WatchError::ProcessGone { pid: p }) if p == pid)
+    );
+    assert!(matches!(
+        Watch::new(0x1001, 2, WatchKind::Write),
+        Err(WatchError::Misaligned { .. })
+    ));
     // A target that exits while watched: disarm works, hits stay.
     let mut t = Target::start("spaced", "late", 0.05);
     let mut w = Watcher::open(WatchTarget { pid: t.pid() }, 2).unwrap();
@@ -207,7 +294,10 @@ fn gone_process_and_bad_watches_are_typed_errors() {
     let before = w.hits().len();
     assert!(before > 0);
     let r = w.arm(&[watch(0x7000, WatchKind::Write)], false);
-    assert!(matches!(r, Err(WatchError::ProcessGone { pid: p }) if p == pid), "{r:?}");
+    assert!(
+        matches!(r, Err(WatchError::ProcessGone { pid: p }) if p == pid),
+        "{r:?}"
+    );
     let _ = w.disarm();
     assert!(w.hits().len() >= before, "hits are never dropped");
 }
@@ -217,7 +307,12 @@ fn another_users_process_is_refused_with_a_sentence() {
     let _g = SERIAL.lock();
     // The example binary (cargo test builds examples) run as nobody against this root process.
     let exe = std::env::current_exe().unwrap();
-    let example = exe.parent().unwrap().parent().unwrap().join("examples/watch");
+    let example = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/watch");
     // SAFETY (test): geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 || !example.exists() {
         eprintln!("skipped: needs root and {}", example.display());
@@ -226,19 +321,34 @@ fn another_users_process_is_refused_with_a_sentence() {
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&example)
-        .args(["--secs", "0.1", "-p", &std::process::id().to_string(), "0x1000:w"])
+        .args([
+            "--secs",
+            "0.1",
+            "-p",
+            &std::process::id().to_string(),
+            "0x1000:w",
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     eprintln!("{err}");
     assert_eq!(out.status.code(), Some(1));
-    assert!(err.contains(&format!("not allowed to watch process {}: it belongs to another user", std::process::id())), "{err}");
+    assert!(
+        err.contains(&format!(
+            "not allowed to watch process {}: it belongs to another user",
+            std::process::id()
+        )),
+        "{err}"
+    );
 }
 
 #[test]
 fn trap_cost_is_measured_on_our_own_thread() {
     let _g = SERIAL.lock();
     let ns = kairos_collector::watch::calibrate::measure_trap_cost(3).unwrap();
-    eprintln!("trap cost: {:.1} us of the trapping thread's CPU time per hit", ns as f64 / 1e3);
+    eprintln!(
+        "trap cost: {:.1} us of the trapping thread's CPU time per hit",
+        ns as f64 / 1e3
+    );
     assert!(ns > 0);
 }

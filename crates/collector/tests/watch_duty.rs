@@ -31,7 +31,10 @@ fn duty_cycle_keeps_the_hot_loop_within_budget() {
     let full_secs = 0.5;
     let mut t = Target::start("hot", "late", full_secs);
     let mut w = Watcher::open(WatchTarget { pid: t.pid() }, 2).unwrap();
-    let set = [Watch::new(t.slot0, 8, WatchKind::Write).unwrap(), Watch::new(t.slot1, 8, WatchKind::Write).unwrap()];
+    let set = [
+        Watch::new(t.slot0, 8, WatchKind::Write).unwrap(),
+        Watch::new(t.slot1, 8, WatchKind::Write).unwrap(),
+    ];
     w.arm(&set, false).unwrap();
     t.go();
     while t.child.try_wait().unwrap().is_none() {
@@ -77,16 +80,24 @@ fn duty_cycle_keeps_the_hot_loop_within_budget() {
             rep.losses,
             rep.ended_by
         );
-        assert!(rep.ended_by.is_none() || matches!(rep.ended_by, Some(WatchError::ProcessGone { .. })));
+        assert!(
+            rep.ended_by.is_none() || matches!(rep.ended_by, Some(WatchError::ProcessGone { .. }))
+        );
         assert!(rep.hits > 100, "{rep:?}");
         // The schedule's own accounting: the charge stays within budget, plus at most one
         // window of slack (a window may end just before the duration does).
         let slack = cfg.budget * cfg.max_window_ns as f64 / rep.elapsed_ns as f64;
-        assert!(rep.estimated_slowdown <= cfg.budget + slack + 0.01, "{rep:?}");
+        assert!(
+            rep.estimated_slowdown <= cfg.budget + slack + 0.01,
+            "{rep:?}"
+        );
         // Trapping most of the time while armed, so armed only a small share of the time.
         assert!(rep.armed_fraction < 0.3, "{rep:?}");
         for s in &rep.sets {
-            assert!(s.windows >= 5 && s.hits > 0, "every set had its turn: {s:?}");
+            assert!(
+                s.windows >= 5 && s.hits > 0,
+                "every set had its turn: {s:?}"
+            );
         }
         assert!(addrs);
     }
@@ -109,12 +120,24 @@ fn median(v: &[f64]) -> f64 {
 fn rotation(cfg: DutyConfig) -> (rotate::RotationReport, f64, bool) {
     let mut t = Target::start("hot", "late", SECS);
     let mut w = Watcher::open(WatchTarget { pid: t.pid() }, 4).unwrap();
-    let sets = vec![vec![Watch::new(t.slot0, 8, WatchKind::Write).unwrap()], vec![Watch::new(t.slot1, 8, WatchKind::Write).unwrap()]];
+    let sets = vec![
+        vec![Watch::new(t.slot0, 8, WatchKind::Write).unwrap()],
+        vec![Watch::new(t.slot1, 8, WatchKind::Write).unwrap()],
+    ];
     t.go();
     let stop = AtomicBool::new(false);
-    let rep = run(&mut w, &sets, true, cfg, Duration::from_secs_f64(SECS), &stop);
+    let rep = run(
+        &mut w,
+        &sets,
+        true,
+        cfg,
+        Duration::from_secs_f64(SECS),
+        &stop,
+    );
     let duty = t.finish().writer_ns_per_iter();
-    let ok = w.hits().iter().all(|h| h.addr == sets[0][0].addr() || h.addr == sets[1][0].addr());
+    let ok = w
+        .hits()
+        .iter()
+        .all(|h| h.addr == sets[0][0].addr() || h.addr == sets[1][0].addr());
     (rep, duty, ok)
 }
-

@@ -58,9 +58,13 @@ impl Facts {
                 (None, b) => b,
             };
             f.major_faults = u(p, "major_faults");
-            if let (Some(us), Some(sy)) = (p.get("user_s").and_then(Value::as_f64), p.get("system_s").and_then(Value::as_f64)) {
+            if let (Some(us), Some(sy)) = (
+                p.get("user_s").and_then(Value::as_f64),
+                p.get("system_s").and_then(Value::as_f64),
+            ) {
                 if us + sy > 0.0 {
-                    f.kernel_share = Some((100.0 * sy / (us + sy), "system / (user + system) CPU time"));
+                    f.kernel_share =
+                        Some((100.0 * sy / (us + sy), "system / (user + system) CPU time"));
                 }
             }
         }
@@ -71,7 +75,10 @@ impl Facts {
                 f.page_faults = u(so, "page_faults");
             }
             if let Some(Value::Object(ke)) = so.get("kernel_entries") {
-                f.kernel_entries = ke.iter().filter_map(|(k, v)| Some((k.clone(), v.as_u64()?))).collect();
+                f.kernel_entries = ke
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
+                    .collect();
             }
             if let Some(s) = so.get("kernel_time_share_pct").and_then(Value::as_f64) {
                 f.kernel_share = Some((s, "system-overview"));
@@ -83,11 +90,17 @@ impl Facts {
             f.true_sharing_lines = u(ma, "true_sharing_lines");
             // Only where placement and first touch were recorded: an imported or numa=off
             // result has no pages to compare.
-            if let Some(n) = ma.get("numa").filter(|n| n.get("recorded").and_then(Value::as_bool) == Some(true)) {
+            if let Some(n) = ma
+                .get("numa")
+                .filter(|n| n.get("recorded").and_then(Value::as_bool) == Some(true))
+            {
                 f.remote_share_pct = n.get("remote_share_pct").and_then(Value::as_f64);
                 f.numa_problems = u(n, "problems");
                 if let Some(Value::Object(p)) = n.get("pages_by_node") {
-                    f.pages_by_node = p.iter().filter_map(|(k, v)| Some((k.clone(), v.as_u64()?))).collect();
+                    f.pages_by_node = p
+                        .iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
+                        .collect();
                 }
             }
             if let Some(n) = ma.get("numa") {
@@ -97,8 +110,13 @@ impl Facts {
         match kairos_bandwidth::timeline::Timeline::load(dir.path()) {
             Some(Ok(t)) => {
                 for r in kairos_bandwidth::timeline::stats(&t) {
-                    let domain = r.domain.map_or("all".to_string(), |d| format!("{} {d}", t.domain));
-                    f.bandwidth.insert((domain, r.flow.name().to_string()), (r.average_gbs, r.peak_gbs));
+                    let domain = r
+                        .domain
+                        .map_or("all".to_string(), |d| format!("{} {d}", t.domain));
+                    f.bandwidth.insert(
+                        (domain, r.flow.name().to_string()),
+                        (r.average_gbs, r.peak_gbs),
+                    );
                 }
             }
             Some(Err(e)) => notes.push(format!("{}: bandwidth n/a ({e})", dir.path().display())),
@@ -110,8 +128,14 @@ impl Facts {
         }
         if f.kind == "memory-consumption" {
             match kairos_analysis_memory::tables::read(&dir.tables_path()) {
-                Ok(data) => f.allocated_bytes = Some(kairos_analysis_memory::replay::replay(&data.rows, 0).heap_bytes),
-                Err(e) => notes.push(format!("{}: allocated bytes n/a ({e})", dir.path().display())),
+                Ok(data) => {
+                    f.allocated_bytes =
+                        Some(kairos_analysis_memory::replay::replay(&data.rows, 0).heap_bytes)
+                }
+                Err(e) => notes.push(format!(
+                    "{}: allocated bytes n/a ({e})",
+                    dir.path().display()
+                )),
             }
         } else if m.table("samples").is_some() && f.kernel_share.is_none() {
             match kairos_result::read_profile_of_event(dir, None) {
@@ -119,15 +143,21 @@ impl Facts {
                     let (mut all, mut kernel) = (0u128, 0u128);
                     for s in &p.samples {
                         all += u128::from(s.weight);
-                        if p.leaf_frame(s).is_some_and(|fr| fr.mode == kairos_model::Mode::Kernel) {
+                        if p.leaf_frame(s)
+                            .is_some_and(|fr| fr.mode == kairos_model::Mode::Kernel)
+                        {
                             kernel += u128::from(s.weight);
                         }
                     }
                     if all > 0 {
-                        f.kernel_share = Some((100.0 * kernel as f64 / all as f64, "kernel-mode samples"));
+                        f.kernel_share =
+                            Some((100.0 * kernel as f64 / all as f64, "kernel-mode samples"));
                     }
                 }
-                Err(e) => notes.push(format!("{}: kernel-time share n/a ({e})", dir.path().display())),
+                Err(e) => notes.push(format!(
+                    "{}: kernel-time share n/a ({e})",
+                    dir.path().display()
+                )),
             }
         }
         (f, notes)
@@ -167,58 +197,189 @@ pub fn compare(a: &Facts, b: &Facts) -> Table {
     ]);
     let na = || Cell::text("n/a");
     let ratio = |x: f64, y: f64| if x > 0.0 { Cell::float(y / x, 3) } else { na() };
-    let counts = |t: &mut Table, name: &str, x: Option<u64>, y: Option<u64>, less: &str, more: &str| {
-        let cell = |v: Option<u64>| v.map(Cell::UInt).unwrap_or_else(na);
-        let (d, r, w) = match (x, y) {
-            (Some(x), Some(y)) => (Cell::Int(y as i64 - x as i64), ratio(x as f64, y as f64), Cell::text(phrase(x as f64, y as f64, less, more))),
-            _ => (na(), na(), na()),
+    let counts =
+        |t: &mut Table, name: &str, x: Option<u64>, y: Option<u64>, less: &str, more: &str| {
+            let cell = |v: Option<u64>| v.map(Cell::UInt).unwrap_or_else(na);
+            let (d, r, w) = match (x, y) {
+                (Some(x), Some(y)) => (
+                    Cell::Int(y as i64 - x as i64),
+                    ratio(x as f64, y as f64),
+                    Cell::text(phrase(x as f64, y as f64, less, more)),
+                ),
+                _ => (na(), na(), na()),
+            };
+            t.push_row(vec![Cell::text(name), cell(x), cell(y), d, r, w]);
         };
-        t.push_row(vec![Cell::text(name), cell(x), cell(y), d, r, w]);
-    };
     let (ea, eb) = (a.elapsed_s, b.elapsed_s);
     let secs = |v: Option<f64>| v.map(|s| Cell::float(s, 3)).unwrap_or_else(na);
     let (d, r, w) = match (ea, eb) {
-        (Some(x), Some(y)) => (Cell::float(y - x, 3), ratio(x, y), Cell::text(phrase(x, y, "shorter", "longer"))),
+        (Some(x), Some(y)) => (
+            Cell::float(y - x, 3),
+            ratio(x, y),
+            Cell::text(phrase(x, y, "shorter", "longer")),
+        ),
         _ => (na(), na(), na()),
     };
-    t.push_row(vec![Cell::text("run time (s)"), secs(ea), secs(eb), d, r, w]);
-    points(&mut t, "kernel-time share", a.kernel_share.map(|x| x.0), b.kernel_share.map(|x| x.0));
-    counts(&mut t, "page faults", a.page_faults, b.page_faults, "fewer", "more");
-    counts(&mut t, "major page faults", a.major_faults, b.major_faults, "fewer", "more");
-    let causes: std::collections::BTreeSet<&String> = a.kernel_entries.keys().chain(b.kernel_entries.keys()).collect();
+    t.push_row(vec![
+        Cell::text("run time (s)"),
+        secs(ea),
+        secs(eb),
+        d,
+        r,
+        w,
+    ]);
+    points(
+        &mut t,
+        "kernel-time share",
+        a.kernel_share.map(|x| x.0),
+        b.kernel_share.map(|x| x.0),
+    );
+    counts(
+        &mut t,
+        "page faults",
+        a.page_faults,
+        b.page_faults,
+        "fewer",
+        "more",
+    );
+    counts(
+        &mut t,
+        "major page faults",
+        a.major_faults,
+        b.major_faults,
+        "fewer",
+        "more",
+    );
+    let causes: std::collections::BTreeSet<&String> = a
+        .kernel_entries
+        .keys()
+        .chain(b.kernel_entries.keys())
+        .collect();
     if causes.is_empty() {
         counts(&mut t, "kernel entries", None, None, "fewer", "more");
     }
     for c in causes {
-        counts(&mut t, &format!("kernel entries: {c}"), a.kernel_entries.get(c).copied(), b.kernel_entries.get(c).copied(), "fewer", "more");
+        counts(
+            &mut t,
+            &format!("kernel entries: {c}"),
+            a.kernel_entries.get(c).copied(),
+            b.kernel_entries.get(c).copied(),
+            "fewer",
+            "more",
+        );
     }
-    counts(&mut t, "allocated bytes", a.allocated_bytes, b.allocated_bytes, "less", "more");
-    counts(&mut t, "cache lines with false sharing", a.false_sharing_lines, b.false_sharing_lines, "fewer", "more");
-    counts(&mut t, "cache lines with true sharing", a.true_sharing_lines, b.true_sharing_lines, "fewer", "more");
-    points(&mut t, "remote accesses (estimated)", a.remote_share_pct, b.remote_share_pct);
-    points(&mut t, "remote accesses (PMU)", a.pmu_remote_share_pct, b.pmu_remote_share_pct);
-    counts(&mut t, "objects with a NUMA problem", a.numa_problems, b.numa_problems, "fewer", "more");
-    let nodes: std::collections::BTreeSet<&String> = a.pages_by_node.keys().chain(b.pages_by_node.keys()).collect();
+    counts(
+        &mut t,
+        "allocated bytes",
+        a.allocated_bytes,
+        b.allocated_bytes,
+        "less",
+        "more",
+    );
+    counts(
+        &mut t,
+        "cache lines with false sharing",
+        a.false_sharing_lines,
+        b.false_sharing_lines,
+        "fewer",
+        "more",
+    );
+    counts(
+        &mut t,
+        "cache lines with true sharing",
+        a.true_sharing_lines,
+        b.true_sharing_lines,
+        "fewer",
+        "more",
+    );
+    points(
+        &mut t,
+        "remote accesses (estimated)",
+        a.remote_share_pct,
+        b.remote_share_pct,
+    );
+    points(
+        &mut t,
+        "remote accesses (PMU)",
+        a.pmu_remote_share_pct,
+        b.pmu_remote_share_pct,
+    );
+    counts(
+        &mut t,
+        "objects with a NUMA problem",
+        a.numa_problems,
+        b.numa_problems,
+        "fewer",
+        "more",
+    );
+    let nodes: std::collections::BTreeSet<&String> = a
+        .pages_by_node
+        .keys()
+        .chain(b.pages_by_node.keys())
+        .collect();
     for n in nodes {
-        let get = |f: &Facts| if f.pages_by_node.is_empty() { None } else { Some(f.pages_by_node.get(n).copied().unwrap_or(0)) };
-        counts(&mut t, &format!("pages on node {n}"), get(a), get(b), "fewer", "more");
+        let get = |f: &Facts| {
+            if f.pages_by_node.is_empty() {
+                None
+            } else {
+                Some(f.pages_by_node.get(n).copied().unwrap_or(0))
+            }
+        };
+        counts(
+            &mut t,
+            &format!("pages on node {n}"),
+            get(a),
+            get(b),
+            "fewer",
+            "more",
+        );
     }
-    let keys: std::collections::BTreeSet<&(String, String)> = a.bandwidth.keys().chain(b.bandwidth.keys()).collect();
+    let keys: std::collections::BTreeSet<&(String, String)> =
+        a.bandwidth.keys().chain(b.bandwidth.keys()).collect();
     for k in keys {
         for (what, pick) in [("average", 0), ("peak", 1)] {
-            let get = |f: &Facts| f.bandwidth.get(k).map(|v| if pick == 0 { v.0 } else { v.1 });
+            let get = |f: &Facts| {
+                f.bandwidth
+                    .get(k)
+                    .map(|v| if pick == 0 { v.0 } else { v.1 })
+            };
             let (x, y) = (get(a), get(b));
             let gbs = |v: Option<f64>| v.map(|s| Cell::float(s, 2)).unwrap_or_else(na);
             let (d, r, w) = match (x, y) {
-                (Some(x), Some(y)) => (Cell::float(y - x, 2), ratio(x, y), Cell::text(phrase(x, y, "lower", "higher"))),
+                (Some(x), Some(y)) => (
+                    Cell::float(y - x, 2),
+                    ratio(x, y),
+                    Cell::text(phrase(x, y, "lower", "higher")),
+                ),
                 _ => (na(), na(), na()),
             };
-            t.push_row(vec![Cell::text(format!("bandwidth {} {}, {what} (GB/s)", k.0, k.1)), gbs(x), gbs(y), d, r, w]);
+            t.push_row(vec![
+                Cell::text(format!("bandwidth {} {}, {what} (GB/s)", k.0, k.1)),
+                gbs(x),
+                gbs(y),
+                d,
+                r,
+                w,
+            ]);
         }
     }
     counts(&mut t, "samples", a.samples, b.samples, "fewer", "more");
-    counts(&mut t, "huge pages in use, peak (kB)", a.hugetlb_peak_kb, b.hugetlb_peak_kb, "less", "more");
-    counts(&mut t, "THP in use, peak (kB)", a.anon_huge_peak_kb, b.anon_huge_peak_kb, "less", "more");
+    counts(
+        &mut t,
+        "huge pages in use, peak (kB)",
+        a.hugetlb_peak_kb,
+        b.hugetlb_peak_kb,
+        "less",
+        "more",
+    );
+    counts(
+        &mut t,
+        "THP in use, peak (kB)",
+        a.anon_huge_peak_kb,
+        b.anon_huge_peak_kb,
+        "less",
+        "more",
+    );
     for (name, f) in [("A", a), ("B", b)] {
         if let Some((_, how)) = f.kernel_share {
             t.push_note(format!("kernel-time share of {name} ({}): {how}", f.kind));
@@ -234,7 +395,15 @@ fn points(t: &mut Table, name: &str, a: Option<f64>, b: Option<f64>) {
     let (d, w) = match (a, b) {
         (Some(x), Some(y)) => {
             let pts = y - x;
-            let w = if pts.abs() < 0.05 { "same".into() } else { format!("{:.1} points {}", pts.abs(), if pts < 0.0 { "lower" } else { "higher" }) };
+            let w = if pts.abs() < 0.05 {
+                "same".into()
+            } else {
+                format!(
+                    "{:.1} points {}",
+                    pts.abs(),
+                    if pts < 0.0 { "lower" } else { "higher" }
+                )
+            };
             (Cell::float(pts, 1), Cell::text(w))
         }
         _ => (na(), na()),
@@ -271,35 +440,84 @@ mod tests {
 
     #[test]
     fn missing_figures_are_na() {
-        let a = Facts { page_faults: Some(25_921), elapsed_s: Some(20.0), ..Default::default() };
-        let b = Facts { page_faults: Some(160), elapsed_s: Some(19.0), ..Default::default() };
+        let a = Facts {
+            page_faults: Some(25_921),
+            elapsed_s: Some(20.0),
+            ..Default::default()
+        };
+        let b = Facts {
+            page_faults: Some(160),
+            elapsed_s: Some(19.0),
+            ..Default::default()
+        };
         let s = sentences(&a, &b);
-        assert!(s.contains(&"page faults: 162.0x fewer".to_string()), "{s:?}");
+        assert!(
+            s.contains(&"page faults: 162.0x fewer".to_string()),
+            "{s:?}"
+        );
         assert!(s.contains(&"run time: 5.0% shorter".to_string()), "{s:?}");
         assert!(!s.iter().any(|l| l.starts_with("allocated")));
     }
 
     #[test]
     fn bandwidth_per_socket_average_and_peak() {
-        let bw = |avg: f64, peak: f64| BTreeMap::from([(("socket 0".to_string(), "read".to_string()), (avg, peak))]);
-        let a = Facts { bandwidth: bw(20.0, 40.0), ..Default::default() };
-        let b = Facts { bandwidth: bw(10.0, 40.0), ..Default::default() };
+        let bw = |avg: f64, peak: f64| {
+            BTreeMap::from([(("socket 0".to_string(), "read".to_string()), (avg, peak))])
+        };
+        let a = Facts {
+            bandwidth: bw(20.0, 40.0),
+            ..Default::default()
+        };
+        let b = Facts {
+            bandwidth: bw(10.0, 40.0),
+            ..Default::default()
+        };
         let s = sentences(&a, &b);
-        assert!(s.contains(&"bandwidth socket 0 read, average (GB/s): 2.0x lower".to_string()), "{s:?}");
-        assert!(s.contains(&"bandwidth socket 0 read, peak (GB/s): same".to_string()), "{s:?}");
+        assert!(
+            s.contains(&"bandwidth socket 0 read, average (GB/s): 2.0x lower".to_string()),
+            "{s:?}"
+        );
+        assert!(
+            s.contains(&"bandwidth socket 0 read, peak (GB/s): same".to_string()),
+            "{s:?}"
+        );
         // One result without a timeline: n/a, no sentence.
-        assert!(sentences(&a, &Facts::default()).iter().all(|l| !l.starts_with("bandwidth")));
+        assert!(sentences(&a, &Facts::default())
+            .iter()
+            .all(|l| !l.starts_with("bandwidth")));
     }
 
     #[test]
     fn numa_placement_reads_as_a_fix() {
         let pages = |a: u64, b: u64| BTreeMap::from([("0".to_string(), a), ("1".to_string(), b)]);
-        let a = Facts { remote_share_pct: Some(48.0), numa_problems: Some(3), pages_by_node: pages(196_608, 0), ..Default::default() };
-        let b = Facts { remote_share_pct: Some(1.5), numa_problems: Some(0), pages_by_node: pages(98_304, 98_304), ..Default::default() };
+        let a = Facts {
+            remote_share_pct: Some(48.0),
+            numa_problems: Some(3),
+            pages_by_node: pages(196_608, 0),
+            ..Default::default()
+        };
+        let b = Facts {
+            remote_share_pct: Some(1.5),
+            numa_problems: Some(0),
+            pages_by_node: pages(98_304, 98_304),
+            ..Default::default()
+        };
         let s = sentences(&a, &b);
-        assert!(s.contains(&"remote accesses (estimated): 46.5 points lower".to_string()), "{s:?}");
-        assert!(s.contains(&"objects with a NUMA problem: fewer (from 3 to 0)".to_string()), "{s:?}");
-        assert!(s.contains(&"pages on node 1: more (from 0 to 98304)".to_string()), "{s:?}");
-        assert!(!s.iter().any(|l| l.starts_with("remote accesses (PMU)")), "{s:?}");
+        assert!(
+            s.contains(&"remote accesses (estimated): 46.5 points lower".to_string()),
+            "{s:?}"
+        );
+        assert!(
+            s.contains(&"objects with a NUMA problem: fewer (from 3 to 0)".to_string()),
+            "{s:?}"
+        );
+        assert!(
+            s.contains(&"pages on node 1: more (from 0 to 98304)".to_string()),
+            "{s:?}"
+        );
+        assert!(
+            !s.iter().any(|l| l.starts_with("remote accesses (PMU)")),
+            "{s:?}"
+        );
     }
 }

@@ -11,8 +11,13 @@
 use std::collections::BTreeMap;
 
 use kairos_model::{StackIdx, ThreadIdx};
-use kairos_perf_data::{PerfFile, PERF_SAMPLE_ADDR, PERF_SAMPLE_DATA_SRC, PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER, PERF_SAMPLE_WEIGHT, PERF_SAMPLE_WEIGHT_STRUCT};
-use kairos_x86_access::{Bitness, Direction, SegmentBases, Site, Unresolved, MAX_INSTRUCTION_BYTES};
+use kairos_perf_data::{
+    PerfFile, PERF_SAMPLE_ADDR, PERF_SAMPLE_DATA_SRC, PERF_SAMPLE_REGS_USER,
+    PERF_SAMPLE_STACK_USER, PERF_SAMPLE_WEIGHT, PERF_SAMPLE_WEIGHT_STRUCT,
+};
+use kairos_x86_access::{
+    Bitness, Direction, SegmentBases, Site, Unresolved, MAX_INSTRUCTION_BYTES,
+};
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::code::{CodeReader, EM_386, EM_X86_64};
@@ -75,7 +80,10 @@ pub(crate) fn access_attrs(file: &PerfFile) -> Vec<Option<AccessSource>> {
             let st = a.attr.sample_type;
             if st & PERF_SAMPLE_ADDR != 0 && st & PERF_SAMPLE_DATA_SRC != 0 {
                 Some(AccessSource::Pmu)
-            } else if st & PERF_SAMPLE_REGS_USER != 0 && st & PERF_SAMPLE_STACK_USER == 0 && crate::is_timer(&a.attr) {
+            } else if st & PERF_SAMPLE_REGS_USER != 0
+                && st & PERF_SAMPLE_STACK_USER == 0
+                && crate::is_timer(&a.attr)
+            {
                 Some(AccessSource::Registers)
             } else {
                 None
@@ -112,7 +120,10 @@ impl Accesses {
         let weight_struct = file
             .attrs()
             .iter()
-            .map(|a| a.attr.sample_type & PERF_SAMPLE_WEIGHT_STRUCT != 0 && a.attr.sample_type & PERF_SAMPLE_WEIGHT == 0)
+            .map(|a| {
+                a.attr.sample_type & PERF_SAMPLE_WEIGHT_STRUCT != 0
+                    && a.attr.sample_type & PERF_SAMPLE_WEIGHT == 0
+            })
             .collect();
         Accesses {
             pending: Vec::new(),
@@ -124,10 +135,18 @@ impl Accesses {
         }
     }
 
-    pub fn sample(&mut self, s: &kairos_perf_data::Sample<'_>, source: AccessSource, mut cx: Context<'_>) {
+    pub fn sample(
+        &mut self,
+        s: &kairos_perf_data::Sample<'_>,
+        source: AccessSource,
+        mut cx: Context<'_>,
+    ) {
         let ip = s.ip.unwrap_or(0);
         let found = match source {
-            AccessSource::Pmu => s.addr.map(|a| vec![(a, 0, None)]).ok_or_else(|| "no data address in the sample".to_string()),
+            AccessSource::Pmu => s
+                .addr
+                .map(|a| vec![(a, 0, None)])
+                .ok_or_else(|| "no data address in the sample".to_string()),
             AccessSource::Registers => self.decode(s, ip, &mut cx),
         };
         let list = match found {
@@ -138,7 +157,10 @@ impl Accesses {
             }
         };
         if list.is_empty() {
-            *self.unresolved.entry("the sampled instruction accesses no memory".into()).or_default() += 1;
+            *self
+                .unresolved
+                .entry("the sampled instruction accesses no memory".into())
+                .or_default() += 1;
             return;
         }
         let period = cx.period / list.len() as u64;
@@ -157,19 +179,45 @@ impl Accesses {
                 direction,
                 period,
                 data_src: s.data_src,
-                latency: s.weight.map(|w| if self.weight_struct.get(s.attr_index).copied().unwrap_or(false) { w & 0xffff_ffff } else { w }),
+                latency: s.weight.map(|w| {
+                    if self
+                        .weight_struct
+                        .get(s.attr_index)
+                        .copied()
+                        .unwrap_or(false)
+                    {
+                        w & 0xffff_ffff
+                    } else {
+                        w
+                    }
+                }),
                 phys_addr: s.phys_addr,
                 sp: s.regs_user.as_ref().and_then(|r| r.get(7)),
                 static_var,
                 mapping: object_of(cx.table, cx.pid, addr),
             };
-            self.pending.push(Pending { a, raw_stack: cx.raw_stack });
+            self.pending.push(Pending {
+                a,
+                raw_stack: cx.raw_stack,
+            });
         }
     }
 
-    fn decode(&mut self, s: &kairos_perf_data::Sample<'_>, ip: u64, cx: &mut Context<'_>) -> Result<Vec<(u64, u32, Option<Direction>)>, String> {
-        let regs = s.regs_user.as_ref().filter(|r| r.abi != 0).ok_or("no user registers (a kernel thread)")?;
-        let m = cx.table.find(cx.pid, false, ip).ok_or("the sampled IP is in no mapping")?;
+    fn decode(
+        &mut self,
+        s: &kairos_perf_data::Sample<'_>,
+        ip: u64,
+        cx: &mut Context<'_>,
+    ) -> Result<Vec<(u64, u32, Option<Direction>)>, String> {
+        let regs = s
+            .regs_user
+            .as_ref()
+            .filter(|r| r.abi != 0)
+            .ok_or("no user registers (a kernel thread)")?;
+        let m = cx
+            .table
+            .find(cx.pid, false, ip)
+            .ok_or("the sampled IP is in no mapping")?;
         // Wrapping, as for code addresses elsewhere: a damaged MMAP can give any pgoff.
         let offset = ip.wrapping_sub(m.start).wrapping_add(m.pgoff);
         let key = (m.path.clone(), offset);
@@ -183,15 +231,23 @@ impl Accesses {
             None => return Err("code not readable".into()),
         };
         let get = |i: u32| regs.get(i);
-        let (accesses, _) = site.resolve(&get, &SegmentBases::default()).map_err(|e: Unresolved| e.to_string())?;
-        Ok(accesses.into_iter().map(|a| (a.addr, a.size, Some(a.direction))).collect())
+        let (accesses, _) = site
+            .resolve(&get, &SegmentBases::default())
+            .map_err(|e: Unresolved| e.to_string())?;
+        Ok(accesses
+            .into_iter()
+            .map(|a| (a.addr, a.size, Some(a.direction)))
+            .collect())
     }
 
     /// The sampled instruction and the one before it, from the function around `ip`
     /// (`offset`: ip's file offset), or the instruction alone where no symbol says where
     /// its function starts.
     fn site(&mut self, cx: &mut Context<'_>, ip: u64, offset: u64) -> Result<Site, String> {
-        let m = cx.table.find(cx.pid, false, ip).ok_or("the sampled IP is in no mapping")?;
+        let m = cx
+            .table
+            .find(cx.pid, false, ip)
+            .ok_or("the sampled IP is in no mapping")?;
         // Functions longer than this are not walked (the instruction alone is used).
         const LONGEST_WALK: u64 = 1 << 16;
         // The function's start as a file offset; a function that does not start inside
@@ -199,16 +255,28 @@ impl Accesses {
         let function = self
             .statics
             .function(cx.elves, &mut self.code, m, ip)
-            .filter(|f| ip.wrapping_sub(f.start) < LONGEST_WALK && offset >= ip.wrapping_sub(f.start));
+            .filter(|f| {
+                ip.wrapping_sub(f.start) < LONGEST_WALK && offset >= ip.wrapping_sub(f.start)
+            });
         let (from, len) = match function {
-            Some(f) => (offset - ip.wrapping_sub(f.start), ip.wrapping_sub(f.start) as usize + MAX_INSTRUCTION_BYTES),
+            Some(f) => (
+                offset - ip.wrapping_sub(f.start),
+                ip.wrapping_sub(f.start) as usize + MAX_INSTRUCTION_BYTES,
+            ),
             None => (offset, MAX_INSTRUCTION_BYTES),
         };
-        let c = self.code.bytes_at(cx.elves, &m.path, from, len).ok_or("code not readable (JIT, vDSO or missing binary)")?;
+        let c = self
+            .code
+            .bytes_at(cx.elves, &m.path, from, len)
+            .ok_or("code not readable (JIT, vDSO or missing binary)")?;
         if c.machine != EM_X86_64 && c.machine != EM_386 {
             return Err("not x86 code".into());
         }
-        let bitness = if c.class64 { Bitness::B64 } else { Bitness::B32 };
+        let bitness = if c.class64 {
+            Bitness::B64
+        } else {
+            Bitness::B32
+        };
         let site = match function {
             Some(f) => Site::decode(c.bytes, f.start, ip, bitness),
             None => Site::lone(c.bytes, ip, bitness),
@@ -219,7 +287,10 @@ impl Accesses {
     fn static_var(&mut self, cx: &mut Context<'_>, addr: u64) -> Option<StaticVar> {
         // The binary's mapping holding addr, or (for .bss past the file) the one below it.
         let here = cx.table.find(cx.pid, false, addr);
-        let below = cx.table.neighbours(cx.pid, here.map_or(addr, |m| m.start.saturating_sub(1))).0;
+        let below = cx
+            .table
+            .neighbours(cx.pid, here.map_or(addr, |m| m.start.saturating_sub(1)))
+            .0;
         for m in here.into_iter().chain(below) {
             if let Some(v) = self.statics.find(cx.elves, &mut self.code, m, addr) {
                 return Some(v);

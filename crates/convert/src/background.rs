@@ -44,7 +44,12 @@ pub(crate) struct Symbols {
 impl Symbols {
     /// Adds what another symboliser did for other modules.
     pub(crate) fn merge(&mut self, other: Symbols) {
-        for (i, syms) in other.frames.into_iter().enumerate().filter(|(_, s)| !s.is_empty()) {
+        for (i, syms) in other
+            .frames
+            .into_iter()
+            .enumerate()
+            .filter(|(_, s)| !s.is_empty())
+        {
             if self.frames.len() <= i {
                 self.frames.resize(i + 1, Vec::new());
             }
@@ -61,7 +66,10 @@ impl Symbols {
     /// The notes in module order, as one symboliser going through the modules in order
     /// would have made them.
     pub(crate) fn notes(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.notes).into_iter().flatten().collect()
+        std::mem::take(&mut self.notes)
+            .into_iter()
+            .flatten()
+            .collect()
     }
 }
 
@@ -87,8 +95,12 @@ impl Part {
 /// Copies /proc/kallsyms into `dir` when its addresses are visible, so kernel frames stay
 /// symbolisable later. Returns the copy's path, or why there is none.
 pub fn snapshot_kallsyms(dir: &Path) -> Result<PathBuf, String> {
-    let text = std::fs::read_to_string("/proc/kallsyms").map_err(|e| format!("/proc/kallsyms is not readable ({e})"))?;
-    let hidden = text.lines().take(100).all(|l| l.starts_with("0000000000000000"));
+    let text = std::fs::read_to_string("/proc/kallsyms")
+        .map_err(|e| format!("/proc/kallsyms is not readable ({e})"))?;
+    let hidden = text
+        .lines()
+        .take(100)
+        .all(|l| l.starts_with("0000000000000000"));
     if hidden {
         return Err("kernel addresses are hidden (kernel.kptr_restrict); run as root or set kernel.kptr_restrict=0".into());
     }
@@ -100,7 +112,12 @@ pub fn snapshot_kallsyms(dir: &Path) -> Result<PathBuf, String> {
 /// The kernel-symbols thread's body: copies /proc/kallsyms when asked, reads and indexes
 /// the kernel's symbols while records are decoded (when `preload`: kernel frames are
 /// symbolised), then symbolises the kernel frames of the one batch it gets.
-pub(crate) fn kernel(mut opts: SymbolizerOptions, snapshot: Option<&Path>, preload: bool, batch: Receiver<Batch>) -> Symbols {
+pub(crate) fn kernel(
+    mut opts: SymbolizerOptions,
+    snapshot: Option<&Path>,
+    preload: bool,
+    batch: Receiver<Batch>,
+) -> Symbols {
     if let Some(copy) = snapshot.and_then(|dir| snapshot_kallsyms(dir).ok()) {
         opts.kallsyms = Some(copy);
     }
@@ -114,7 +131,12 @@ pub(crate) fn kernel(mut opts: SymbolizerOptions, snapshot: Option<&Path>, prelo
         Vec::new()
     };
     if let Ok(batch) = batch.recv() {
-        if let Some(m) = batch.keys.iter().position(|k| *k == ModuleKey::Kernel).filter(|_| !early.is_empty()) {
+        if let Some(m) = batch
+            .keys
+            .iter()
+            .position(|k| *k == ModuleKey::Kernel)
+            .filter(|_| !early.is_empty())
+        {
             w.notes.resize(w.notes.len().max(m + 1), Vec::new());
             w.notes[m].extend(early);
         }
@@ -144,7 +166,14 @@ pub(crate) struct Worker {
 
 impl Worker {
     pub(crate) fn new(opts: SymbolizerOptions, part: Part) -> Self {
-        Worker { part, symbolizer: Symbolizer::new(opts), keys: Vec::new(), out: Vec::new(), notes: Vec::new(), notes_seen: 0 }
+        Worker {
+            part,
+            symbolizer: Symbolizer::new(opts),
+            keys: Vec::new(),
+            out: Vec::new(),
+            notes: Vec::new(),
+            notes_seen: 0,
+        }
     }
 
     pub(crate) fn add(&mut self, batch: Batch) {
@@ -154,7 +183,9 @@ impl Worker {
         frames.sort_by_key(|f| f.1);
         for group in frames.chunk_by(|a, b| a.1 == b.1) {
             let m = group[0].1 as usize;
-            let Some(key) = self.keys.get(m).filter(|k| self.part.takes(k)) else { continue };
+            let Some(key) = self.keys.get(m).filter(|k| self.part.takes(k)) else {
+                continue;
+            };
             let addrs: Vec<u64> = group.iter().map(|f| f.2).collect();
             let results = self.symbolizer.symbolize(key, &addrs);
             let notes = self.symbolizer.notes();
@@ -176,6 +207,9 @@ impl Worker {
     }
 
     pub(crate) fn finish(self) -> Symbols {
-        Symbols { frames: self.out, notes: self.notes }
+        Symbols {
+            frames: self.out,
+            notes: self.notes,
+        }
     }
 }

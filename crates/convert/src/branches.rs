@@ -6,9 +6,10 @@ use rustc_hash::FxHashMap as HashMap;
 
 use kairos_model::{BranchInfo, BranchKind, BranchRecord, FrameIdx, ThreadIdx};
 use kairos_perf_data::{
-    PERF_SAMPLE_BRANCH_ANY, PERF_SAMPLE_BRANCH_ANY_CALL, PERF_SAMPLE_BRANCH_ANY_RETURN, PERF_SAMPLE_BRANCH_CALL,
-    PERF_SAMPLE_BRANCH_CALL_STACK, PERF_SAMPLE_BRANCH_COND, PERF_SAMPLE_BRANCH_HV, PERF_SAMPLE_BRANCH_IND_CALL,
-    PERF_SAMPLE_BRANCH_IND_JUMP, PERF_SAMPLE_BRANCH_KERNEL, PERF_SAMPLE_BRANCH_USER,
+    PERF_SAMPLE_BRANCH_ANY, PERF_SAMPLE_BRANCH_ANY_CALL, PERF_SAMPLE_BRANCH_ANY_RETURN,
+    PERF_SAMPLE_BRANCH_CALL, PERF_SAMPLE_BRANCH_CALL_STACK, PERF_SAMPLE_BRANCH_COND,
+    PERF_SAMPLE_BRANCH_HV, PERF_SAMPLE_BRANCH_IND_CALL, PERF_SAMPLE_BRANCH_IND_JUMP,
+    PERF_SAMPLE_BRANCH_KERNEL, PERF_SAMPLE_BRANCH_USER,
 };
 
 use crate::overlap::{overlap, Key};
@@ -29,11 +30,15 @@ pub struct PendingBranch {
 /// The filter a `branch_sample_type` asks the hardware for, in words: "any",
 /// "user call+return", "user+kernel any"...
 pub fn describe_filter(bst: u64) -> String {
-    let privs: Vec<&str> = [(PERF_SAMPLE_BRANCH_USER, "user"), (PERF_SAMPLE_BRANCH_KERNEL, "kernel"), (PERF_SAMPLE_BRANCH_HV, "hv")]
-        .iter()
-        .filter(|(b, _)| bst & b != 0)
-        .map(|(_, n)| *n)
-        .collect();
+    let privs: Vec<&str> = [
+        (PERF_SAMPLE_BRANCH_USER, "user"),
+        (PERF_SAMPLE_BRANCH_KERNEL, "kernel"),
+        (PERF_SAMPLE_BRANCH_HV, "hv"),
+    ]
+    .iter()
+    .filter(|(b, _)| bst & b != 0)
+    .map(|(_, n)| *n)
+    .collect();
     let mut types: Vec<&str> = [
         (PERF_SAMPLE_BRANCH_ANY, "any"),
         (PERF_SAMPLE_BRANCH_ANY_CALL, "call"),
@@ -75,7 +80,11 @@ pub fn assemble(
 ) -> (Vec<BranchRecord>, BranchInfo) {
     let mut all: Vec<(u32, SampleBranches)> = in_order.collect();
     let depth = all.iter().map(|(_, b)| b.entries.len()).max().unwrap_or(0);
-    let mut info = BranchInfo { depth: depth as u32, filter, ..Default::default() };
+    let mut info = BranchInfo {
+        depth: depth as u32,
+        filter,
+        ..Default::default()
+    };
     let mut prev: HashMap<ThreadIdx, Vec<Key>> = HashMap::default();
     let mut out = Vec::with_capacity(all.iter().map(|(_, b)| b.entries.len()).sum());
     for (sample, b) in all.drain(..) {
@@ -112,23 +121,52 @@ mod tests {
     fn filters_in_words() {
         assert_eq!(describe_filter(PERF_SAMPLE_BRANCH_ANY), "any");
         assert_eq!(describe_filter(0), "any");
-        let callret = PERF_SAMPLE_BRANCH_USER | PERF_SAMPLE_BRANCH_ANY_CALL | PERF_SAMPLE_BRANCH_ANY_RETURN;
+        let callret =
+            PERF_SAMPLE_BRANCH_USER | PERF_SAMPLE_BRANCH_ANY_CALL | PERF_SAMPLE_BRANCH_ANY_RETURN;
         assert_eq!(describe_filter(callret), "user call+return");
-        assert_eq!(describe_filter(PERF_SAMPLE_BRANCH_USER | PERF_SAMPLE_BRANCH_KERNEL | PERF_SAMPLE_BRANCH_ANY), "user+kernel any");
+        assert_eq!(
+            describe_filter(
+                PERF_SAMPLE_BRANCH_USER | PERF_SAMPLE_BRANCH_KERNEL | PERF_SAMPLE_BRANCH_ANY
+            ),
+            "user+kernel any"
+        );
     }
 
     fn entry(from: u64) -> PendingBranch {
-        PendingBranch { from, to: from + 1, from_raw: None, to_raw: None, kind: BranchKind::Unknown, cycles: 0, mispredicted: false }
+        PendingBranch {
+            from,
+            to: from + 1,
+            from_raw: None,
+            to_raw: None,
+            kind: BranchKind::Unknown,
+            cycles: 0,
+            mispredicted: false,
+        }
     }
 
     #[test]
     fn records_are_marked_new_per_thread() {
-        let s = |thread, v: &[u64]| SampleBranches { thread, entries: v.iter().map(|&x| entry(x)).collect() };
-        let samples = vec![(0, s(0, &[3, 2, 1])), (1, s(1, &[9, 8, 7])), (2, s(0, &[4, 3, 2])), (3, s(1, &[6, 5, 4]))];
+        let s = |thread, v: &[u64]| SampleBranches {
+            thread,
+            entries: v.iter().map(|&x| entry(x)).collect(),
+        };
+        let samples = vec![
+            (0, s(0, &[3, 2, 1])),
+            (1, s(1, &[9, 8, 7])),
+            (2, s(0, &[4, 3, 2])),
+            (3, s(1, &[6, 5, 4])),
+        ];
         let (recs, info) = assemble(samples.into_iter(), &HashMap::default(), "any".into());
-        let new: Vec<bool> = recs.iter().filter(|r| r.sample == 2).map(|r| r.is_new).collect();
+        let new: Vec<bool> = recs
+            .iter()
+            .filter(|r| r.sample == 2)
+            .map(|r| r.is_new)
+            .collect();
         assert_eq!(new, [true, false, false]);
-        assert_eq!((info.depth, info.overflowed_snapshots, info.unclassified), (3, 1, 12));
+        assert_eq!(
+            (info.depth, info.overflowed_snapshots, info.unclassified),
+            (3, 1, 12)
+        );
         assert!(!info.has_cycles && !info.emulated);
     }
 }

@@ -33,7 +33,12 @@ pub fn split(callchain: &[u64], ip: u64, ip_mode: Mode) -> Vec<ChainEntry> {
 }
 
 /// [`split`] into a buffer the caller reuses (cleared first).
-pub fn split_into(out: &mut Vec<ChainEntry>, callchain: impl Iterator<Item = u64>, ip: u64, ip_mode: Mode) {
+pub fn split_into(
+    out: &mut Vec<ChainEntry>,
+    callchain: impl Iterator<Item = u64>,
+    ip: u64,
+    ip_mode: Mode,
+) {
     out.clear();
     let mut mode = ip_mode;
     for addr in callchain {
@@ -52,10 +57,18 @@ pub fn split_into(out: &mut Vec<ChainEntry>, callchain: impl Iterator<Item = u64
             continue;
         }
         let is_return_address = !out.is_empty();
-        out.push(ChainEntry { address: addr, mode, is_return_address });
+        out.push(ChainEntry {
+            address: addr,
+            mode,
+            is_return_address,
+        });
     }
     if out.is_empty() && ip != 0 {
-        out.push(ChainEntry { address: ip, mode: ip_mode, is_return_address: false });
+        out.push(ChainEntry {
+            address: ip,
+            mode: ip_mode,
+            is_return_address: false,
+        });
     }
 }
 
@@ -65,10 +78,25 @@ mod tests {
 
     #[test]
     fn markers_set_the_mode_of_what_follows() {
-        let chain = [PERF_CONTEXT_KERNEL, 0xffff_0001, 0xffff_0002, PERF_CONTEXT_USER, 0x401000, 0x402000, 0];
+        let chain = [
+            PERF_CONTEXT_KERNEL,
+            0xffff_0001,
+            0xffff_0002,
+            PERF_CONTEXT_USER,
+            0x401000,
+            0x402000,
+            0,
+        ];
         let e = split(&chain, 0xffff_0001, Mode::Kernel);
         assert_eq!(e.len(), 4);
-        assert_eq!(e[0], ChainEntry { address: 0xffff_0001, mode: Mode::Kernel, is_return_address: false });
+        assert_eq!(
+            e[0],
+            ChainEntry {
+                address: 0xffff_0001,
+                mode: Mode::Kernel,
+                is_return_address: false
+            }
+        );
         assert_eq!(e[2].mode, Mode::User);
         assert!(e[3].is_return_address);
     }

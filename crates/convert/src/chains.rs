@@ -32,7 +32,12 @@ fn mix(lane: u64, w: u64) -> u64 {
 /// hundred words, and one multiply chain through all of them would take longer than the
 /// rest of the sample's conversion. (Equal keys are still compared.)
 fn hash_key(head: &[u64], rest: &[u8]) -> u64 {
-    let mut lanes = [0x243f_6a88_85a3_08d3u64, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89];
+    let mut lanes = [
+        0x243f_6a88_85a3_08d3u64,
+        0x1319_8a2e_0370_7344,
+        0xa409_3822_299f_31d0,
+        0x082e_fa98_ec4e_6c89,
+    ];
     for (i, &w) in head.iter().enumerate() {
         lanes[i % 4] = mix(lanes[i % 4], w);
     }
@@ -128,9 +133,16 @@ pub struct ChainCache {
 
 impl ChainCache {
     fn matches(&self, e: &Entry, head: &[u64], rest: &[u8]) -> bool {
-        let Some(key) = self.bytes.get(e.start as usize..e.start as usize + e.len as usize) else { return false };
+        let Some(key) = self
+            .bytes
+            .get(e.start as usize..e.start as usize + e.len as usize)
+        else {
+            return false;
+        };
         let n = head.len() * 8;
-        key.len() == n + rest.len() && key[n..] == *rest && key.chunks_exact(8).zip(head).all(|(k, &w)| le(k) == w)
+        key.len() == n + rest.len()
+            && key[n..] == *rest
+            && key.chunks_exact(8).zip(head).all(|(k, &w)| le(k) == w)
     }
 
     /// The node of the key made of `head` then `rest` (little-endian words), if cached.
@@ -145,7 +157,10 @@ impl ChainCache {
             return Some(e.node);
         }
         let others = self.collisions.get(&self.hash)?;
-        others.iter().find(|e| self.matches(e, head, rest)).map(|e| e.node)
+        others
+            .iter()
+            .find(|e| self.matches(e, head, rest))
+            .map(|e| e.node)
     }
 
     /// [`ChainCache::get`] for a key of three leading words, trying first the last key
@@ -209,7 +224,11 @@ impl ChainCache {
             self.collisions.clear();
             self.bytes.clear();
         }
-        let e = Entry { start: self.bytes.len() as u32, len: len as u32, node };
+        let e = Entry {
+            start: self.bytes.len() as u32,
+            len: len as u32,
+            node,
+        };
         for w in head {
             self.bytes.extend_from_slice(&w.to_le_bytes());
         }
@@ -218,7 +237,9 @@ impl ChainCache {
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(e);
             }
-            std::collections::hash_map::Entry::Occupied(_) => self.collisions.entry(self.hash).or_default().push(e),
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.collisions.entry(self.hash).or_default().push(e)
+            }
         }
     }
 }
@@ -291,7 +312,10 @@ mod tests {
 
     #[test]
     fn colliding_hashes_keep_keys_apart() {
-        let mut c = ChainCache { same_hash: true, ..ChainCache::default() };
+        let mut c = ChainCache {
+            same_hash: true,
+            ..ChainCache::default()
+        };
         for (i, key) in [[1, 2], [3, 4], [5, 6]].iter().enumerate() {
             assert_eq!(lookup(&mut c, key), None);
             insert(&mut c, key, Some(i as u32));

@@ -73,7 +73,10 @@ mod tests {
     #[test]
     fn handcrafted_instructions() {
         // call rel32
-        assert_eq!(decode_kind(&[0xe8, 0x10, 0, 0, 0], 64, 0x1000), BranchKind::Call);
+        assert_eq!(
+            decode_kind(&[0xe8, 0x10, 0, 0, 0], 64, 0x1000),
+            BranchKind::Call
+        );
         // call qword ptr [rax] (FF /2) and call rax
         assert_eq!(decode_kind(&[0xff, 0x10], 64, 0), BranchKind::Call);
         assert_eq!(decode_kind(&[0xff, 0xd0], 64, 0), BranchKind::Call);

@@ -26,10 +26,18 @@ pub struct CodeReader {
 
 impl CodeReader {
     /// Up to `len` bytes at `offset` of the file recorded as `path`.
-    pub fn bytes_at(&mut self, elves: &mut ElfCache, path: &str, offset: u64, len: usize) -> Option<Code<'_>> {
-        let in_segment = elves
-            .get(path)
-            .is_some_and(|i| i.load_segments.iter().any(|s| offset >= s.offset && offset < s.offset.saturating_add(s.filesz)));
+    pub fn bytes_at(
+        &mut self,
+        elves: &mut ElfCache,
+        path: &str,
+        offset: u64,
+        len: usize,
+    ) -> Option<Code<'_>> {
+        let in_segment = elves.get(path).is_some_and(|i| {
+            i.load_segments
+                .iter()
+                .any(|s| offset >= s.offset && offset < s.offset.saturating_add(s.filesz))
+        });
         if !in_segment {
             return None;
         }
@@ -40,9 +48,15 @@ impl CodeReader {
         let map = self.files.get(path)?.as_ref()?;
         let start = usize::try_from(offset).ok()?;
         let bytes = map.get(start..start.saturating_add(len).min(map.len()))?;
-        let machine = map.get(18..20).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+        let machine = map
+            .get(18..20)
+            .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
         // EI_CLASS: 1 = 32-bit, 2 = 64-bit.
-        Some(Code { bytes, class64: map.get(4) != Some(&1), machine })
+        Some(Code {
+            bytes,
+            class64: map.get(4) != Some(&1),
+            machine,
+        })
     }
 
     /// The whole mapped file (for symbol tables), if it could be opened.

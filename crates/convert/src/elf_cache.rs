@@ -14,7 +14,10 @@ pub struct ElfCache {
 
 impl ElfCache {
     pub fn new(symfs: Option<PathBuf>) -> Self {
-        ElfCache { symfs, files: HashMap::new() }
+        ElfCache {
+            symfs,
+            files: HashMap::new(),
+        }
     }
 
     /// Where the recorded `path` is read from: under the symfs root when one is given.

@@ -57,7 +57,10 @@ impl RawStacks {
             return i;
         }
         let i = self.modules.len() as ModuleIdx;
-        self.modules.push(Module { path: id.0.clone(), build_id: id.1.clone() });
+        self.modules.push(Module {
+            path: id.0.clone(),
+            build_id: id.1.clone(),
+        });
         self.module_keys.push(key);
         self.module_index.insert(id, i);
         i
@@ -66,7 +69,11 @@ impl RawStacks {
     pub fn frame(&mut self, f: RawFrame) -> u32 {
         let key = RawKey {
             module: f.module,
-            at: if f.module.is_some() { f.module_offset } else { f.address },
+            at: if f.module.is_some() {
+                f.module_offset
+            } else {
+                f.address
+            },
             mode: f.mode,
             is_return_address: f.is_return_address,
         };
@@ -85,7 +92,11 @@ impl RawStacks {
     /// The modules and frames made since the last batch, for the symboliser. Return
     /// addresses are looked up one byte earlier, inside the call instruction.
     pub fn take_batch(&mut self) -> Batch {
-        let keys = self.module_keys.get(self.keys_sent..).unwrap_or(&[]).to_vec();
+        let keys = self
+            .module_keys
+            .get(self.keys_sent..)
+            .unwrap_or(&[])
+            .to_vec();
         let frames = self.frames_from(self.frames_sent);
         self.keys_sent = self.module_keys.len();
         self.frames_sent = self.frames.len();
@@ -94,7 +105,10 @@ impl RawStacks {
 
     /// Every module and frame, as one batch.
     pub fn all_frames(&self) -> Batch {
-        Batch { keys: self.module_keys.clone(), frames: self.frames_from(0) }
+        Batch {
+            keys: self.module_keys.clone(),
+            frames: self.frames_from(0),
+        }
     }
 
     /// Adds a chain of raw frames given root first; returns its number, which
@@ -105,14 +119,21 @@ impl RawStacks {
 
     /// Whether a raw frame lies in a known module.
     pub fn has_module(&self, id: u32) -> bool {
-        self.frames.get(id as usize).is_some_and(|f| f.module.is_some())
+        self.frames
+            .get(id as usize)
+            .is_some_and(|f| f.module.is_some())
     }
 
     fn frames_from(&self, first: usize) -> Vec<(u32, ModuleIdx, u64)> {
         (first..self.frames.len())
             .filter_map(|i| {
                 let f = &self.frames[i];
-                Some((i as u32, f.module?, f.module_offset.saturating_sub(u64::from(f.is_return_address))))
+                Some((
+                    i as u32,
+                    f.module?,
+                    f.module_offset
+                        .saturating_sub(u64::from(f.is_return_address)),
+                ))
             })
             .collect()
     }
@@ -130,7 +151,12 @@ impl RawStacks {
     /// profile stack of each chain, and for each raw frame of `leaves` (branch
     /// addresses, which belong to no stack) its innermost profile frame: the function
     /// whose code is at the address, inlined or not.
-    pub fn finish(mut self, symbols: &[Vec<SymFrame>], profile: &mut Profile, leaves: &[u32]) -> (Vec<Option<StackIdx>>, HashMap<u32, FrameIdx>) {
+    pub fn finish(
+        mut self,
+        symbols: &[Vec<SymFrame>],
+        profile: &mut Profile,
+        leaves: &[u32],
+    ) -> (Vec<Option<StackIdx>>, HashMap<u32, FrameIdx>) {
         self.build_tree();
         const NONE: &Vec<SymFrame> = &Vec::new();
         let symbols_of = |f: usize| symbols.get(f).unwrap_or(NONE);
@@ -151,12 +177,17 @@ impl RawStacks {
             let count = syms.len().max(1);
             if first[f] == FrameIdx::MAX {
                 first[f] = profile.frames.len() as FrameIdx;
-                profile.frames.extend((0..count).map(|depth| model_frame(&raw, syms.get(depth), depth as u16)));
+                profile.frames.extend(
+                    (0..count).map(|depth| model_frame(&raw, syms.get(depth), depth as u16)),
+                );
             }
             // Raw nodes are unique (parent, frame) pairs and each raw frame has model
             // frames of its own, so every model node made here is new: no interning.
             for depth in 0..count {
-                profile.stacks.push(kairos_model::Stack { parent, frame: first[f] + depth as FrameIdx });
+                profile.stacks.push(kairos_model::Stack {
+                    parent,
+                    frame: first[f] + depth as FrameIdx,
+                });
                 parent = Some((profile.stacks.len() - 1) as StackIdx);
             }
             // `count >= 1`, so parent is always set here.
@@ -165,18 +196,26 @@ impl RawStacks {
         let mut leaf_only: HashMap<u32, FrameIdx> = HashMap::default();
         let mut leaf_frames = HashMap::with_capacity_and_hasher(leaves.len(), Default::default());
         for &id in leaves {
-            let (Some(raw), syms) = (self.frames.get(id as usize), symbols_of(id as usize)) else { continue };
+            let (Some(raw), syms) = (self.frames.get(id as usize), symbols_of(id as usize)) else {
+                continue;
+            };
             let depth = syms.len().max(1) - 1;
             let fi = match first[id as usize] {
                 FrameIdx::MAX => *leaf_only.entry(id).or_insert_with(|| {
-                    profile.frames.push(model_frame(raw, syms.get(depth), depth as u16));
+                    profile
+                        .frames
+                        .push(model_frame(raw, syms.get(depth), depth as u16));
                     (profile.frames.len() - 1) as FrameIdx
                 }),
                 base => base + depth as FrameIdx,
             };
             leaf_frames.insert(id, fi);
         }
-        let stacks = self.chain_leaves.iter().map(|leaf| leaf.and_then(|n| mapped.get(n as usize).copied())).collect();
+        let stacks = self
+            .chain_leaves
+            .iter()
+            .map(|leaf| leaf.and_then(|n| mapped.get(n as usize).copied()))
+            .collect();
         (stacks, leaf_frames)
     }
 }
@@ -184,7 +223,9 @@ impl RawStacks {
 fn model_frame(raw: &RawFrame, sym: Option<&SymFrame>, depth: u16) -> Frame {
     // Like perf, code without a symbol is "[unknown]"; the module column still tells
     // which file it came from, and the address stays in the frame for later.
-    let function = sym.map(|s| s.function.clone()).unwrap_or_else(|| "[unknown]".to_string());
+    let function = sym
+        .map(|s| s.function.clone())
+        .unwrap_or_else(|| "[unknown]".to_string());
     Frame {
         address: raw.address,
         module: raw.module,

@@ -16,13 +16,13 @@ mod chains;
 mod classify;
 mod code;
 mod data_symbols;
+mod elf_cache;
 mod frames;
 mod overlap;
 mod processes;
-mod resolve;
 mod read_values;
+mod resolve;
 pub mod side;
-mod elf_cache;
 mod time_order;
 mod tree;
 mod unwind;
@@ -31,22 +31,24 @@ use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
 use kairos_model::{BranchKind, LossCounts, Mode, Profile, Sample, Thread, ThreadIdx};
-use kairos_perf_data::{Next, PerfFile, Record, PERF_SAMPLE_BRANCH_STACK, PERF_SAMPLE_BRANCH_TYPE_SAVE};
+use kairos_perf_data::{
+    Next, PerfFile, Record, PERF_SAMPLE_BRANCH_STACK, PERF_SAMPLE_BRANCH_TYPE_SAVE,
+};
 use kairos_symbolize::SymbolizerOptions;
 
+pub use access::{AccessSource, DataAccess};
 use background::Part;
 pub use background::{snapshot_kallsyms, Background};
-pub use callchain::ChainEntry;
-pub use overlap::{overlap, Overlap};
 use branches::{PendingBranch, SampleBranches};
+pub use callchain::ChainEntry;
 use classify::Classifier;
+pub use data_symbols::StaticVar;
 use elf_cache::ElfCache;
 use frames::RawStacks;
-use resolve::{is_anonymous, PerfMaps};
+pub use overlap::{overlap, Overlap};
 use processes::{Mapping, ProcessTable};
+use resolve::{is_anonymous, PerfMaps};
 pub use side::SideSample;
-pub use access::{AccessSource, DataAccess};
-pub use data_symbols::StaticVar;
 
 /// What the converter needs besides the file.
 #[derive(Debug, Clone)]
@@ -59,7 +61,10 @@ pub struct ConvertOptions {
 
 impl Default for ConvertOptions {
     fn default() -> Self {
-        ConvertOptions { symbolizer: SymbolizerOptions::default(), kernel_symbols: true }
+        ConvertOptions {
+            symbolizer: SymbolizerOptions::default(),
+            kernel_symbols: true,
+        }
     }
 }
 
@@ -112,7 +117,11 @@ fn mode_of(misc: u16) -> Mode {
 }
 
 /// Converts a whole perf.data file.
-pub fn convert(file: &PerfFile, opts: &ConvertOptions, on_progress: &mut dyn FnMut(Progress)) -> Converted {
+pub fn convert(
+    file: &PerfFile,
+    opts: &ConvertOptions,
+    on_progress: &mut dyn FnMut(Progress),
+) -> Converted {
     convert_with(file, opts, &Background::default(), on_progress)
 }
 
@@ -120,20 +129,34 @@ pub fn convert(file: &PerfFile, opts: &ConvertOptions, on_progress: &mut dyn FnM
 const BATCH_FRAMES: usize = 2048;
 
 /// [`convert`], with more work for the symbolising thread (see [`Background`]).
-pub fn convert_with(file: &PerfFile, opts: &ConvertOptions, background: &Background, on_progress: &mut dyn FnMut(Progress)) -> Converted {
+pub fn convert_with(
+    file: &PerfFile,
+    opts: &ConvertOptions,
+    background: &Background,
+    on_progress: &mut dyn FnMut(Progress),
+) -> Converted {
     let mut state = State::new(opts, file);
     let (decode_error, symbols) = std::thread::scope(|scope| {
         let (to_worker, batches) = std::sync::mpsc::channel();
         let worker = std::thread::Builder::new()
             .name("kairos-symbolize".into())
-            .spawn_scoped(scope, || background::run(opts.symbolizer.clone(), Part::NotKernel, batches));
+            .spawn_scoped(scope, || {
+                background::run(opts.symbolizer.clone(), Part::NotKernel, batches)
+            });
         // Kernel symbols are read and indexed on a third thread meanwhile, after the copy
         // of /proc/kallsyms (which takes the kernel tens of milliseconds to print).
         let (to_kernel, kernel_batch) = std::sync::mpsc::channel();
         let snapshot = background.kallsyms_snapshot.as_deref();
         let kernel = std::thread::Builder::new()
             .name("kairos-kallsyms".into())
-            .spawn_scoped(scope, move || background::kernel(opts.symbolizer.clone(), snapshot, opts.kernel_symbols, kernel_batch));
+            .spawn_scoped(scope, move || {
+                background::kernel(
+                    opts.symbolizer.clone(),
+                    snapshot,
+                    opts.kernel_symbols,
+                    kernel_batch,
+                )
+            });
         let decode_error = state.replay(file, on_progress, &mut |batch| {
             // Without a thread (it could not start, or it died) the batches wait for the end.
             to_worker.send(batch).map_err(|e| e.0)
@@ -145,15 +168,27 @@ pub fn convert_with(file: &PerfFile, opts: &ConvertOptions, background: &Backgro
         state.raw.build_tree();
         let worker = worker.map(|w| w.join());
         let kernel = kernel.map(|k| k.join());
-        let symbols = match (worker, kernel, undelivered || kernel_undelivered || state.batch_lost) {
+        let symbols = match (
+            worker,
+            kernel,
+            undelivered || kernel_undelivered || state.batch_lost,
+        ) {
             (Ok(Ok(mut symbols)), Ok(Ok(kernel)), false) => {
                 symbols.merge(kernel);
                 symbols
             }
             // A thread failed: symbolise everything here, as it would have.
             _ => {
-                let kallsyms = snapshot.and_then(|dir| snapshot_kallsyms(dir).ok()).or_else(|| opts.symbolizer.kallsyms.clone());
-                let mut w = background::Worker::new(SymbolizerOptions { kallsyms, ..opts.symbolizer.clone() }, Part::All);
+                let kallsyms = snapshot
+                    .and_then(|dir| snapshot_kallsyms(dir).ok())
+                    .or_else(|| opts.symbolizer.kallsyms.clone());
+                let mut w = background::Worker::new(
+                    SymbolizerOptions {
+                        kallsyms,
+                        ..opts.symbolizer.clone()
+                    },
+                    Part::All,
+                );
                 w.add(state.raw.all_frames());
                 w.finish()
             }
@@ -248,12 +283,20 @@ impl State {
             branch_stacks: Vec::new(),
             perf_maps: PerfMaps::new(opts.symbolizer.perf_map_dirs.clone()),
             classifier: Classifier::default(),
-            branch_sample_types: file.attrs().iter().map(|a| a.attr.branch_sample_type).collect(),
+            branch_sample_types: file
+                .attrs()
+                .iter()
+                .map(|a| a.attr.branch_sample_type)
+                .collect(),
             side_attrs: side::side_attrs(file),
             side: Vec::new(),
             access_attrs: access::access_attrs(file),
             accesses: access::Accesses::new(file),
-            fixed_periods: file.attrs().iter().map(|a| a.attr.sample_period().filter(|&p| p > 0)).collect(),
+            fixed_periods: file
+                .attrs()
+                .iter()
+                .map(|a| a.attr.sample_period().filter(|&p| p > 0))
+                .collect(),
             guest_samples: 0,
             unattributed_samples: 0,
             read_deltas: read_values::ReadDeltas::new(file),
@@ -262,7 +305,12 @@ impl State {
 
     /// Replays every record of the file; returns where decoding stopped early. New frames
     /// go to `send` in batches.
-    fn replay(&mut self, file: &PerfFile, on_progress: &mut dyn FnMut(Progress), send: &mut dyn FnMut(background::Batch) -> Result<(), background::Batch>) -> Option<String> {
+    fn replay(
+        &mut self,
+        file: &PerfFile,
+        on_progress: &mut dyn FnMut(Progress),
+        send: &mut dyn FnMut(background::Batch) -> Result<(), background::Batch>,
+    ) -> Option<String> {
         let total = file.data_size();
         let mut records = file.records();
         let mut n: u64 = 0;
@@ -278,7 +326,10 @@ impl State {
             if n % 4096 == 0 {
                 file.reading_at(records.offset());
                 if n % 65536 == 0 {
-                    on_progress(Progress { done: records.consumed(), total });
+                    on_progress(Progress {
+                        done: records.consumed(),
+                        total,
+                    });
                 }
             }
             if self.raw.unsent_frames() >= BATCH_FRAMES && send(self.raw.take_batch()).is_err() {
@@ -322,15 +373,23 @@ impl State {
                 };
                 if !kernel {
                     self.generations.bump(m.pid);
-                    self.unwinder.mmap(m.pid, executable, &mapping, &mut self.elves);
+                    self.unwinder
+                        .mmap(m.pid, executable, &mapping, &mut self.elves);
                 }
                 self.table.mmap(m.pid, kernel, mapping);
             }
             // Counts from a damaged file can be anything: saturate rather than overflow.
-            Record::Lost(l) => self.losses.lost_records = self.losses.lost_records.saturating_add(l.lost),
-            Record::LostSamples(l) => self.losses.lost_samples = self.losses.lost_samples.saturating_add(l.lost),
+            Record::Lost(l) => {
+                self.losses.lost_records = self.losses.lost_records.saturating_add(l.lost)
+            }
+            Record::LostSamples(l) => {
+                self.losses.lost_samples = self.losses.lost_samples.saturating_add(l.lost)
+            }
             Record::Throttle(_) => self.losses.throttled += 1,
-            Record::Other { record_type: kairos_perf_data::PERF_RECORD_SAMPLE, .. } => self.unattributed_samples += 1,
+            Record::Other {
+                record_type: kairos_perf_data::PERF_RECORD_SAMPLE,
+                ..
+            } => self.unattributed_samples += 1,
             _ => {}
         }
     }
@@ -345,14 +404,22 @@ impl State {
         let next = self.threads.len() as ThreadIdx;
         let i = *self.thread_index.entry((pid, tid)).or_insert(next);
         if i == next {
-            self.threads.push(Thread { pid, tid, name: String::new(), process_name: String::new() });
+            self.threads.push(Thread {
+                pid,
+                tid,
+                name: String::new(),
+                process_name: String::new(),
+            });
         }
         self.thread_memo[slot] = Some((pid, tid, i));
         i
     }
 
     fn sample(&mut self, s: &kairos_perf_data::Sample<'_>) {
-        if matches!(s.misc & PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_GUEST_KERNEL | PERF_RECORD_MISC_GUEST_USER) {
+        if matches!(
+            s.misc & PERF_RECORD_MISC_CPUMODE_MASK,
+            PERF_RECORD_MISC_GUEST_KERNEL | PERF_RECORD_MISC_GUEST_USER
+        ) {
             // The guest's processes and binaries are not in this recording.
             self.guest_samples += 1;
             return;
@@ -364,19 +431,35 @@ impl State {
         let thread = self.thread(pid, tid, cpu);
         if self.side_attrs.get(s.attr_index).copied().unwrap_or(false) {
             let object = s.addr.map(|a| side::object_of(&self.table, pid, a));
-            self.side.push(side::PendingSide::new(s, thread, stack, object));
+            self.side
+                .push(side::PendingSide::new(s, thread, stack, object));
         }
         // Without PERIOD in the sample (`-c N`), every sample stands for the attr's period.
         let fixed = self.fixed_periods.get(s.attr_index).copied().flatten();
         if let Some(source) = self.access_attrs.get(s.attr_index).copied().flatten() {
             let period = s.period.or(fixed).unwrap_or(1);
-            let cx = access::Context { table: &self.table, elves: &mut self.elves, pid, thread, raw_stack: stack, period };
+            let cx = access::Context {
+                table: &self.table,
+                elves: &mut self.elves,
+                pid,
+                thread,
+                raw_stack: stack,
+                period,
+            };
             self.accesses.sample(s, source, cx);
         }
         let mut branches = match &s.branch_stack {
             Some(bs) => {
-                let bst = self.branch_sample_types.get(s.attr_index).copied().unwrap_or(0);
-                let entries = bs.entries.iter().map(|e| self.branch(pid, bst, e)).collect();
+                let bst = self
+                    .branch_sample_types
+                    .get(s.attr_index)
+                    .copied()
+                    .unwrap_or(0);
+                let entries = bs
+                    .entries
+                    .iter()
+                    .map(|e| self.branch(pid, bst, e))
+                    .collect();
                 self.branch_stacks.push(entries);
                 (self.branch_stacks.len() - 1) as u32
             }
@@ -391,11 +474,19 @@ impl State {
                 weight,
                 event: u16::try_from(attr).unwrap_or(u16::MAX),
                 // The branch stack belongs to the event that took the sample.
-                branches: if attr == s.attr_index { std::mem::replace(&mut branches, NO_BRANCHES) } else { NO_BRANCHES },
+                branches: if attr == s.attr_index {
+                    std::mem::replace(&mut branches, NO_BRANCHES)
+                } else {
+                    NO_BRANCHES
+                },
             });
         };
         match self.read_deltas.split(s) {
-            read_values::Split::Plain => push(&mut self.samples, s.attr_index, s.period.or(fixed).unwrap_or(1)),
+            read_values::Split::Plain => push(
+                &mut self.samples,
+                s.attr_index,
+                s.period.or(fixed).unwrap_or(1),
+            ),
             read_values::Split::Values { values, unknown } => {
                 self.unattributed_samples += unknown;
                 for (attr, weight) in values {
@@ -409,7 +500,11 @@ impl State {
     /// instruction addresses, not return addresses), and its kind from the saved type or
     /// from the instruction at FROM.
     fn branch(&mut self, pid: i32, bst: u64, e: &kairos_perf_data::BranchEntry) -> PendingBranch {
-        let saved = if bst & PERF_SAMPLE_BRANCH_TYPE_SAVE != 0 { classify::from_type(e.flags.branch_type()) } else { None };
+        let saved = if bst & PERF_SAMPLE_BRANCH_TYPE_SAVE != 0 {
+            classify::from_type(e.flags.branch_type())
+        } else {
+            None
+        };
         let kind = saved.unwrap_or_else(|| self.decode_kind_at(pid, e.from));
         PendingBranch {
             from: e.from,
@@ -427,9 +522,21 @@ impl State {
             return None; // an LBR slot not yet filled
         }
         // x86_64 and aarch64 kernels live in the upper half of the address space.
-        let mode = if (address as i64) < 0 { Mode::Kernel } else { Mode::User };
+        let mode = if (address as i64) < 0 {
+            Mode::Kernel
+        } else {
+            Mode::User
+        };
         let process = self.generations.key(pid);
-        let id = self.frame_id(pid, process, &ChainEntry { address, mode, is_return_address: false });
+        let id = self.frame_id(
+            pid,
+            process,
+            &ChainEntry {
+                address,
+                mode,
+                is_return_address: false,
+            },
+        );
         self.raw.has_module(id).then_some(id)
     }
 
@@ -437,7 +544,13 @@ impl State {
         if (address as i64) < 0 {
             return BranchKind::Unknown; // kernel code: no binary to read
         }
-        let Some(map) = self.table.find(pid, false, address).filter(|m| m.executable) else { return BranchKind::Unknown };
+        let Some(map) = self
+            .table
+            .find(pid, false, address)
+            .filter(|m| m.executable)
+        else {
+            return BranchKind::Unknown;
+        };
         if is_anonymous(&map.path) || map.path.starts_with('[') {
             return BranchKind::Unknown;
         }
@@ -468,15 +581,25 @@ impl State {
         time_order::sort_by_time(&mut self.samples, |p| p.time_ns);
     }
 
-    fn finish(mut self, decode_error: Option<String>, file: &PerfFile, mut symbols: background::Symbols) -> Converted {
+    fn finish(
+        mut self,
+        decode_error: Option<String>,
+        file: &PerfFile,
+        mut symbols: background::Symbols,
+    ) -> Converted {
         let mut profile = Profile::default();
-        let (stacks, leaf_frames) = std::mem::take(&mut self.raw).finish(&symbols.frames, &mut profile, &self.leaves);
+        let (stacks, leaf_frames) =
+            std::mem::take(&mut self.raw).finish(&symbols.frames, &mut profile, &self.leaves);
         for t in &mut self.threads {
             t.name = self.table.thread_name(t.tid).unwrap_or("").to_string();
             t.process_name = self.table.thread_name(t.pid).unwrap_or(&t.name).to_string();
             if t.name.is_empty() {
                 // pid/tid 0 is the idle task, which never gets a COMM record.
-                t.name = if t.tid == 0 { "swapper".into() } else { format!("[tid {}]", t.tid) };
+                t.name = if t.tid == 0 {
+                    "swapper".into()
+                } else {
+                    format!("[tid {}]", t.tid)
+                };
             }
             if t.pid == 0 && t.process_name.is_empty() {
                 t.process_name = "swapper".into();
@@ -497,13 +620,21 @@ impl State {
             .map(|(i, p)| {
                 if let Some(entries) = self.branch_stacks.get_mut(p.branches as usize) {
                     let entries = std::mem::take(entries);
-                    sample_branches.push((i as u32, SampleBranches { thread: p.thread, entries }));
+                    sample_branches.push((
+                        i as u32,
+                        SampleBranches {
+                            thread: p.thread,
+                            entries,
+                        },
+                    ));
                 }
                 Sample {
                     time_ns: p.time_ns,
                     thread: p.thread,
                     cpu: p.cpu,
-                    stack: p.stack.and_then(|c| stacks.get(c as usize).copied().flatten()),
+                    stack: p
+                        .stack
+                        .and_then(|c| stacks.get(c as usize).copied().flatten()),
                     weight: p.weight,
                 }
             })
@@ -513,10 +644,16 @@ impl State {
         let data_accesses = access::finish(std::mem::take(&mut self.accesses.pending), &stacks);
         let unresolved_accesses = std::mem::take(&mut self.accesses.unresolved);
         let mut notes = self.notes;
-        let branch_attr = file.attrs().iter().find(|a| a.attr.sample_type & PERF_SAMPLE_BRANCH_STACK != 0);
+        let branch_attr = file
+            .attrs()
+            .iter()
+            .find(|a| a.attr.sample_type & PERF_SAMPLE_BRANCH_STACK != 0);
         if let Some(a) = branch_attr {
-            let (records, info) =
-                branches::assemble(sample_branches.into_iter(), &leaf_frames, branches::describe_filter(a.attr.branch_sample_type));
+            let (records, info) = branches::assemble(
+                sample_branches.into_iter(),
+                &leaf_frames,
+                branches::describe_filter(a.attr.branch_sample_type),
+            );
             if info.unclassified > 0 {
                 notes.push(format!(
                     "{} of {} branch records could not be classified as call, return or other: the recording did not save branch types and the instruction at FROM could not be read (binary not at hand)",
@@ -547,12 +684,37 @@ impl State {
                 self.unattributed_samples
             ));
         }
-        let events: Vec<String> = file.attrs().iter().map(|a| a.name.clone().unwrap_or_else(|| a.attr.event_name())).collect();
-        profile.events = file.attrs().iter().zip(&events).map(|(a, name)| kairos_model::EventDef { name: name.clone(), time: is_timer(&a.attr) }).collect();
+        let events: Vec<String> = file
+            .attrs()
+            .iter()
+            .map(|a| a.name.clone().unwrap_or_else(|| a.attr.event_name()))
+            .collect();
+        profile.events = file
+            .attrs()
+            .iter()
+            .zip(&events)
+            .map(|(a, name)| kairos_model::EventDef {
+                name: name.clone(),
+                time: is_timer(&a.attr),
+            })
+            .collect();
         let default = profile.default_event() as usize;
-        profile.weight_event = profile.events.get(default).filter(|e| !e.time).map(|e| e.name.clone());
+        profile.weight_event = profile
+            .events
+            .get(default)
+            .filter(|e| !e.time)
+            .map(|e| e.name.clone());
         let left_out = self.guest_samples + self.unattributed_samples;
-        Converted { profile, decode_error, notes, events, side_samples, data_accesses, unresolved_accesses, left_out }
+        Converted {
+            profile,
+            decode_error,
+            notes,
+            events,
+            side_samples,
+            data_accesses,
+            unresolved_accesses,
+            left_out,
+        }
     }
 }
 
@@ -561,7 +723,8 @@ impl State {
 pub fn is_timer(attr: &kairos_perf_data::EventAttr) -> bool {
     const CPU_CLOCK: u64 = 0;
     const TASK_CLOCK: u64 = 1;
-    attr.type_ == kairos_perf_data::PERF_TYPE_SOFTWARE && matches!(attr.config, CPU_CLOCK | TASK_CLOCK)
+    attr.type_ == kairos_perf_data::PERF_TYPE_SOFTWARE
+        && matches!(attr.config, CPU_CLOCK | TASK_CLOCK)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -569,7 +732,11 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// Reads and converts a file in one go.
-pub fn convert_path(path: &Path, opts: &ConvertOptions, on_progress: &mut dyn FnMut(Progress)) -> Result<Converted, kairos_perf_data::PerfDataError> {
+pub fn convert_path(
+    path: &Path,
+    opts: &ConvertOptions,
+    on_progress: &mut dyn FnMut(Progress),
+) -> Result<Converted, kairos_perf_data::PerfDataError> {
     let file = PerfFile::open(path)?;
     Ok(convert(&file, opts, on_progress))
 }

@@ -29,15 +29,24 @@ pub struct Overlap {
 pub fn overlap(prev: Option<&[Key]>, cur: &[Key], depth: usize) -> Overlap {
     let n = cur.len();
     let Some(prev) = prev.filter(|p| !p.is_empty()) else {
-        return Overlap { new: n, overflowed: false };
+        return Overlap {
+            new: n,
+            overflowed: false,
+        };
     };
     for k in 0..n {
         let common = n - k;
         if common <= prev.len() && cur[k..] == prev[..common] {
-            return Overlap { new: k, overflowed: false };
+            return Overlap {
+                new: k,
+                overflowed: false,
+            };
         }
     }
-    Overlap { new: n, overflowed: n > 0 && depth > 0 && n >= depth }
+    Overlap {
+        new: n,
+        overflowed: n > 0 && depth > 0 && n >= depth,
+    }
 }
 
 #[cfg(test)]
@@ -51,7 +60,13 @@ mod tests {
     #[test]
     fn full_overlap_means_nothing_new() {
         let p = keys(&[4, 3, 2, 1]);
-        assert_eq!(overlap(Some(&p), &p, 4), Overlap { new: 0, overflowed: false });
+        assert_eq!(
+            overlap(Some(&p), &p, 4),
+            Overlap {
+                new: 0,
+                overflowed: false
+            }
+        );
     }
 
     #[test]
@@ -59,7 +74,13 @@ mod tests {
         // Two branches (6, 5) happened since the previous sample.
         let prev = keys(&[4, 3, 2, 1]);
         let cur = keys(&[6, 5, 4, 3]);
-        assert_eq!(overlap(Some(&prev), &cur, 4), Overlap { new: 2, overflowed: false });
+        assert_eq!(
+            overlap(Some(&prev), &cur, 4),
+            Overlap {
+                new: 2,
+                overflowed: false
+            }
+        );
         // A shorter previous snapshot (ring not yet full) still overlaps.
         let prev = keys(&[2, 1]);
         let cur = keys(&[3, 2, 1]);
@@ -70,18 +91,48 @@ mod tests {
     fn no_overlap_with_a_full_ring_is_an_overflow() {
         let prev = keys(&[4, 3, 2, 1]);
         let cur = keys(&[9, 8, 7, 6]);
-        assert_eq!(overlap(Some(&prev), &cur, 4), Overlap { new: 4, overflowed: true });
+        assert_eq!(
+            overlap(Some(&prev), &cur, 4),
+            Overlap {
+                new: 4,
+                overflowed: true
+            }
+        );
         // Not full: the ring was cleared (context switch), nothing lost that we know of.
-        assert_eq!(overlap(Some(&prev), &cur[..3], 4), Overlap { new: 3, overflowed: false });
+        assert_eq!(
+            overlap(Some(&prev), &cur[..3], 4),
+            Overlap {
+                new: 3,
+                overflowed: false
+            }
+        );
         // First snapshot of a thread: no verdict.
-        assert_eq!(overlap(None, &cur, 4), Overlap { new: 4, overflowed: false });
+        assert_eq!(
+            overlap(None, &cur, 4),
+            Overlap {
+                new: 4,
+                overflowed: false
+            }
+        );
     }
 
     #[test]
     fn empty_snapshots() {
         let prev = keys(&[4, 3]);
-        assert_eq!(overlap(Some(&prev), &[], 4), Overlap { new: 0, overflowed: false });
-        assert_eq!(overlap(Some(&[]), &prev, 2), Overlap { new: 2, overflowed: false });
+        assert_eq!(
+            overlap(Some(&prev), &[], 4),
+            Overlap {
+                new: 0,
+                overflowed: false
+            }
+        );
+        assert_eq!(
+            overlap(Some(&[]), &prev, 2),
+            Overlap {
+                new: 2,
+                overflowed: false
+            }
+        );
     }
 
     #[test]

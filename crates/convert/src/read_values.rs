@@ -17,7 +17,10 @@ pub(crate) enum Split {
     /// No counter values with ids: the sample counts as itself.
     Plain,
     /// (attr index, weight) per counter that advanced; ids of no event counted apart.
-    Values { values: Vec<(usize, u64)>, unknown: u64 },
+    Values {
+        values: Vec<(usize, u64)>,
+        unknown: u64,
+    },
 }
 
 impl ReadDeltas {
@@ -28,11 +31,20 @@ impl ReadDeltas {
                 attr_of_id.entry(id).or_insert(i);
             }
         }
-        ReadDeltas { attr_of_id, last: HashMap::default() }
+        ReadDeltas {
+            attr_of_id,
+            last: HashMap::default(),
+        }
     }
 
     pub(crate) fn split(&mut self, s: &Sample<'_>) -> Split {
-        let Some(read) = s.read.as_ref().filter(|r| r.values.iter().any(|v| v.id.is_some())) else { return Split::Plain };
+        let Some(read) = s
+            .read
+            .as_ref()
+            .filter(|r| r.values.iter().any(|v| v.id.is_some()))
+        else {
+            return Split::Plain;
+        };
         let mut values = Vec::with_capacity(read.values.len());
         let mut unknown = 0;
         for v in &read.values {

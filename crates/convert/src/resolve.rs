@@ -32,8 +32,11 @@ impl State {
             (Some(regs), Some(stack)) => {
                 split_into(&mut self.chain, callchain.iter(), ip, ip_mode);
                 // Only the first dyn_size bytes were copied; the rest of the buffer is padding.
-                let valid = s.stack_user_dyn_size.map_or(stack.len(), |n| usize::try_from(n).unwrap_or(usize::MAX).min(stack.len()));
-                self.unwinder.unwind(pid, regs, &stack[..valid], &mut self.chain);
+                let valid = s.stack_user_dyn_size.map_or(stack.len(), |n| {
+                    usize::try_from(n).unwrap_or(usize::MAX).min(stack.len())
+                });
+                self.unwinder
+                    .unwind(pid, regs, &stack[..valid], &mut self.chain);
                 let key = self.chains.own_key();
                 for e in &self.chain {
                     key.extend_from_slice(&e.address.to_le_bytes());
@@ -57,7 +60,8 @@ impl State {
                 }
                 split_into(&mut self.chain, callchain.iter(), ip, ip_mode);
                 let node = self.intern_chain(pid, process);
-                self.chains.insert_recent(slot, &head, callchain.as_bytes(), node);
+                self.chains
+                    .insert_recent(slot, &head, callchain.as_bytes(), node);
                 node
             }
         }
@@ -76,7 +80,11 @@ impl State {
 
     /// [`State::raw_frame`] through the per-process address cache.
     pub(crate) fn frame_id(&mut self, pid: i32, process: u64, e: &ChainEntry) -> u32 {
-        let process = if e.mode == Mode::Kernel { KERNEL_FRAMES } else { process };
+        let process = if e.mode == Mode::Kernel {
+            KERNEL_FRAMES
+        } else {
+            process
+        };
         let flags = entry_flags(e);
         if let Some(id) = self.frame_cache.get(process, e.address, flags) {
             return id;
@@ -96,11 +104,28 @@ impl State {
             is_return_address: e.is_return_address,
         };
         if kernel {
-            let key = if self.kernel_symbols { ModuleKey::Kernel } else { ModuleKey::Anonymous };
-            let m = *self.kernel_module.get_or_insert_with(|| self.raw.module("[kernel.kallsyms]", None, key));
+            let key = if self.kernel_symbols {
+                ModuleKey::Kernel
+            } else {
+                ModuleKey::Anonymous
+            };
+            let m = *self
+                .kernel_module
+                .get_or_insert_with(|| self.raw.module("[kernel.kallsyms]", None, key));
             f.module = Some(m);
-        } else if let Some(map) = self.table.find(pid, false, e.address).filter(|m| m.executable) {
-            let (module, offset) = resolve_user(&mut self.raw, &mut self.elves, &mut self.perf_maps, pid, map, e.address);
+        } else if let Some(map) = self
+            .table
+            .find(pid, false, e.address)
+            .filter(|m| m.executable)
+        {
+            let (module, offset) = resolve_user(
+                &mut self.raw,
+                &mut self.elves,
+                &mut self.perf_maps,
+                pid,
+                map,
+                e.address,
+            );
             f.module = Some(module);
             f.module_offset = offset;
         }
@@ -111,7 +136,14 @@ impl State {
 /// Maps a user address to its module and ELF virtual address (or absolute address for
 /// code covered by a perf map: JIT code in anonymous memory, and binaries that are gone
 /// when a perf-PID.map describes the process instead).
-fn resolve_user(raw: &mut RawStacks, elves: &mut ElfCache, perf_maps: &mut PerfMaps, pid: i32, map: &Mapping, addr: u64) -> (u32, u64) {
+fn resolve_user(
+    raw: &mut RawStacks,
+    elves: &mut ElfCache,
+    perf_maps: &mut PerfMaps,
+    pid: i32,
+    map: &Mapping,
+    addr: u64,
+) -> (u32, u64) {
     let path = map.path.as_str();
     if is_anonymous(path) {
         let name = format!("[perf-{pid}.map]");
@@ -124,12 +156,20 @@ fn resolve_user(raw: &mut RawStacks, elves: &mut ElfCache, perf_maps: &mut PerfM
         let name = format!("{path} [perf-{pid}.map]");
         return (raw.module(&name, None, ModuleKey::PerfMap { pid }), addr);
     }
-    let build_id = map.build_id.clone().or_else(|| info.and_then(|i| i.build_id.clone()));
-    let vaddr = info.and_then(|i| kairos_symbolize::file_offset_to_elf_vaddr(i, file_offset)).unwrap_or(file_offset);
+    let build_id = map
+        .build_id
+        .clone()
+        .or_else(|| info.and_then(|i| i.build_id.clone()));
+    let vaddr = info
+        .and_then(|i| kairos_symbolize::file_offset_to_elf_vaddr(i, file_offset))
+        .unwrap_or(file_offset);
     let key = if path.starts_with('[') {
         ModuleKey::Anonymous
     } else {
-        ModuleKey::Elf { path: path.to_string(), build_id: build_id.clone() }
+        ModuleKey::Elf {
+            path: path.to_string(),
+            build_id: build_id.clone(),
+        }
     };
     (raw.module(path, build_id.as_deref(), key), vaddr)
 }
@@ -142,12 +182,18 @@ pub(crate) struct PerfMaps {
 
 impl PerfMaps {
     pub(crate) fn new(dirs: Vec<std::path::PathBuf>) -> Self {
-        PerfMaps { dirs, known: HashMap::default() }
+        PerfMaps {
+            dirs,
+            known: HashMap::default(),
+        }
     }
 
     fn exists(&mut self, pid: i32) -> bool {
         let dirs = &self.dirs;
-        *self.known.entry(pid).or_insert_with(|| dirs.iter().any(|d| d.join(format!("perf-{pid}.map")).is_file()))
+        *self.known.entry(pid).or_insert_with(|| {
+            dirs.iter()
+                .any(|d| d.join(format!("perf-{pid}.map")).is_file())
+        })
     }
 }
 
@@ -157,6 +203,10 @@ pub(crate) fn entry_flags(e: &ChainEntry) -> u16 {
 }
 
 pub(crate) fn is_anonymous(path: &str) -> bool {
-    path.is_empty() || path.starts_with("//anon") || path.starts_with("[anon") || path.starts_with("/memfd:") || path == "[heap]" || path == "[stack]"
+    path.is_empty()
+        || path.starts_with("//anon")
+        || path.starts_with("[anon")
+        || path.starts_with("/memfd:")
+        || path == "[heap]"
+        || path == "[stack]"
 }
-

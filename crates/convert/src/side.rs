@@ -44,14 +44,23 @@ pub(crate) struct PendingSide {
 }
 
 impl PendingSide {
-    pub(crate) fn new(s: &kairos_perf_data::Sample<'_>, thread: ThreadIdx, raw_stack: Option<u32>, object: Option<MemoryObject>) -> Self {
+    pub(crate) fn new(
+        s: &kairos_perf_data::Sample<'_>,
+        thread: ThreadIdx,
+        raw_stack: Option<u32>,
+        object: Option<MemoryObject>,
+    ) -> Self {
         // Tracepoint payloads start with the 8-byte common header (type, flags,
         // preempt_count, pid); the event's first field follows. The first field of
         // raw_syscalls:sys_enter is the syscall number (long), of irq_handler_entry the IRQ
         // (int), of the irq_vectors events the vector (int): read as i32 when 4 bytes remain.
         let payload = s.raw.and_then(|r| match r.get(8..16) {
-            Some(b) => Some(i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])),
-            None => r.get(8..12).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64),
+            Some(b) => Some(i64::from_le_bytes([
+                b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+            ])),
+            None => r
+                .get(8..12)
+                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64),
         });
         PendingSide {
             s: SideSample {
@@ -87,7 +96,10 @@ impl Stacked for SideSample {
 
 /// Resolves raw stacks (chain numbers) to the profile's and sorts by time.
 /// `stacks`: the profile stack of each chain number.
-pub(crate) fn with_stacks<T: Stacked>(pending: impl Iterator<Item = (T, Option<u32>)>, stacks: &[Option<StackIdx>]) -> Vec<T> {
+pub(crate) fn with_stacks<T: Stacked>(
+    pending: impl Iterator<Item = (T, Option<u32>)>,
+    stacks: &[Option<StackIdx>],
+) -> Vec<T> {
     let mut out: Vec<T> = pending
         .map(|(mut r, raw)| {
             r.set_stack(raw.and_then(|c| stacks.get(c as usize).copied().flatten()));
@@ -109,7 +121,11 @@ pub(crate) fn finish(pending: Vec<PendingSide>, stacks: &[Option<StackIdx>]) -> 
 pub(crate) fn side_attrs(file: &PerfFile) -> Vec<bool> {
     let attrs = file.attrs();
     let timer_first = attrs.first().is_some_and(|a| crate::is_timer(&a.attr));
-    attrs.iter().enumerate().map(|(i, _)| timer_first && attrs.len() > 1 && i > 0).collect()
+    attrs
+        .iter()
+        .enumerate()
+        .map(|(i, _)| timer_first && attrs.len() > 1 && i > 0)
+        .collect()
 }
 
 /// The memory object holding `addr` in process `pid`. The heap grown by brk and the
@@ -118,18 +134,31 @@ pub(crate) fn side_attrs(file: &PerfFile) -> Vec<bool> {
 /// brk heap, above every mapping the stack.
 pub(crate) fn object_of(table: &ProcessTable, pid: i32, addr: u64) -> MemoryObject {
     if let Some(m) = table.find(pid, false, addr) {
-        let name = if m.path.is_empty() || m.path.starts_with("//anon") || m.path.starts_with("[anon") {
-            "[anon]".to_string()
-        } else {
-            m.path.clone()
+        let name =
+            if m.path.is_empty() || m.path.starts_with("//anon") || m.path.starts_with("[anon") {
+                "[anon]".to_string()
+            } else {
+                m.path.clone()
+            };
+        return MemoryObject {
+            name,
+            start: m.start,
+            end: m.end,
         };
-        return MemoryObject { name, start: m.start, end: m.end };
     }
     let (below, above) = table.neighbours(pid, addr);
     let name = match (below, above) {
         (Some(_), None) => "[stack]",
-        (Some(b), Some(_)) if !b.path.is_empty() && !b.path.starts_with('[') && !b.path.starts_with("//") => "[heap]",
+        (Some(b), Some(_))
+            if !b.path.is_empty() && !b.path.starts_with('[') && !b.path.starts_with("//") =>
+        {
+            "[heap]"
+        }
         _ => "[unmapped]",
     };
-    MemoryObject { name: name.into(), start: below.map_or(0, |b| b.end), end: above.map_or(u64::MAX, |a| a.start) }
+    MemoryObject {
+        name: name.into(),
+        start: below.map_or(0, |b| b.end),
+        end: above.map_or(u64::MAX, |a| a.start),
+    }
 }

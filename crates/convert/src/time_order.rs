@@ -52,7 +52,14 @@ fn run_end<T>(v: &[T], from: usize, key: &impl Fn(&T) -> u64) -> usize {
 /// Merges `left` (a copy of `v[at..right_start]`) with `v[right_start..right_end]` into
 /// `v[at..right_end]`, left first on ties. Writing never overtakes the right run's
 /// reading position, so the right run can be merged in place.
-fn merge_into<T: Copy>(v: &mut [T], at: usize, left: &[T], right_start: usize, right_end: usize, key: &impl Fn(&T) -> u64) {
+fn merge_into<T: Copy>(
+    v: &mut [T],
+    at: usize,
+    left: &[T],
+    right_start: usize,
+    right_end: usize,
+    key: &impl Fn(&T) -> u64,
+) {
     let (mut l, mut r, mut out) = (0, right_start, at);
     while l < left.len() && r < right_end {
         if key(&v[r]) < key(&left[l]) {
@@ -90,7 +97,9 @@ mod tests {
     fn same_as_the_stable_sort() {
         let mut x: u64 = 11;
         let mut rnd = |n: u64| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (x >> 33) % n
         };
         check(Vec::new());
@@ -120,7 +129,9 @@ mod tests {
     #[test]
     fn gives_up_on_hostile_shapes() {
         // Descending: every element is its own run and overlaps everything before it.
-        let mut v: Vec<(u64, u32)> = (0..100_000u32).map(|i| (u64::from(100_000 - i), i)).collect();
+        let mut v: Vec<(u64, u32)> = (0..100_000u32)
+            .map(|i| (u64::from(100_000 - i), i))
+            .collect();
         assert!(!merge_runs(&mut v.clone(), &|x: &(u64, u32)| x.0, 400_000));
         sort_by_time(&mut v, |x| x.0);
         assert!(v.windows(2).all(|w| w[0].0 <= w[1].0));

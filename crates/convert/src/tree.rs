@@ -51,7 +51,11 @@ impl Chains {
             let common = match prev {
                 Some(p) => {
                     let (pr, pc) = (self.range(p), self.chain(p));
-                    let common = pc.iter().zip(&self.frames[r.clone()]).take_while(|(a, b)| a == b).count();
+                    let common = pc
+                        .iter()
+                        .zip(&self.frames[r.clone()])
+                        .take_while(|(a, b)| a == b)
+                        .count();
                     sorted_node.copy_within(pr.start..pr.start + common, r.start);
                     common
                 }
@@ -92,16 +96,23 @@ mod tests {
     fn same_tree_and_numbers_as_interning_in_order() {
         let mut x: u64 = 7;
         let mut rnd = |n: u64| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (x >> 33) % n
         };
         for round in 0..50 {
             let mut chains = Chains::default();
-            let (mut want, mut interner, mut want_leaves) = (Vec::new(), StackInterner::default(), Vec::new());
+            let (mut want, mut interner, mut want_leaves) =
+                (Vec::new(), StackInterner::default(), Vec::new());
             let mut previous: Vec<u32> = Vec::new();
             for _ in 0..(1 + rnd(200)) {
                 // Often a variation of the previous chain, as in real recordings.
-                let keep = if previous.is_empty() { 0 } else { rnd(previous.len() as u64 + 1) as usize };
+                let keep = if previous.is_empty() {
+                    0
+                } else {
+                    rnd(previous.len() as u64 + 1) as usize
+                };
                 let mut chain: Vec<u32> = previous[..keep].to_vec();
                 for _ in 0..rnd(6 + round % 5) {
                     chain.push(rnd(8) as u32);

@@ -86,9 +86,15 @@ impl Process {
                 continue;
             }
             self.unwinder.remove_module(e.range.start);
-            for part in [e.range.start..range.start.min(e.range.end), range.end.max(e.range.start)..e.range.end] {
+            for part in [
+                e.range.start..range.start.min(e.range.end),
+                range.end.max(e.range.start)..e.range.end,
+            ] {
                 if part.start < part.end {
-                    let piece = Entry { range: part, ..e.clone() };
+                    let piece = Entry {
+                        range: part,
+                        ..e.clone()
+                    };
                     self.unwinder.add_module(piece.module());
                     kept.push(piece);
                 }
@@ -100,14 +106,21 @@ impl Process {
 
     fn add(&mut self, e: Entry) {
         self.unwinder.add_module(e.module());
-        let at = self.entries.partition_point(|o| o.range.start < e.range.start);
+        let at = self
+            .entries
+            .partition_point(|o| o.range.start < e.range.start);
         self.entries.insert(at, e);
     }
 }
 
 impl Entry {
     fn module(&self) -> Module<Bytes> {
-        Module::new(self.name.clone(), self.range.clone(), self.base_avma, self.sections.clone())
+        Module::new(
+            self.name.clone(),
+            self.range.clone(),
+            self.base_avma,
+            self.sections.clone(),
+        )
     }
 }
 
@@ -162,21 +175,34 @@ impl DwarfUnwinder {
         if !executable || !mapping.path.starts_with('/') || mapping.path.starts_with("/memfd:") {
             return;
         }
-        let Some(info) = elves.get(&mapping.path).cloned() else { return };
+        let Some(info) = elves.get(&mapping.path).cloned() else {
+            return;
+        };
         if let (Some(recorded), Some(on_disk)) = (&mapping.build_id, &info.build_id) {
             if recorded != on_disk {
                 // Another build than the one that ran: its CFI would describe other code.
                 return;
             }
         }
-        let Some(base_avma) = base_avma(&info, mapping) else { return };
+        let Some(base_avma) = base_avma(&info, mapping) else {
+            return;
+        };
         let sections = self
             .files
             .entry(mapping.path.clone())
-            .or_insert_with(|| elves.map(&mapping.path).and_then(|bytes| UnwindSections::read(&bytes)))
+            .or_insert_with(|| {
+                elves
+                    .map(&mapping.path)
+                    .and_then(|bytes| UnwindSections::read(&bytes))
+            })
             .clone();
         let Some(sections) = sections else { return };
-        let entry = Entry { range, base_avma, name: mapping.path.clone(), sections };
+        let entry = Entry {
+            range,
+            base_avma,
+            name: mapping.path.clone(),
+            sections,
+        };
         self.processes.entry(pid).or_default().add(entry);
     }
 
@@ -196,16 +222,28 @@ impl DwarfUnwinder {
             self.stopped += 1;
             return;
         };
-        let unwinder = self.processes.get(&pid).map_or(&self.empty, |p| &p.unwinder);
+        let unwinder = self
+            .processes
+            .get(&pid)
+            .map_or(&self.empty, |p| &p.unwinder);
         let mut read_stack = |addr| read_stack_word(stack, sp, addr);
-        let mut frames = unwinder.iter_frames(ip, UnwindRegsX86_64::new(ip, sp, bp), &mut self.cache, &mut read_stack);
+        let mut frames = unwinder.iter_frames(
+            ip,
+            UnwindRegsX86_64::new(ip, sp, bp),
+            &mut self.cache,
+            &mut read_stack,
+        );
         chain.retain(|e| e.mode != Mode::User);
         let mut complete = false;
         for _ in 0..MAX_FRAMES {
             match frames.next() {
                 Ok(Some(frame)) => {
                     let is_return_address = !chain.is_empty();
-                    chain.push(ChainEntry { address: frame.address(), mode: Mode::User, is_return_address });
+                    chain.push(ChainEntry {
+                        address: frame.address(),
+                        mode: Mode::User,
+                        is_return_address,
+                    });
                 }
                 Ok(None) => {
                     complete = true;
@@ -250,7 +288,9 @@ fn x86_64_regs(regs: &Regs) -> Option<(u64, u64, u64)> {
 /// The 8-byte word at address `addr` of the sampled stack, whose copy starts at `sp`.
 fn read_stack_word(stack: &[u8], sp: u64, addr: u64) -> Result<u64, ()> {
     let offset = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
-    let bytes = stack.get(offset..offset.checked_add(8).ok_or(())?).ok_or(())?;
+    let bytes = stack
+        .get(offset..offset.checked_add(8).ok_or(())?)
+        .ok_or(())?;
     Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
 }
 
@@ -263,8 +303,15 @@ fn base_avma(info: &ElfInfo, mapping: &Mapping) -> Option<u64> {
         .load_segments
         .iter()
         .filter(|s| s.flags & PF_X != 0)
-        .find(|s| s.offset & !(PAGE - 1) <= mapping.pgoff && mapping.pgoff < s.offset.saturating_add(s.filesz))?;
-    mapping.start.checked_sub(mapping.pgoff)?.checked_add(seg.offset)?.checked_sub(seg.vaddr)
+        .find(|s| {
+            s.offset & !(PAGE - 1) <= mapping.pgoff
+                && mapping.pgoff < s.offset.saturating_add(s.filesz)
+        })?;
+    mapping
+        .start
+        .checked_sub(mapping.pgoff)?
+        .checked_add(seg.offset)?
+        .checked_sub(seg.vaddr)
 }
 
 /// The sections framehop asks for, copied out of an ELF file: addresses for `.text` and
@@ -278,13 +325,32 @@ impl UnwindSections {
     fn read(file: &[u8]) -> Option<Self> {
         let elf = object::File::parse(file).ok()?;
         let mut out = UnwindSections::default();
-        for (name, with_data) in [(".text", false), (".got", false), (".eh_frame", true), (".eh_frame_hdr", true), (".debug_frame", true)] {
-            let Some(s) = elf.section_by_name(name) else { continue };
+        for (name, with_data) in [
+            (".text", false),
+            (".got", false),
+            (".eh_frame", true),
+            (".eh_frame_hdr", true),
+            (".debug_frame", true),
+        ] {
+            let Some(s) = elf.section_by_name(name) else {
+                continue;
+            };
             // NOBITS sections (as in separate debug files) read as empty: no data then.
-            let data = with_data.then(|| s.uncompressed_data().ok()).flatten().filter(|d| !d.is_empty()).map(|d| Bytes::from(&*d));
-            out.sections.push((name, s.address()..s.address().saturating_add(s.size()), data));
+            let data = with_data
+                .then(|| s.uncompressed_data().ok())
+                .flatten()
+                .filter(|d| !d.is_empty())
+                .map(|d| Bytes::from(&*d));
+            out.sections.push((
+                name,
+                s.address()..s.address().saturating_add(s.size()),
+                data,
+            ));
         }
-        let has_cfi = out.sections.iter().any(|(n, _, d)| d.is_some() && (*n == ".eh_frame" || *n == ".debug_frame"));
+        let has_cfi = out
+            .sections
+            .iter()
+            .any(|(n, _, d)| d.is_some() && (*n == ".eh_frame" || *n == ".debug_frame"));
         has_cfi.then_some(out)
     }
 
@@ -327,7 +393,11 @@ mod tests {
                 r => 0x1000 + u64::from(r),
             })
             .collect();
-        Regs { abi: REGS_ABI_64, mask: MASK, values }
+        Regs {
+            abi: REGS_ABI_64,
+            mask: MASK,
+            values,
+        }
     }
 
     fn stack(words: &[u64]) -> Vec<u8> {
@@ -336,11 +406,27 @@ mod tests {
 
     #[test]
     fn registers_are_found_through_the_mask() {
-        assert_eq!(x86_64_regs(&regs(0x401000, 0x7ff0, 0x7ff8)), Some((0x401000, 0x7ff0, 0x7ff8)));
+        assert_eq!(
+            x86_64_regs(&regs(0x401000, 0x7ff0, 0x7ff8)),
+            Some((0x401000, 0x7ff0, 0x7ff8))
+        );
         // R8 sits at bit 16 but at index 12, after the four skipped segment registers.
         assert_eq!(regs(1, 2, 3).get(16), Some(0x1010));
-        assert_eq!(x86_64_regs(&Regs { abi: 1, ..regs(1, 2, 3) }), None);
-        assert_eq!(x86_64_regs(&Regs { abi: REGS_ABI_64, mask: MASK, values: vec![1, 2] }), None);
+        assert_eq!(
+            x86_64_regs(&Regs {
+                abi: 1,
+                ..regs(1, 2, 3)
+            }),
+            None
+        );
+        assert_eq!(
+            x86_64_regs(&Regs {
+                abi: REGS_ABI_64,
+                mask: MASK,
+                values: vec![1, 2]
+            }),
+            None
+        );
     }
 
     #[test]
@@ -363,12 +449,23 @@ mod tests {
         // frame 2 at sp+24: saved bp 0 (outermost), return 0x405678.
         let s = stack(&[0xdead, sp + 24, 0x401234, 0, 0x405678]);
         let mut chain = vec![
-            ChainEntry { address: 0xffff_ffff_8100_0000, mode: Mode::Kernel, is_return_address: false },
-            ChainEntry { address: 0x400100, mode: Mode::User, is_return_address: true },
+            ChainEntry {
+                address: 0xffff_ffff_8100_0000,
+                mode: Mode::Kernel,
+                is_return_address: false,
+            },
+            ChainEntry {
+                address: 0x400100,
+                mode: Mode::User,
+                is_return_address: true,
+            },
         ];
         let mut u = DwarfUnwinder::new(Some("x86_64"));
         u.unwind(42, &regs(0x400100, sp, sp + 8), &s, &mut chain);
-        let got: Vec<_> = chain.iter().map(|e| (e.address, e.mode, e.is_return_address)).collect();
+        let got: Vec<_> = chain
+            .iter()
+            .map(|e| (e.address, e.mode, e.is_return_address))
+            .collect();
         assert_eq!(
             got,
             [
@@ -393,14 +490,32 @@ mod tests {
         let mut u = DwarfUnwinder::new(Some("x86_64"));
         // The chain leads out of the copy.
         let mut chain = Vec::new();
-        u.unwind(1, &regs(0x400100, sp, sp + 0x10000), &stack(&[1, 2]), &mut chain);
+        u.unwind(
+            1,
+            &regs(0x400100, sp, sp + 0x10000),
+            &stack(&[1, 2]),
+            &mut chain,
+        );
         assert_eq!(chain.len(), 1);
         // Extreme register values and an odd-sized copy.
-        for (ip, sp, bp) in [(u64::MAX, u64::MAX, u64::MAX), (0, 0, 0), (1, u64::MAX - 4, 3)] {
+        for (ip, sp, bp) in [
+            (u64::MAX, u64::MAX, u64::MAX),
+            (0, 0, 0),
+            (1, u64::MAX - 4, 3),
+        ] {
             u.unwind(1, &regs(ip, sp, bp), &[0xff; 13], &mut Vec::new());
         }
         // No registers at all (kernel thread) is not a sample to unwind.
-        u.unwind(1, &Regs { abi: 0, mask: MASK, values: vec![] }, &[], &mut Vec::new());
+        u.unwind(
+            1,
+            &Regs {
+                abi: 0,
+                mask: MASK,
+                values: vec![],
+            },
+            &[],
+            &mut Vec::new(),
+        );
         assert_eq!((u.samples, u.stopped >= 2), (4, true));
         assert!(u.notes()[0].starts_with("dwarf unwinding stopped early in"));
     }
@@ -408,7 +523,11 @@ mod tests {
     #[test]
     fn other_architectures_are_left_alone() {
         let mut u = DwarfUnwinder::new(Some("aarch64"));
-        let mut chain = vec![ChainEntry { address: 0x400100, mode: Mode::User, is_return_address: false }];
+        let mut chain = vec![ChainEntry {
+            address: 0x400100,
+            mode: Mode::User,
+            is_return_address: false,
+        }];
         u.unwind(1, &regs(0x400100, 0x1000, 0), &[0; 64], &mut chain);
         assert_eq!(chain.len(), 1);
         assert_eq!(u.notes().len(), 1);
@@ -416,14 +535,40 @@ mod tests {
 
     #[test]
     fn load_bias_from_the_executable_segment() {
-        let seg = |offset, vaddr, flags| kairos_symbolize::LoadSegment { offset, vaddr, filesz: 0x5000, memsz: 0x5000, flags };
+        let seg = |offset, vaddr, flags| kairos_symbolize::LoadSegment {
+            offset,
+            vaddr,
+            filesz: 0x5000,
+            memsz: 0x5000,
+            flags,
+        };
         // A PIE with separate code: r-- at 0, r-x at file 0x1000 / vaddr 0x1000.
-        let info = ElfInfo { load_segments: vec![seg(0, 0, 4), seg(0x1000, 0x1000, 5)], ..ElfInfo::default() };
-        let m = Mapping { start: 0x5555_5555_5000, end: 0x5555_5555_6000, pgoff: 0x1000, path: "/a".into(), build_id: None, executable: true };
+        let info = ElfInfo {
+            load_segments: vec![seg(0, 0, 4), seg(0x1000, 0x1000, 5)],
+            ..ElfInfo::default()
+        };
+        let m = Mapping {
+            start: 0x5555_5555_5000,
+            end: 0x5555_5555_6000,
+            pgoff: 0x1000,
+            path: "/a".into(),
+            build_id: None,
+            executable: true,
+        };
         assert_eq!(base_avma(&info, &m), Some(0x5555_5555_4000));
         // A segment whose vaddr and offset differ (non-PIE layout, offset not page aligned).
-        let info = ElfInfo { load_segments: vec![seg(0x1234, 0x401234, 5)], ..ElfInfo::default() };
-        let m = Mapping { start: 0x401000, end: 0x406000, pgoff: 0x1000, path: "/a".into(), build_id: None, executable: true };
+        let info = ElfInfo {
+            load_segments: vec![seg(0x1234, 0x401234, 5)],
+            ..ElfInfo::default()
+        };
+        let m = Mapping {
+            start: 0x401000,
+            end: 0x406000,
+            pgoff: 0x1000,
+            path: "/a".into(),
+            build_id: None,
+            executable: true,
+        };
         assert_eq!(base_avma(&info, &m), Some(0));
         // A mapping of no executable segment.
         let m = Mapping { pgoff: 0x9000, ..m };

@@ -44,9 +44,14 @@ fn spans(sel: &Selection<'_>, pid: i32, tid: i32, indices: &[usize], events: &mu
     // Open frames, root first: (function, module, start ns).
     let mut open: Vec<(&str, Option<&str>, u64)> = Vec::new();
     let mut prev_end = 0u64;
-    let close = |open: &mut Vec<(&str, Option<&str>, u64)>, keep: usize, at: u64, events: &mut Vec<Value>| {
+    let close = |open: &mut Vec<(&str, Option<&str>, u64)>,
+                 keep: usize,
+                 at: u64,
+                 events: &mut Vec<Value>| {
         while open.len() > keep {
-            let Some((name, module, start)) = open.pop() else { break };
+            let Some((name, module, start)) = open.pop() else {
+                break;
+            };
             events.push(json!({
                 "name": name, "cat": module.unwrap_or("[unknown]"), "ph": "X",
                 "ts": us(start), "dur": us(at.saturating_sub(start)), "pid": pid, "tid": tid,
@@ -54,12 +59,21 @@ fn spans(sel: &Selection<'_>, pid: i32, tid: i32, indices: &[usize], events: &mu
         }
     };
     for (k, &i) in indices.iter().enumerate() {
-        let Some(s) = sel.samples.get(i) else { continue };
+        let Some(s) = sel.samples.get(i) else {
+            continue;
+        };
         let start = sel.rel_ns(s);
         // A sample stands for its CPU time (timer weights) or the usual gap (event
         // counts); it lasts until the next sample unless the thread was off-CPU between.
-        let own = if sel.weight_is_time() && s.weight > 0 { s.weight } else { gap };
-        let next = indices.get(k + 1).and_then(|&j| sel.samples.get(j)).map(|n| sel.rel_ns(n));
+        let own = if sel.weight_is_time() && s.weight > 0 {
+            s.weight
+        } else {
+            gap
+        };
+        let next = indices
+            .get(k + 1)
+            .and_then(|&j| sel.samples.get(j))
+            .map(|n| sel.rel_ns(n));
         let end = match next {
             // Within 1.5 periods: timer jitter, not a missed sample.
             Some(n) if n >= start && n - start < own.saturating_add(own / 2) => n,
@@ -69,8 +83,16 @@ fn spans(sel: &Selection<'_>, pid: i32, tid: i32, indices: &[usize], events: &mu
             // Not contiguous with the previous sample: nothing stays open across the gap.
             close(&mut open, 0, prev_end, events);
         }
-        let frames: Vec<(&str, Option<&str>)> = sel.root_first(s.stack).into_iter().map(|f| (sel.function(f), sel.module(f))).collect();
-        let same = open.iter().zip(&frames).take_while(|(o, f)| o.0 == f.0 && o.1 == f.1).count();
+        let frames: Vec<(&str, Option<&str>)> = sel
+            .root_first(s.stack)
+            .into_iter()
+            .map(|f| (sel.function(f), sel.module(f)))
+            .collect();
+        let same = open
+            .iter()
+            .zip(&frames)
+            .take_while(|(o, f)| o.0 == f.0 && o.1 == f.1)
+            .count();
         close(&mut open, same, start, events);
         for &(name, module) in frames.get(same..).unwrap_or(&[]) {
             open.push((name, module, start));
@@ -90,7 +112,17 @@ mod tests {
         let p = profile();
         let d = document(&Selection::new(&p, None));
         let ev = d["traceEvents"].as_array().unwrap();
-        let x: Vec<_> = ev.iter().filter(|e| e["ph"] == "X" && e["tid"] == 10).map(|e| (e["name"].as_str().unwrap(), e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap())).collect();
+        let x: Vec<_> = ev
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["tid"] == 10)
+            .map(|e| {
+                (
+                    e["name"].as_str().unwrap(),
+                    e["ts"].as_f64().unwrap(),
+                    e["dur"].as_f64().unwrap(),
+                )
+            })
+            .collect();
         // Thread 10 samples at 0, 1, 3 ms: main;a;b twice (0-2 ms), then a gap (the
         // worker ran at 2 ms), then main;we;ird at 3-4 ms.
         assert!(x.contains(&("b", 0.0, 2000.0)), "{x:?}");
@@ -99,7 +131,9 @@ mod tests {
         assert!(x.contains(&("main", 3000.0, 1000.0)));
         assert!(x.contains(&("we;ird", 3000.0, 1000.0)));
         assert_eq!(x.len(), 5);
-        assert!(ev.iter().any(|e| e["name"] == "thread_name" && e["args"]["name"] == "worker"));
+        assert!(ev
+            .iter()
+            .any(|e| e["name"] == "thread_name" && e["args"]["name"] == "worker"));
         assert_eq!(ev.iter().filter(|e| e["name"] == "process_name").count(), 1);
     }
 }

@@ -20,7 +20,9 @@ pub(crate) fn fold(sel: &Selection<'_>) -> BTreeMap<String, u64> {
     // Group by (thread's process, stack node) first: far fewer strings to build.
     let mut by_stack: BTreeMap<(String, Option<u32>), u64> = BTreeMap::new();
     for s in sel.samples {
-        *by_stack.entry((sel.process_name(s.thread), s.stack)).or_default() += 1;
+        *by_stack
+            .entry((sel.process_name(s.thread), s.stack))
+            .or_default() += 1;
     }
     let mut folded = BTreeMap::new();
     for ((process, stack), n) in by_stack {

@@ -14,8 +14,9 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use fxprof_processed_profile::{
-    CategoryColor, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameInfo, LibraryHandle, LibraryInfo, ProcessHandle,
-    Profile as FxProfile, ReferenceTimestamp, SamplingInterval, Symbol, SymbolTable, ThreadHandle, Timestamp,
+    CategoryColor, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameInfo, LibraryHandle,
+    LibraryInfo, ProcessHandle, Profile as FxProfile, ReferenceTimestamp, SamplingInterval, Symbol,
+    SymbolTable, ThreadHandle, Timestamp,
 };
 use kairos_model::Mode;
 
@@ -33,7 +34,9 @@ enum Place {
 
 pub(crate) fn build(sel: &Selection<'_>) -> FxProfile {
     let p = sel.profile;
-    let reference = ReferenceTimestamp::from_millis_since_unix_epoch(sel.wall_start_ns.unwrap_or(0) as f64 / 1e6);
+    let reference = ReferenceTimestamp::from_millis_since_unix_epoch(
+        sel.wall_start_ns.unwrap_or(0) as f64 / 1e6,
+    );
     let all: Vec<usize> = (0..sel.samples.len()).collect();
     let interval = SamplingInterval::from_nanos(sel.typical_gap_ns(&all).max(1));
     let mut fx = FxProfile::new("Kairos", reference, interval);
@@ -50,9 +53,14 @@ pub(crate) fn build(sel: &Selection<'_>) -> FxProfile {
     let mut handles: Vec<(ThreadHandle, &[usize])> = Vec::new();
     for (thread, indices) in &threads {
         let (pid, tid) = sel.ids(*thread);
-        let first = indices.first().and_then(|&i| sel.samples.get(i)).map_or(0, |s| sel.rel_ns(s));
+        let first = indices
+            .first()
+            .and_then(|&i| sel.samples.get(i))
+            .map_or(0, |s| sel.rel_ns(s));
         let start = Timestamp::from_nanos_since_reference(first);
-        let process = *processes.entry(pid).or_insert_with(|| fx.add_process(&sel.process_name(*thread), pid as u32, start));
+        let process = *processes
+            .entry(pid)
+            .or_insert_with(|| fx.add_process(&sel.process_name(*thread), pid as u32, start));
         let th = fx.add_thread(process, tid as u32, start, pid == tid);
         fx.set_thread_name(th, &sel.thread_name(*thread));
         handles.push((th, indices));
@@ -62,16 +70,28 @@ pub(crate) fn build(sel: &Selection<'_>) -> FxProfile {
         let gap = sel.typical_gap_ns(indices);
         let mut prev: Option<u64> = None;
         for &i in indices {
-            let Some(s) = sel.samples.get(i) else { continue };
+            let Some(s) = sel.samples.get(i) else {
+                continue;
+            };
             let t = sel.rel_ns(s);
             let frames = sel.root_first(s.stack).into_iter().map(|f| {
                 let frame = p.frames.get(f as usize);
-                let category = if frame.is_some_and(|fr| fr.mode == Mode::Kernel) { kernel } else { user };
+                let category = if frame.is_some_and(|fr| fr.mode == Mode::Kernel) {
+                    kernel
+                } else {
+                    user
+                };
                 let frame = match places.get(f as usize) {
-                    Some(Place::InLib(lib, rva)) => Frame::RelativeAddressFromInstructionPointer(*lib, *rva),
+                    Some(Place::InLib(lib, rva)) => {
+                        Frame::RelativeAddressFromInstructionPointer(*lib, *rva)
+                    }
                     _ => Frame::Label(fx.intern_string(sel.function(f))),
                 };
-                FrameInfo { frame, category_pair: category, flags: FrameFlags::empty() }
+                FrameInfo {
+                    frame,
+                    category_pair: category,
+                    flags: FrameFlags::empty(),
+                }
             });
             let frames: Vec<FrameInfo> = frames.collect();
             let stack = fx.intern_stack_frames(th, frames.into_iter());
@@ -82,7 +102,13 @@ pub(crate) fn build(sel: &Selection<'_>) -> FxProfile {
             } else {
                 prev.map_or(gap, |pt| t.saturating_sub(pt).min(gap))
             };
-            fx.add_sample(th, Timestamp::from_nanos_since_reference(t), stack, CpuDelta::from_nanos(cpu), 1);
+            fx.add_sample(
+                th,
+                Timestamp::from_nanos_since_reference(t),
+                stack,
+                CpuDelta::from_nanos(cpu),
+                1,
+            );
             prev = Some(t);
         }
     }
@@ -118,9 +144,19 @@ fn libraries(sel: &Selection<'_>, fx: &mut FxProfile) -> Vec<Place> {
     let mut modules: Vec<_> = symbols.into_iter().collect();
     modules.sort_unstable_by_key(|(m, _)| *m);
     for (m, syms) in modules {
-        let Some(md) = p.modules.get(m as usize) else { continue };
+        let Some(md) = p.modules.get(m as usize) else {
+            continue;
+        };
         let name = md.path.rsplit('/').next().unwrap_or(&md.path).to_string();
-        let table = SymbolTable::new(syms.into_iter().map(|(address, name)| Symbol { address, size: Some(1), name: name.to_string() }).collect());
+        let table = SymbolTable::new(
+            syms.into_iter()
+                .map(|(address, name)| Symbol {
+                    address,
+                    size: Some(1),
+                    name: name.to_string(),
+                })
+                .collect(),
+        );
         let lib = fx.add_lib(LibraryInfo {
             name: name.clone(),
             debug_name: name,
@@ -134,10 +170,12 @@ fn libraries(sel: &Selection<'_>, fx: &mut FxProfile) -> Vec<Place> {
         libs.insert(m, lib);
     }
     for slot in wanted {
-        places.push(match slot.and_then(|(m, rva)| Some(Place::InLib(*libs.get(&m)?, rva))) {
-            Some(p) => p,
-            None => Place::Label,
-        });
+        places.push(
+            match slot.and_then(|(m, rva)| Some(Place::InLib(*libs.get(&m)?, rva))) {
+                Some(p) => p,
+                None => Place::Label,
+            },
+        );
     }
     places
 }

@@ -70,7 +70,10 @@ pub enum Error {
 
 impl Error {
     fn io(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
-        move |source| Error::Write { path: path.to_owned(), source }
+        move |source| Error::Write {
+            path: path.to_owned(),
+            source,
+        }
     }
 }
 

@@ -32,7 +32,10 @@ struct Strings {
 
 impl Strings {
     fn new() -> Strings {
-        Strings { list: vec![String::new()], index: HashMap::from([(String::new(), 0)]) }
+        Strings {
+            list: vec![String::new()],
+            index: HashMap::from([(String::new(), 0)]),
+        }
     }
     fn get(&mut self, s: &str) -> i64 {
         if let Some(&i) = self.index.get(s) {
@@ -65,9 +68,19 @@ pub(crate) fn encode(sel: &Selection<'_>) -> Vec<u8> {
     let mut strings = Strings::new();
     let mut root = Msg::default();
 
-    let (weight_kind, weight_unit) = if sel.weight_is_time() { ("cpu", "nanoseconds") } else { (sel.weight_event(), "count") };
-    root.msg(PROFILE_SAMPLE_TYPE, &value_type(&mut strings, "samples", "count"));
-    root.msg(PROFILE_SAMPLE_TYPE, &value_type(&mut strings, weight_kind, weight_unit));
+    let (weight_kind, weight_unit) = if sel.weight_is_time() {
+        ("cpu", "nanoseconds")
+    } else {
+        (sel.weight_event(), "count")
+    };
+    root.msg(
+        PROFILE_SAMPLE_TYPE,
+        &value_type(&mut strings, "samples", "count"),
+    );
+    root.msg(
+        PROFILE_SAMPLE_TYPE,
+        &value_type(&mut strings, weight_kind, weight_unit),
+    );
 
     // Sum samples per (stack, thread).
     let mut sums: HashMap<(Option<u32>, u32), (u64, u64)> = HashMap::new();
@@ -88,7 +101,9 @@ pub(crate) fn encode(sel: &Selection<'_>) -> Vec<u8> {
     // Address range per module over the frames used, for the mappings.
     let mut mapping_range: HashMap<u32, (u64, u64)> = HashMap::new();
     for key in &order {
-        let Some(&(count, weight)) = sums.get(key) else { continue };
+        let Some(&(count, weight)) = sums.get(key) else {
+            continue;
+        };
         let (stack, thread) = *key;
         let mut ids = Vec::new();
         // pprof stacks are leaf first.
@@ -116,7 +131,9 @@ pub(crate) fn encode(sel: &Selection<'_>) -> Vec<u8> {
                 if let Some(fr) = frame {
                     if let Some(module) = fr.module.filter(|&m| (m as usize) < p.modules.len()) {
                         m.uint(2, u64::from(module) + 1);
-                        let r = mapping_range.entry(module).or_insert((fr.address, fr.address));
+                        let r = mapping_range
+                            .entry(module)
+                            .or_insert((fr.address, fr.address));
                         *r = (r.0.min(fr.address), r.1.max(fr.address));
                     }
                     m.uint(3, fr.address);
@@ -131,7 +148,11 @@ pub(crate) fn encode(sel: &Selection<'_>) -> Vec<u8> {
         m.packed(1, ids);
         m.packed(2, [count, weight]);
         let (pid, tid) = sel.ids(thread);
-        for (k, s, n) in [("thread", Some(sel.thread_name(thread)), 0), ("tid", None, tid), ("pid", None, pid)] {
+        for (k, s, n) in [
+            ("thread", Some(sel.thread_name(thread)), 0),
+            ("tid", None, tid),
+            ("pid", None, pid),
+        ] {
             let mut label = Msg::default();
             label.int(1, strings.get(k));
             match s {
@@ -146,7 +167,9 @@ pub(crate) fn encode(sel: &Selection<'_>) -> Vec<u8> {
     let mut modules: Vec<_> = mapping_range.into_iter().collect();
     modules.sort_unstable();
     for (module, (lo, hi)) in modules {
-        let Some(md) = p.modules.get(module as usize) else { continue };
+        let Some(md) = p.modules.get(module as usize) else {
+            continue;
+        };
         let mut m = Msg::default();
         m.uint(1, u64::from(module) + 1);
         m.uint(2, lo);
@@ -201,7 +224,11 @@ mod tests {
         let p = profile();
         let buf = encode(&Selection::new(&p, None));
         let fields = decode(&buf);
-        let strings: Vec<String> = fields.iter().filter(|f| f.0 == PROFILE_STRING_TABLE).map(|f| String::from_utf8(f.2.clone()).unwrap()).collect();
+        let strings: Vec<String> = fields
+            .iter()
+            .filter(|f| f.0 == PROFILE_STRING_TABLE)
+            .map(|f| String::from_utf8(f.2.clone()).unwrap())
+            .collect();
         assert_eq!(strings[0], "");
         // function id -> name
         let funcs: HashMap<u64, String> = fields
@@ -229,7 +256,11 @@ mod tests {
             let ids = unpack(&d[0].2);
             let v = unpack(&d[1].2);
             total = (total.0 + v[0], total.1 + v[1]);
-            leaves.push((locs[&ids[0]].clone(), locs[ids.last().unwrap()].clone(), v[0]));
+            leaves.push((
+                locs[&ids[0]].clone(),
+                locs[ids.last().unwrap()].clone(),
+                v[0],
+            ));
         }
         assert_eq!(total, (4, 4_000_000));
         assert!(leaves.contains(&("b".into(), "main".into(), 2)));

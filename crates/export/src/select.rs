@@ -29,13 +29,21 @@ impl<'a> Selection<'a> {
             None => &profile.samples[..],
             Some((start, end)) => {
                 // Samples are sorted by time, so the range is one contiguous slice.
-                let (a, b) = (origin_ns.saturating_add(start), origin_ns.saturating_add(end));
+                let (a, b) = (
+                    origin_ns.saturating_add(start),
+                    origin_ns.saturating_add(end),
+                );
                 let lo = profile.samples.partition_point(|s| s.time_ns < a);
                 let hi = profile.samples.partition_point(|s| s.time_ns < b).max(lo);
                 profile.samples.get(lo..hi).unwrap_or(&[])
             }
         };
-        Selection { profile, samples, origin_ns, wall_start_ns: None }
+        Selection {
+            profile,
+            samples,
+            origin_ns,
+            wall_start_ns: None,
+        }
     }
 
     /// The frames of `stack`, root first. Stops after as many steps as there are stack
@@ -44,7 +52,9 @@ impl<'a> Selection<'a> {
         let mut frames = Vec::new();
         let mut next = stack;
         while let Some(i) = next {
-            let Some(node) = self.profile.stacks.get(i as usize) else { break };
+            let Some(node) = self.profile.stacks.get(i as usize) else {
+                break;
+            };
             if frames.len() > self.profile.stacks.len() {
                 break;
             }
@@ -56,7 +66,10 @@ impl<'a> Selection<'a> {
     }
 
     pub fn function(&self, frame: FrameIdx) -> &'a str {
-        self.profile.frames.get(frame as usize).map_or(UNKNOWN, |f| f.function.as_str())
+        self.profile
+            .frames
+            .get(frame as usize)
+            .map_or(UNKNOWN, |f| f.function.as_str())
     }
 
     /// Path of the module of a frame, if known.
@@ -121,7 +134,14 @@ impl<'a> Selection<'a> {
     pub fn typical_gap_ns(&self, indices: &[usize]) -> u64 {
         let mut gaps: Vec<u64> = indices
             .windows(2)
-            .filter_map(|w| Some(self.samples.get(w[1])?.time_ns.saturating_sub(self.samples.get(w[0])?.time_ns)))
+            .filter_map(|w| {
+                Some(
+                    self.samples
+                        .get(w[1])?
+                        .time_ns
+                        .saturating_sub(self.samples.get(w[0])?.time_ns),
+                )
+            })
             .filter(|&g| g > 0)
             .collect();
         gaps.sort_unstable();
@@ -151,11 +171,30 @@ pub(crate) mod tests {
     pub(crate) fn profile() -> Profile {
         let mut p = Profile {
             threads: vec![
-                Thread { pid: 10, tid: 10, name: "app".into(), process_name: "app".into() },
-                Thread { pid: 10, tid: 11, name: "worker".into(), process_name: "app".into() },
+                Thread {
+                    pid: 10,
+                    tid: 10,
+                    name: "app".into(),
+                    process_name: "app".into(),
+                },
+                Thread {
+                    pid: 10,
+                    tid: 11,
+                    name: "worker".into(),
+                    process_name: "app".into(),
+                },
             ],
-            modules: vec![Module { path: "/bin/app".into(), build_id: "abcd".into() }],
-            frames: vec![frame("main", 0x1100), frame("a", 0x1200), frame("b", 0x1300), frame("c", 0x1400), frame("we;ird", 0x1500)],
+            modules: vec![Module {
+                path: "/bin/app".into(),
+                build_id: "abcd".into(),
+            }],
+            frames: vec![
+                frame("main", 0x1100),
+                frame("a", 0x1200),
+                frame("b", 0x1300),
+                frame("c", 0x1400),
+                frame("we;ird", 0x1500),
+            ],
             ..Default::default()
         };
         let mut i = StackInterner::default();
@@ -163,7 +202,13 @@ pub(crate) mod tests {
         let c = i.intern_path(&mut p.stacks, [0, 3]);
         let w = i.intern_path(&mut p.stacks, [0, 4]);
         let ms = 1_000_000;
-        let s = |t: u64, thread: u32, stack| Sample { time_ns: 5 * ms + t * ms, thread, cpu: 0, stack, weight: ms };
+        let s = |t: u64, thread: u32, stack| Sample {
+            time_ns: 5 * ms + t * ms,
+            thread,
+            cpu: 0,
+            stack,
+            weight: ms,
+        };
         p.samples = vec![s(0, 0, ab), s(1, 0, ab), s(2, 1, c), s(3, 0, w)];
         p
     }

@@ -21,13 +21,19 @@ pub(crate) fn document(sel: &Selection<'_>) -> Value {
     let mut profiles = Vec::new();
     // Weights are nanoseconds of CPU time for timer events; event counts have no unit
     // speedscope knows, so they are plain numbers ("none").
-    let unit = if sel.weight_is_time() { "nanoseconds" } else { "none" };
+    let unit = if sel.weight_is_time() {
+        "nanoseconds"
+    } else {
+        "none"
+    };
     for (thread, indices) in sel.by_thread() {
         let mut samples = Vec::with_capacity(indices.len());
         let mut weights = Vec::with_capacity(indices.len());
         let mut total: u64 = 0;
         for &i in &indices {
-            let Some(s) = sel.samples.get(i) else { continue };
+            let Some(s) = sel.samples.get(i) else {
+                continue;
+            };
             let stack: Vec<usize> = sel
                 .root_first(s.stack)
                 .into_iter()
@@ -79,7 +85,16 @@ mod tests {
         let d = document(&Selection::new(&p, None));
         let frames = d["shared"]["frames"].as_array().unwrap();
         let names = |s: &Value| -> Vec<String> {
-            s.as_array().unwrap().iter().map(|i| frames[i.as_u64().unwrap() as usize]["name"].as_str().unwrap().to_string()).collect()
+            s.as_array()
+                .unwrap()
+                .iter()
+                .map(|i| {
+                    frames[i.as_u64().unwrap() as usize]["name"]
+                        .as_str()
+                        .unwrap()
+                        .to_string()
+                })
+                .collect()
         };
         let main = &d["profiles"][0];
         assert_eq!(main["unit"], "nanoseconds");

@@ -33,7 +33,14 @@ struct Args {
 }
 
 fn list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
-    s.split(',').filter(|x| !x.is_empty()).map(|x| x.trim().parse().map_err(|_| format!("{what}: `{x}` is not valid"))).collect()
+    s.split(',')
+        .filter(|x| !x.is_empty())
+        .map(|x| {
+            x.trim()
+                .parse()
+                .map_err(|_| format!("{what}: `{x}` is not valid"))
+        })
+        .collect()
 }
 
 fn parse() -> Result<Args, String> {
@@ -50,7 +57,11 @@ fn parse() -> Result<Args, String> {
     while let Some(k) = it.next() {
         let v = it.next().ok_or_else(|| format!("{k} needs a value"))?;
         match k.as_str() {
-            "--seconds" => a.seconds = v.parse().map_err(|_| format!("--seconds: `{v}` is not a number"))?,
+            "--seconds" => {
+                a.seconds = v
+                    .parse()
+                    .map_err(|_| format!("--seconds: `{v}` is not a number"))?
+            }
             "--seeds" => a.seeds = list(&v, "--seeds")?,
             "--depths" => a.depths = list(&v, "--depths")?,
             "--intervals-us" => a.intervals_us = list(&v, "--intervals-us")?,
@@ -97,7 +108,10 @@ fn main() -> ExitCode {
     let mut sources: Vec<(String, Source)> = Vec::new();
     if a.traces.is_empty() {
         let secs = a.seconds;
-        sources.push(("transitions".into(), Box::new(move |_| synth::transitions((secs * 1650.0) as u32))));
+        sources.push((
+            "transitions".into(),
+            Box::new(move |_| synth::transitions((secs * 1650.0) as u32)),
+        ));
         sources.push(("spikes".into(), Box::new(move |s| synth::spikes(secs, s).0)));
     }
     for (name, dir) in &a.traces {
@@ -114,7 +128,11 @@ fn main() -> ExitCode {
         for &depth in &a.depths {
             for &us in &a.intervals_us {
                 for &cycles in &a.cycles {
-                    let cell = Cell { depth, interval_ns: us * 1000, cycles };
+                    let cell = Cell {
+                        depth,
+                        interval_ns: us * 1000,
+                        cycles,
+                    };
                     match run_cell(name, src, cell, &a.seeds, &a.methods) {
                         Ok(c) => cells.push(c),
                         Err(e) => eprintln!("lbr_accuracy: {name} depth {depth} {us} us: {e}"),

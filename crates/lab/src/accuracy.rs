@@ -75,7 +75,11 @@ pub fn mean_sd(v: &[f64]) -> (f64, f64) {
     }
     let n = v.len() as f64;
     let m = v.iter().sum::<f64>() / n;
-    let var = if v.len() > 1 { v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    let var = if v.len() > 1 {
+        v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
     (m, var.sqrt())
 }
 
@@ -110,24 +114,47 @@ impl CellRuns {
 /// Emulates `trace(seed)` for every seed and scores `methods` (share error over 10 ms
 /// buckets, recall of 100 us delays on a 100 us grid). Methods that cannot run (e.g.
 /// `cycles` without cycles) are left out.
-pub fn run_cell(name: &str, trace: impl Fn(u64) -> Profile, cell: Cell, seeds: &[u64], methods: &[Method]) -> Result<CellRuns> {
+pub fn run_cell(
+    name: &str,
+    trace: impl Fn(u64) -> Profile,
+    cell: Cell,
+    seeds: &[u64],
+    methods: &[Method],
+) -> Result<CellRuns> {
     let mut runs = CellRuns {
         trace: name.to_string(),
         cell,
         seeds: seeds.to_vec(),
         coverage: Vec::new(),
         events: Vec::new(),
-        methods: methods.iter().map(|&method| MethodRuns { method, share_error: Vec::new(), recall: Vec::new() }).collect(),
+        methods: methods
+            .iter()
+            .map(|&method| MethodRuns {
+                method,
+                share_error: Vec::new(),
+                recall: Vec::new(),
+            })
+            .collect(),
     };
     for &seed in seeds {
         let t = trace(seed);
-        let o = EmulateOptions { cycles: cell.cycles != Cycles::No, seed, ..EmulateOptions::new(cell.interval_ns, cell.depth) };
+        let o = EmulateOptions {
+            cycles: cell.cycles != Cycles::No,
+            seed,
+            ..EmulateOptions::new(cell.interval_ns, cell.depth)
+        };
         let mut e = emulate_lbr_with(&t, &o)?;
         if cell.cycles == Cycles::Wide {
             e = exact_cycles(&e, o.cpu_ghz)?;
         }
         runs.coverage.push(coverage(&e)?);
-        let table = score_with(&e, &ScoreOptions { methods: methods.to_vec(), ..ScoreOptions::new(10_000_000) })?;
+        let table = score_with(
+            &e,
+            &ScoreOptions {
+                methods: methods.to_vec(),
+                ..ScoreOptions::new(10_000_000)
+            },
+        )?;
         runs.events.push(table.events_total);
         for r in &mut runs.methods {
             if let (Some(m), Some(rec)) = (table.get(r.method), table.recall(r.method)) {
@@ -160,17 +187,28 @@ pub fn markdown(cells: &[CellRuns], methods: &[Method], default: Method) -> Stri
     s.push('\n');
     for c in cells {
         let cov = mean_sd(&c.coverage).0;
-        s += &format!("| {} | {} | {} us | {} | {:.0}% |", c.trace, c.cell.depth, c.cell.interval_ns / 1000, c.cell.cycles.as_str(), cov * 100.0);
+        s += &format!(
+            "| {} | {} | {} us | {} | {:.0}% |",
+            c.trace,
+            c.cell.depth,
+            c.cell.interval_ns / 1000,
+            c.cell.cycles.as_str(),
+            cov * 100.0
+        );
         for m in methods {
             match c.get(*m) {
-                Some(r) if c.events.iter().any(|&e| e > 0) => s += &format!(" {}, {:.0}% |", pct(&r.share_error), mean_sd(&r.recall).0),
+                Some(r) if c.events.iter().any(|&e| e > 0) => {
+                    s += &format!(" {}, {:.0}% |", pct(&r.share_error), mean_sd(&r.recall).0)
+                }
                 Some(r) => s += &format!(" {} |", pct(&r.share_error)),
                 None => s += " – |",
             }
         }
         let verdict = match (c.worse_than_none(default), c.gain(default)) {
             (Some(true), _) => "**worse**".to_string(),
-            (Some(false), Some(g)) if cov >= 0.1 => format!("{g:.1}x{}", if g >= 2.0 { "" } else { " (goal 2x)" }),
+            (Some(false), Some(g)) if cov >= 0.1 => {
+                format!("{g:.1}x{}", if g >= 2.0 { "" } else { " (goal 2x)" })
+            }
             (Some(false), Some(g)) => format!("{g:.1}x"),
             _ => "–".to_string(),
         };

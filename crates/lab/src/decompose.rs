@@ -44,7 +44,13 @@ pub enum Gap {
 }
 
 impl Gap {
-    pub const ALL: [Gap; 5] = [Gap::Sample, Gap::SampleAtEnd, Gap::PreviousSample, Gap::BothSamples, Gap::CoveredMix];
+    pub const ALL: [Gap; 5] = [
+        Gap::Sample,
+        Gap::SampleAtEnd,
+        Gap::PreviousSample,
+        Gap::BothSamples,
+        Gap::CoveredMix,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -74,7 +80,11 @@ struct Span {
 }
 
 fn leaf_of(p: &Profile, sample: usize) -> Option<FrameIdx> {
-    p.samples.get(sample).and_then(|s| s.stack).and_then(|st| p.stacks.get(st as usize)).map(|n| n.frame)
+    p.samples
+        .get(sample)
+        .and_then(|s| s.stack)
+        .and_then(|st| p.stacks.get(st as usize))
+        .map(|n| n.frame)
 }
 
 fn depth_of(p: &Profile) -> usize {
@@ -85,15 +95,33 @@ fn depth_of(p: &Profile) -> usize {
 fn spans(p: &Profile, te: &ThreadEvents, depth: usize) -> Vec<Span> {
     let first = te.events.first().map_or(0, |e| e.time_ns);
     let mut out: Vec<Span> = Vec::new();
-    for (i, s) in p.samples.iter().enumerate().filter(|(_, s)| s.thread == te.thread) {
+    for (i, s) in p
+        .samples
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.thread == te.thread)
+    {
         let (start, prev_leaf) = match out.last() {
             Some(prev) => (prev.end, prev.leaf),
             None => (s.time_ns.saturating_sub(s.weight), None),
         };
         let next = te.events.partition_point(|e| e.time_ns <= s.time_ns);
         // Cycles of the oldest record measure from the event before it.
-        let covered_from = if next > depth { te.events[next - depth - 1].time_ns } else { first.min(start) };
-        out.push(Span { sample: i as u32, thread: te.thread, start, end: s.time_ns, covered_from, leaf: leaf_of(p, i), prev_leaf, next });
+        let covered_from = if next > depth {
+            te.events[next - depth - 1].time_ns
+        } else {
+            first.min(start)
+        };
+        out.push(Span {
+            sample: i as u32,
+            thread: te.thread,
+            start,
+            end: s.time_ns,
+            covered_from,
+            leaf: leaf_of(p, i),
+            prev_leaf,
+            next,
+        });
     }
     out
 }
@@ -104,18 +132,40 @@ fn segments(te: &ThreadEvents) -> Vec<(u64, u64, Option<FrameIdx>)> {
 }
 
 /// Points for the exact content of `[from, to)`, one per segment piece, each at its end.
-fn exact(segs: &[(u64, u64, Option<FrameIdx>)], sp: &Span, from: u64, to: u64, out: &mut Vec<Point>) {
+fn exact(
+    segs: &[(u64, u64, Option<FrameIdx>)],
+    sp: &Span,
+    from: u64,
+    to: u64,
+    out: &mut Vec<Point>,
+) {
     let k = segs.partition_point(|s| s.1 <= from);
     for &(a, b, f) in segs.get(k..).unwrap_or(&[]).iter().take_while(|s| s.0 < to) {
         let (a, b) = (a.max(from), b.min(to));
         if b > a {
-            out.push(Point { time_ns: b, thread: sp.thread, frame: f, weight_ns: b - a, from_branch: true, sample: sp.sample, record: None });
+            out.push(Point {
+                time_ns: b,
+                thread: sp.thread,
+                frame: f,
+                weight_ns: b - a,
+                from_branch: true,
+                sample: sp.sample,
+                record: None,
+            });
         }
     }
 }
 
 fn point(sp: &Span, time_ns: u64, frame: Option<FrameIdx>, weight_ns: u64) -> Point {
-    Point { time_ns, thread: sp.thread, frame, weight_ns, from_branch: false, sample: sp.sample, record: None }
+    Point {
+        time_ns,
+        thread: sp.thread,
+        frame,
+        weight_ns,
+        from_branch: false,
+        sample: sp.sample,
+        record: None,
+    }
 }
 
 /// Points with the covered part of every interval exact and the gap given by `gap`
@@ -184,13 +234,22 @@ pub fn oracle_points(emulated: &Profile, gap: Option<Gap>) -> Result<Vec<Point>>
 }
 
 /// The mix (frame, fraction) of `[end - w, end)` when records cover it, else the leaf.
-fn window(segs: &[(u64, u64, Option<FrameIdx>)], sp: &Span, end: u64, covered_from: u64, w: u64, leaf: Option<FrameIdx>) -> Vec<(Option<FrameIdx>, f64)> {
+fn window(
+    segs: &[(u64, u64, Option<FrameIdx>)],
+    sp: &Span,
+    end: u64,
+    covered_from: u64,
+    w: u64,
+    leaf: Option<FrameIdx>,
+) -> Vec<(Option<FrameIdx>, f64)> {
     if end.saturating_sub(covered_from) < w || w == 0 {
         return vec![(leaf, 1.0)];
     }
     let mut v = Vec::new();
     exact(segs, sp, end - w, end, &mut v);
-    v.into_iter().map(|p| (p.frame, p.weight_ns as f64 / w as f64)).collect()
+    v.into_iter()
+        .map(|p| (p.frame, p.weight_ns as f64 / w as f64))
+        .collect()
 }
 
 /// Gap points `(start, c]` of length `u` for a mix of fractions summing to 1.
@@ -217,7 +276,11 @@ pub fn coverage(emulated: &Profile) -> Result<f64> {
             covered += u128::from(sp.end - sp.covered_from.clamp(sp.start, sp.end));
         }
     }
-    Ok(if total == 0 { 0.0 } else { covered as f64 / total as f64 })
+    Ok(if total == 0 {
+        0.0
+    } else {
+        covered as f64 / total as f64
+    })
 }
 
 /// `emulated` with every record's cycles the exact time since the branch before it at
@@ -232,7 +295,9 @@ pub fn exact_cycles(emulated: &Profile, cpu_ghz: f64) -> Result<Profile> {
             let v: Vec<u32> = (0..depth.min(sp.next))
                 .map(|k| {
                     let i = sp.next - 1 - k;
-                    let dt = i.checked_sub(1).map_or(0, |p| te.events[i].time_ns - te.events[p].time_ns);
+                    let dt = i
+                        .checked_sub(1)
+                        .map_or(0, |p| te.events[i].time_ns - te.events[p].time_ns);
                     (dt as f64 * cpu_ghz).round().min(f64::from(u32::MAX)) as u32
                 })
                 .collect();
@@ -242,7 +307,10 @@ pub fn exact_cycles(emulated: &Profile, cpu_ghz: f64) -> Result<Profile> {
         }
     }
     for b in &mut out.branches {
-        if let Some(c) = by_sample.get(b.sample as usize).and_then(|v| v.get(b.position as usize)) {
+        if let Some(c) = by_sample
+            .get(b.sample as usize)
+            .and_then(|v| v.get(b.position as usize))
+        {
             b.cycles = Some(*c);
         }
     }
@@ -252,7 +320,10 @@ pub fn exact_cycles(emulated: &Profile, cpu_ghz: f64) -> Result<Profile> {
 /// Whole-run shares per function name over the sampled span: (name, exact, of `points`).
 pub fn run_shares(emulated: &Profile, points: &[Point]) -> Result<Vec<(String, f64, f64)>> {
     use std::collections::BTreeMap;
-    let name = |f: Option<FrameIdx>| f.and_then(|f| emulated.frames.get(f as usize)).map_or("[untraced]".to_string(), |f| f.function.clone());
+    let name = |f: Option<FrameIdx>| {
+        f.and_then(|f| emulated.frames.get(f as usize))
+            .map_or("[untraced]".to_string(), |f| f.function.clone())
+    };
     let mut by: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     let depth = depth_of(emulated);
     for te in thread_events(emulated)? {
@@ -269,5 +340,8 @@ pub fn run_shares(emulated: &Profile, points: &[Point]) -> Result<Vec<(String, f
         by.entry(name(p.frame)).or_default().1 += p.weight_ns as f64;
     }
     let (te, tp): (f64, f64) = by.values().fold((0.0, 0.0), |a, v| (a.0 + v.0, a.1 + v.1));
-    Ok(by.into_iter().map(|(k, (e, q))| (k, e / te.max(1.0), q / tp.max(1.0))).collect())
+    Ok(by
+        .into_iter()
+        .map(|(k, (e, q))| (k, e / te.max(1.0), q / tp.max(1.0)))
+        .collect())
 }

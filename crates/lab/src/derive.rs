@@ -39,7 +39,12 @@ pub struct DeriveMeasure {
 fn status_bytes(field: &str) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with(field))?;
-    let kb: u64 = line[field.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    let kb: u64 = line[field.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
     Some(kb * 1024)
 }
 
@@ -56,7 +61,11 @@ pub fn measure_derive(profile: &Profile, method: Method, load_s: f64) -> Result<
     let t0 = Instant::now();
     let d = derive(profile, method)?;
     let derive_s = t0.elapsed().as_secs_f64();
-    let rss_peak = if can_peak { status_bytes("VmHWM:") } else { None };
+    let rss_peak = if can_peak {
+        status_bytes("VmHWM:")
+    } else {
+        None
+    };
     Ok(DeriveMeasure {
         method,
         samples: profile.samples.len() as u64,
@@ -72,7 +81,10 @@ pub fn measure_derive(profile: &Profile, method: Method, load_s: f64) -> Result<
 }
 
 fn mib(b: Option<u64>) -> Cell {
-    b.map_or(Cell::text("not measured (/proc/self/status or clear_refs unavailable)"), |b| Cell::UInt(b >> 20))
+    b.map_or(
+        Cell::text("not measured (/proc/self/status or clear_refs unavailable)"),
+        |b| Cell::UInt(b >> 20),
+    )
 }
 
 impl DeriveMeasure {
@@ -94,7 +106,10 @@ impl DeriveMeasure {
         let mut s = Section::new("Memory");
         s.push("Resident after load (MiB)", mib(self.rss_loaded));
         s.push("Peak while deriving (MiB)", mib(self.rss_peak));
-        let extra = self.rss_loaded.zip(self.rss_peak).map(|(a, b)| b.saturating_sub(a));
+        let extra = self
+            .rss_loaded
+            .zip(self.rss_peak)
+            .map(|(a, b)| b.saturating_sub(a));
         s.push("Added by deriving (MiB)", mib(extra));
         d.push_section(s);
         d
@@ -120,20 +135,40 @@ mod tests {
             rss_loaded: Some(9 << 30),
             rss_peak: Some(12 << 30),
         };
-        let no_mem = DeriveMeasure { rss_loaded: None, rss_peak: None, ..m.clone() };
+        let no_mem = DeriveMeasure {
+            rss_loaded: None,
+            rss_peak: None,
+            ..m.clone()
+        };
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-        for (name, f) in [("derive.txt", Format::Text), ("derive.csv", Format::Csv), ("derive.json", Format::Json)] {
+        for (name, f) in [
+            ("derive.txt", Format::Text),
+            ("derive.csv", Format::Csv),
+            ("derive.json", Format::Json),
+        ] {
             assert_golden(&dir.join(name), &m.to_document().render(f));
         }
-        assert_golden(&dir.join("derive_no_memory.txt"), &no_mem.to_document().render(Format::Text));
+        assert_golden(
+            &dir.join("derive_no_memory.txt"),
+            &no_mem.to_document().render(Format::Text),
+        );
     }
 
     #[test]
     fn measures_a_synthetic_profile() {
-        let o = crate::ScaleOptions { samples: 2000, functions: 40, threads: 2, interval_ns: 100_000, branch_depth: 16, ..Default::default() };
+        let o = crate::ScaleOptions {
+            samples: 2000,
+            functions: 40,
+            threads: 2,
+            interval_ns: 100_000,
+            branch_depth: 16,
+            ..Default::default()
+        };
         let p = crate::synthesize(&o).unwrap_or_default();
         let m = measure_derive(&p, Method::Covered, 0.0);
-        let m = m.as_ref().map(|m| (m.samples, m.records, m.points > m.samples));
+        let m = m
+            .as_ref()
+            .map(|m| (m.samples, m.records, m.points > m.samples));
         assert_eq!(m.ok(), Some((2000, p.branches.len() as u64, true)));
     }
 }

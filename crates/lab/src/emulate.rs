@@ -43,7 +43,14 @@ pub struct EmulateOptions {
 
 impl EmulateOptions {
     pub fn new(interval_ns: u64, depth: usize) -> Self {
-        EmulateOptions { interval_ns, depth, cycles: false, cpu_ghz: 3.0, seed: 1, phase_ns: None }
+        EmulateOptions {
+            interval_ns,
+            depth,
+            cycles: false,
+            cpu_ghz: 3.0,
+            seed: 1,
+            phase_ns: None,
+        }
     }
 
     fn check(&self) -> Result<()> {
@@ -62,8 +69,21 @@ impl EmulateOptions {
 
 /// Emulates sampling every `interval_ns` with a `depth`-deep LBR (seed 1); see
 /// [`emulate_lbr_with`].
-pub fn emulate_lbr(trace: &Profile, interval_ns: u64, depth: usize, cycles: bool, cpu_ghz: f64) -> Result<Profile> {
-    emulate_lbr_with(trace, &EmulateOptions { cycles, cpu_ghz, ..EmulateOptions::new(interval_ns, depth) })
+pub fn emulate_lbr(
+    trace: &Profile,
+    interval_ns: u64,
+    depth: usize,
+    cycles: bool,
+    cpu_ghz: f64,
+) -> Result<Profile> {
+    emulate_lbr_with(
+        trace,
+        &EmulateOptions {
+            cycles,
+            cpu_ghz,
+            ..EmulateOptions::new(interval_ns, depth)
+        },
+    )
 }
 
 /// Emulates LBR sampling of `trace`. The output keeps the trace's threads, modules,
@@ -101,7 +121,10 @@ pub fn emulate_lbr_with(trace: &Profile, opts: &EmulateOptions) -> Result<Profil
     }
     for (i, (s, recs)) in taken.into_iter().enumerate() {
         out.samples.push(s);
-        out.branches.extend(recs.into_iter().map(|r| BranchRecord { sample: i as u32, ..r }));
+        out.branches.extend(recs.into_iter().map(|r| BranchRecord {
+            sample: i as u32,
+            ..r
+        }));
     }
     out.branch_info = Some(info);
     Ok(out)
@@ -123,9 +146,13 @@ fn sample_thread(
     interner: &mut StackInterner,
     taken: &mut Vec<(Sample, Vec<BranchRecord>)>,
 ) -> u64 {
-    let Some((first, last)) = te.span() else { return 0 };
+    let Some((first, last)) = te.span() else {
+        return 0;
+    };
     let events = &te.events;
-    let phase = opts.phase_ns.unwrap_or_else(|| splitmix(opts.seed ^ splitmix(u64::from(te.thread))) % opts.interval_ns);
+    let phase = opts
+        .phase_ns
+        .unwrap_or_else(|| splitmix(opts.seed ^ splitmix(u64::from(te.thread))) % opts.interval_ns);
     // The open calls as the events are replayed: frames, root first.
     let mut open: Vec<FrameIdx> = Vec::new();
     let mut next = 0usize; // events[..next] happened before the current sample
@@ -147,7 +174,13 @@ fn sample_thread(
             overflowed += 1;
         }
         let stack: Option<StackIdx> = interner.intern_path(&mut out.stacks, open.iter().copied());
-        let sample = Sample { time_ns: t, thread: te.thread, cpu: 0, stack, weight: opts.interval_ns };
+        let sample = Sample {
+            time_ns: t,
+            thread: te.thread,
+            cpu: 0,
+            stack,
+            weight: opts.interval_ns,
+        };
         let records = snapshot(events, next, prev_next, opts, &out.frames);
         taken.push((sample, records));
         prev_next = Some(next);
@@ -169,7 +202,10 @@ fn snapshot(
     opts: &EmulateOptions,
     frames: &[kairos_model::Frame],
 ) -> Vec<BranchRecord> {
-    let addr = |f: Option<FrameIdx>| f.and_then(|f| frames.get(f as usize)).map_or(0, |f| f.address);
+    let addr = |f: Option<FrameIdx>| {
+        f.and_then(|f| frames.get(f as usize))
+            .map_or(0, |f| f.address)
+    };
     let oldest = next.saturating_sub(opts.depth);
     (oldest..next)
         .rev()
@@ -179,9 +215,16 @@ fn snapshot(
             let cycles = opts.cycles.then(|| {
                 // LBR_INFO counts core cycles since the previous LBR update; the first
                 // event of the thread has no predecessor in the trace.
-                let dt = i.checked_sub(1).and_then(|p| events.get(p)).map_or(0, |p| e.time_ns - p.time_ns);
+                let dt = i
+                    .checked_sub(1)
+                    .and_then(|p| events.get(p))
+                    .map_or(0, |p| e.time_ns - p.time_ns);
                 let c = (dt as f64 * opts.cpu_ghz).round();
-                if c >= f64::from(MAX_CYCLES) { MAX_CYCLES } else { c as u32 }
+                if c >= f64::from(MAX_CYCLES) {
+                    MAX_CYCLES
+                } else {
+                    c as u32
+                }
             });
             Some(BranchRecord {
                 sample: 0,

@@ -21,10 +21,18 @@ pub enum Error {
     BadBucket,
     /// A traced call names a thread or frame the profile does not have.
     #[error("traced call {index} refers to {what} {value}, which the profile does not have")]
-    BadCall { index: usize, what: &'static str, value: u32 },
+    BadCall {
+        index: usize,
+        what: &'static str,
+        value: u32,
+    },
     /// A traced call ends before it starts.
     #[error("traced call {index} ends ({end_ns} ns) before it starts ({start_ns} ns)")]
-    CallEndsBeforeStart { index: usize, start_ns: u64, end_ns: u64 },
+    CallEndsBeforeStart {
+        index: usize,
+        start_ns: u64,
+        end_ns: u64,
+    },
     /// Too many samples or branch records for the model's 32-bit indices.
     #[error("the emulation would make more than 2^32 samples; use a longer interval")]
     TooManySamples,

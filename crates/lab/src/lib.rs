@@ -21,8 +21,8 @@
 //! [`Error`].
 
 pub mod accuracy;
-mod delays;
 pub mod decompose;
+mod delays;
 mod derive;
 mod emulate;
 mod error;
@@ -38,11 +38,11 @@ mod testutil;
 
 pub use delays::parse_delays;
 pub use derive::{measure_derive, DeriveMeasure};
-pub use scale::{synthesize, ScaleOptions, SYNTHETIC_FILTER};
 pub use emulate::{emulate_lbr, emulate_lbr_with, EmulateOptions, DEPTHS, FILTER, MAX_CYCLES};
 pub use error::{Error, Result};
+pub use scale::{synthesize, ScaleOptions, SYNTHETIC_FILTER};
 pub use score::{
-    score, score_points, score_with, Measured, MethodScore, ScoreOptions, ScoreTable, DEFAULT_EVENT_BUCKET_NS,
-    DEFAULT_EVENT_FUNCTION, DEFAULT_EVENT_MIN_NS,
+    score, score_points, score_with, Measured, MethodScore, ScoreOptions, ScoreTable,
+    DEFAULT_EVENT_BUCKET_NS, DEFAULT_EVENT_FUNCTION, DEFAULT_EVENT_MIN_NS,
 };
 pub use timeline::{thread_events, Event, ThreadEvents};

@@ -62,7 +62,10 @@ impl ScoreTable {
         s.push("Emulation", Cell::text(emulation));
         s.push("Samples", Cell::UInt(self.samples as u64));
         s.push("Share buckets", Cell::ns(self.options.bucket_ns));
-        s.push("Event function", Cell::text(self.options.event_function.clone()));
+        s.push(
+            "Event function",
+            Cell::text(self.options.event_function.clone()),
+        );
         s.push("Events", Cell::UInt(self.events_total as u64));
         d.push_section(s);
         d.push_table(self.to_table().with_title("Accuracy per method"));

@@ -39,7 +39,16 @@ pub struct ScaleOptions {
 
 impl Default for ScaleOptions {
     fn default() -> Self {
-        ScaleOptions { samples: 1_000_000, functions: 1000, threads: 4, interval_ns: 1_000_000, phase_ns: 500_000_000, seed: 1, branch_depth: 0, branch_cycles: false }
+        ScaleOptions {
+            samples: 1_000_000,
+            functions: 1000,
+            threads: 4,
+            interval_ns: 1_000_000,
+            phase_ns: 500_000_000,
+            seed: 1,
+            branch_depth: 0,
+            branch_cycles: false,
+        }
     }
 }
 
@@ -48,7 +57,12 @@ const START_NS: u64 = 1_000_000_000;
 
 /// Builds the profile; sizes beyond what a u32-indexed profile holds are an error.
 pub fn synthesize(o: &ScaleOptions) -> Result<Profile> {
-    if o.samples == 0 || o.samples > u32::MAX as u64 || o.functions == 0 || o.threads == 0 || o.interval_ns == 0 {
+    if o.samples == 0
+        || o.samples > u32::MAX as u64
+        || o.functions == 0
+        || o.threads == 0
+        || o.interval_ns == 0
+    {
         return Err(Error::InvalidOptions(format!(
             "samples (1 to {}), functions, threads and the interval must be positive; got {} samples, {} functions, {} threads, {} ns",
             u32::MAX,
@@ -78,26 +92,47 @@ pub fn synthesize(o: &ScaleOptions) -> Result<Profile> {
         mode: Mode::User,
     };
     let mut p = Profile {
-        modules: vec![Module { path: "synthetic".into(), build_id: String::new() }],
+        modules: vec![Module {
+            path: "synthetic".into(),
+            build_id: String::new(),
+        }],
         ..Profile::default()
     };
     p.frames.push(frame("main".into(), 0x40_1000));
     for k in 0..PHASES {
-        p.frames.push(frame(format!("phase_{k}"), 0x40_2000 + 0x100 * k as u64));
+        p.frames
+            .push(frame(format!("phase_{k}"), 0x40_2000 + 0x100 * k as u64));
     }
     let leaf0 = p.frames.len() as u32;
     for f in 0..o.functions {
-        p.frames.push(frame(format!("leaf_{f:06}"), 0x50_0000 + 0x40 * f as u64));
+        p.frames
+            .push(frame(format!("leaf_{f:06}"), 0x50_0000 + 0x40 * f as u64));
     }
     for t in 0..o.threads {
-        p.threads.push(Thread { pid: 1000, tid: 1000 + t as i32, name: format!("worker-{t}"), process_name: "synthetic".into() });
+        p.threads.push(Thread {
+            pid: 1000,
+            tid: 1000 + t as i32,
+            name: format!("worker-{t}"),
+            process_name: "synthetic".into(),
+        });
     }
     let mut brancher = (o.branch_depth > 0).then(|| {
-        let frames = Frames { main: 0, leaf0, leaves: o.functions };
-        Brancher::new(o.branch_depth as usize, o.branch_cycles, frames, o.threads, o.seed)
+        let frames = Frames {
+            main: 0,
+            leaf0,
+            leaves: o.functions,
+        };
+        Brancher::new(
+            o.branch_depth as usize,
+            o.branch_cycles,
+            frames,
+            o.threads,
+            o.seed,
+        )
     });
     if brancher.is_some() {
-        p.branches.reserve((o.samples * u64::from(o.branch_depth)) as usize);
+        p.branches
+            .reserve((o.samples * u64::from(o.branch_depth)) as usize);
     }
     let mut interner = StackInterner::default();
     let mut rng = Rng::new(o.seed);
@@ -111,7 +146,8 @@ pub fn synthesize(o: &ScaleOptions) -> Result<Profile> {
                 break 'outer;
             }
             // Threads are offset so their samples interleave.
-            let time_ns = START_NS + step * o.interval_ns + (t as u64 * o.interval_ns) / o.threads as u64;
+            let time_ns =
+                START_NS + step * o.interval_ns + (t as u64 * o.interval_ns) / o.threads as u64;
             let phase = ((time_ns - START_NS) / phase_ns + t as u64) % PHASES as u64;
             let leaf = if i < o.functions as u64 && o.samples >= o.functions as u64 {
                 i as u32
@@ -123,9 +159,23 @@ pub fn synthesize(o: &ScaleOptions) -> Result<Profile> {
             let stack = interner.intern_path(&mut p.stacks, [0, 1 + phase as u32, leaf0 + leaf]);
             if let Some(b) = brancher.as_mut() {
                 let since = time_ns.saturating_sub(o.interval_ns);
-                b.snapshot(&mut p.branches, p.samples.len() as u32, t, since, time_ns, 1 + phase as u32, leaf0 + leaf);
+                b.snapshot(
+                    &mut p.branches,
+                    p.samples.len() as u32,
+                    t,
+                    since,
+                    time_ns,
+                    1 + phase as u32,
+                    leaf0 + leaf,
+                );
             }
-            p.samples.push(Sample { time_ns, thread: t, cpu: t % 2, stack, weight: o.interval_ns });
+            p.samples.push(Sample {
+                time_ns,
+                thread: t,
+                cpu: t % 2,
+                stack,
+                weight: o.interval_ns,
+            });
         }
     }
     if let Some(b) = brancher {
@@ -147,7 +197,12 @@ mod tests {
 
     #[test]
     fn every_leaf_appears_and_samples_are_time_ordered() {
-        let o = ScaleOptions { samples: 5000, functions: 1000, threads: 3, ..Default::default() };
+        let o = ScaleOptions {
+            samples: 5000,
+            functions: 1000,
+            threads: 3,
+            ..Default::default()
+        };
         let p = synthesize(&o).unwrap_or_default();
         assert_eq!(p.samples.len(), 5000);
         assert!(p.samples.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
@@ -161,26 +216,49 @@ mod tests {
 
     #[test]
     fn branch_records_agree_with_the_stacks() {
-        let o = ScaleOptions { samples: 3000, functions: 50, threads: 3, interval_ns: 100_000, phase_ns: 20_000_000, ..Default::default() };
+        let o = ScaleOptions {
+            samples: 3000,
+            functions: 50,
+            threads: 3,
+            interval_ns: 100_000,
+            phase_ns: 20_000_000,
+            ..Default::default()
+        };
         let plain = synthesize(&o).unwrap_or_default();
-        let p = synthesize(&ScaleOptions { branch_depth: 16, branch_cycles: true, ..o }).unwrap_or_default();
+        let p = synthesize(&ScaleOptions {
+            branch_depth: 16,
+            branch_cycles: true,
+            ..o
+        })
+        .unwrap_or_default();
         // The same samples with or without branch records.
         assert_eq!(p.samples, plain.samples);
         assert!(plain.branches.is_empty() && plain.branch_info.is_none());
         let info = p.branch_info.clone().unwrap_or_default();
         assert_eq!((info.depth, info.has_cycles), (16, true));
-        assert!(info.overflowed_snapshots > 0 && info.overflowed_snapshots < 300, "{}", info.overflowed_snapshots);
-        let name = |f: Option<u32>| f.and_then(|f| p.frames.get(f as usize)).map_or("", |f| f.function.as_str());
+        assert!(
+            info.overflowed_snapshots > 0 && info.overflowed_snapshots < 300,
+            "{}",
+            info.overflowed_snapshots
+        );
+        let name = |f: Option<u32>| {
+            f.and_then(|f| p.frames.get(f as usize))
+                .map_or("", |f| f.function.as_str())
+        };
         let mut per_sample = vec![0usize; p.samples.len()];
         for (k, b) in p.branches.iter().enumerate() {
             per_sample[b.sample as usize] += 1;
             let (from, to) = (name(b.from_frame), name(b.to_frame));
             match b.kind {
                 kairos_model::BranchKind::Call => assert!(
-                    (from == "main" && to.starts_with("phase_")) || (from.starts_with("phase_") && to.starts_with("leaf_")),
+                    (from == "main" && to.starts_with("phase_"))
+                        || (from.starts_with("phase_") && to.starts_with("leaf_")),
                     "{from} -> {to}"
                 ),
-                _ => assert!((from.starts_with("leaf_") && to.starts_with("phase_")) || (from.starts_with("phase_") && to == "main")),
+                _ => assert!(
+                    (from.starts_with("leaf_") && to.starts_with("phase_"))
+                        || (from.starts_with("phase_") && to == "main")
+                ),
             }
             assert!(b.cycles.is_some_and(|c| c > 0 && c <= crate::MAX_CYCLES));
             if b.position == 0 {
@@ -197,6 +275,10 @@ mod tests {
             }
         }
         assert!(per_sample.iter().all(|&n| (1..=16).contains(&n)));
-        assert!(synthesize(&ScaleOptions { branch_depth: 12, ..Default::default() }).is_err());
+        assert!(synthesize(&ScaleOptions {
+            branch_depth: 12,
+            ..Default::default()
+        })
+        .is_err());
     }
 }

@@ -72,18 +72,42 @@ fn site(f: FrameIdx, salt: u64) -> u64 {
 }
 
 impl Brancher {
-    pub(crate) fn new(depth: usize, cycles: bool, frames: Frames, threads: u32, seed: u64) -> Brancher {
+    pub(crate) fn new(
+        depth: usize,
+        cycles: bool,
+        frames: Frames,
+        threads: u32,
+        seed: u64,
+    ) -> Brancher {
         // A generator of its own: the samples stay the same with or without branches.
         let rng = Rng::new(seed ^ 0x6c62_725f_7379_6e74);
-        Brancher { depth, cycles, frames, rng, threads: vec![ThreadRing::default(); threads as usize], overflowed: 0 }
+        Brancher {
+            depth,
+            cycles,
+            frames,
+            rng,
+            threads: vec![ThreadRing::default(); threads as usize],
+            overflowed: 0,
+        }
     }
 
     /// Appends the snapshot of sample `sample` of `thread` at `time_ns`, whose stack is
     /// main -> `phase` -> `leaf`; `since_ns` is the start of its interval.
-    pub(crate) fn snapshot(&mut self, out: &mut Vec<BranchRecord>, sample: u32, thread: u32, since_ns: u64, time_ns: u64, phase: FrameIdx, leaf: FrameIdx) {
+    pub(crate) fn snapshot(
+        &mut self,
+        out: &mut Vec<BranchRecord>,
+        sample: u32,
+        thread: u32,
+        since_ns: u64,
+        time_ns: u64,
+        phase: FrameIdx,
+        leaf: FrameIdx,
+    ) {
         let f = self.frames;
         let mut path: Vec<(FrameIdx, FrameIdx, BranchKind)> = Vec::with_capacity(8);
-        let Some(tr) = self.threads.get_mut(thread as usize) else { return };
+        let Some(tr) = self.threads.get_mut(thread as usize) else {
+            return;
+        };
         match tr.at {
             None => path.push((f.main, phase, BranchKind::Call)),
             Some((ph, lf)) => {
@@ -95,7 +119,11 @@ impl Brancher {
             }
         }
         let u = (self.rng.next() >> 11) as f64 / (1u64 << 53) as f64;
-        let visits = if self.rng.next() % BURST_ONE_IN == 0 { self.depth } else { (u * u * u * self.depth as f64 / 2.0) as usize };
+        let visits = if self.rng.next() % BURST_ONE_IN == 0 {
+            self.depth
+        } else {
+            (u * u * u * self.depth as f64 / 2.0) as usize
+        };
         for _ in 0..visits {
             let other = f.leaf0 + (self.rng.next() % u64::from(f.leaves.max(1))) as FrameIdx;
             path.push((phase, other, BranchKind::Call));
@@ -120,7 +148,14 @@ impl Brancher {
             if tr.ring.len() == self.depth {
                 tr.ring.pop_front();
             }
-            tr.ring.push_back(Entry { from, to, kind, from_address, to_address, cycles });
+            tr.ring.push_back(Entry {
+                from,
+                to,
+                kind,
+                from_address,
+                to_address,
+                cycles,
+            });
         }
         tr.at = Some((phase, leaf));
         let new = path.len().min(self.depth);

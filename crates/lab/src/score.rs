@@ -100,11 +100,15 @@ pub struct ScoreTable {
 impl ScoreTable {
     /// The score of `method`, if it ran.
     pub fn get(&self, method: Method) -> Option<Measured> {
-        self.rows.iter().find(|r| r.method == method).and_then(|r| r.result)
+        self.rows
+            .iter()
+            .find(|r| r.method == method)
+            .and_then(|r| r.result)
     }
     /// Recall of `method` in percent (100 when there are no events to find).
     pub fn recall(&self, method: Method) -> Option<f64> {
-        self.get(method).map(|m| recall_pct(m.events_found, self.events_total))
+        self.get(method)
+            .map(|m| recall_pct(m.events_found, self.events_total))
     }
 }
 
@@ -119,7 +123,13 @@ pub(crate) fn recall_pct(found: usize, total: usize) -> f64 {
 /// Scores every method in `methods` on `emulated` (an output of
 /// [`crate::emulate_lbr`]) with the default event settings; see [`score_with`].
 pub fn score(emulated: &Profile, bucket_ns: u64, methods: &[Method]) -> Result<ScoreTable> {
-    score_with(emulated, &ScoreOptions { methods: methods.to_vec(), ..ScoreOptions::new(bucket_ns) })
+    score_with(
+        emulated,
+        &ScoreOptions {
+            methods: methods.to_vec(),
+            ..ScoreOptions::new(bucket_ns)
+        },
+    )
 }
 
 /// Scores each method of `opts.methods`; a method that cannot run on this profile (e.g.
@@ -131,7 +141,10 @@ pub fn score_with(emulated: &Profile, opts: &ScoreOptions) -> Result<ScoreTable>
     let names = FunctionNames::new(emulated);
     let truth = Truth::new(emulated, opts, &names)?;
     // The methods see samples and branch records only.
-    let blind = Profile { calls: Vec::new(), ..emulated.clone() };
+    let blind = Profile {
+        calls: Vec::new(),
+        ..emulated.clone()
+    };
     let event_fn = names.id_of(&opts.event_function);
     let mut rows = Vec::new();
     for &method in &opts.methods {
@@ -140,24 +153,48 @@ pub fn score_with(emulated: &Profile, opts: &ScoreOptions) -> Result<ScoreTable>
                 let share_error = truth.share_error(&a.points, &names);
                 let events_found = event_fn.map_or(0, |f| truth.events_found(&a.points, &names, f));
                 let note = (!a.notes.is_empty()).then(|| a.notes.join("; "));
-                MethodScore { method, result: Some(Measured { points_per_sample: a.points_per_sample, share_error, events_found }), note }
+                MethodScore {
+                    method,
+                    result: Some(Measured {
+                        points_per_sample: a.points_per_sample,
+                        share_error,
+                        events_found,
+                    }),
+                    note,
+                }
             }
-            Err(e) => MethodScore { method, result: None, note: Some(e.to_string()) },
+            Err(e) => MethodScore {
+                method,
+                result: None,
+                note: Some(e.to_string()),
+            },
         };
         rows.push(row);
     }
-    Ok(ScoreTable { options: opts.clone(), rows, events_total: truth.events.len(), buckets: truth.buckets.len(), samples: emulated.samples.len() })
+    Ok(ScoreTable {
+        options: opts.clone(),
+        rows,
+        events_total: truth.events.len(),
+        buckets: truth.buckets.len(),
+        samples: emulated.samples.len(),
+    })
 }
 
 /// Scores points made by anything (an oracle of [`crate::decompose`], an experimental
 /// estimator) against the trace `emulated` keeps: (share error, events found, events in the trace).
-pub fn score_points(emulated: &Profile, opts: &ScoreOptions, points: &[Point]) -> Result<(f64, usize, usize)> {
+pub fn score_points(
+    emulated: &Profile,
+    opts: &ScoreOptions,
+    points: &[Point],
+) -> Result<(f64, usize, usize)> {
     if opts.bucket_ns == 0 || opts.event_bucket_ns == 0 {
         return Err(Error::BadBucket);
     }
     let names = FunctionNames::new(emulated);
     let truth = Truth::new(emulated, opts, &names)?;
-    let found = names.id_of(&opts.event_function).map_or(0, |f| truth.events_found(points, &names, f));
+    let found = names
+        .id_of(&opts.event_function)
+        .map_or(0, |f| truth.events_found(points, &names, f));
     Ok((truth.share_error(points, &names), found, truth.events.len()))
 }
 
@@ -184,7 +221,8 @@ impl FunctionNames {
         FunctionNames { of_frame, by_name }
     }
     fn id(&self, f: Option<FrameIdx>) -> u32 {
-        f.and_then(|f| self.of_frame.get(f as usize).copied()).unwrap_or(Self::UNTRACED)
+        f.and_then(|f| self.of_frame.get(f as usize).copied())
+            .unwrap_or(Self::UNTRACED)
     }
     fn id_of(&self, name: &str) -> Option<u32> {
         self.by_name.get(name).copied()
@@ -206,8 +244,18 @@ struct Truth {
 impl Truth {
     fn new(p: &Profile, opts: &ScoreOptions, names: &FunctionNames) -> Result<Self> {
         let threads = thread_events(p)?;
-        let origin = threads.iter().filter_map(|t| t.span()).map(|s| s.0).min().unwrap_or(0);
-        let end = threads.iter().filter_map(|t| t.span()).map(|s| s.1).max().unwrap_or(0);
+        let origin = threads
+            .iter()
+            .filter_map(|t| t.span())
+            .map(|s| s.0)
+            .min()
+            .unwrap_or(0);
+        let end = threads
+            .iter()
+            .filter_map(|t| t.span())
+            .map(|s| s.1)
+            .max()
+            .unwrap_or(0);
         let sampled = sampled_spans(p);
         let mut buckets: BTreeMap<u64, HashMap<u32, u64>> = BTreeMap::new();
         for te in &threads {
@@ -232,14 +280,24 @@ impl Truth {
             .filter(|c| c.end_ns.saturating_sub(c.start_ns) >= opts.event_min_ns)
             .map(|c| (c.thread, c.start_ns, c.end_ns))
             .collect();
-        Ok(Truth { origin, end, bucket_ns: opts.bucket_ns, event_bucket_ns: opts.event_bucket_ns, buckets, events })
+        Ok(Truth {
+            origin,
+            end,
+            bucket_ns: opts.bucket_ns,
+            event_bucket_ns: opts.event_bucket_ns,
+            buckets,
+            events,
+        })
     }
 
     fn share_error(&self, points: &[Point], names: &FunctionNames) -> f64 {
         let mut est: HashMap<u64, HashMap<u32, f64>> = HashMap::new();
         for pt in points {
             // The stretch the point stands for, clipped to the traced span.
-            let (a, b) = (pt.time_ns.saturating_sub(pt.weight_ns).max(self.origin), pt.time_ns.min(self.end));
+            let (a, b) = (
+                pt.time_ns.saturating_sub(pt.weight_ns).max(self.origin),
+                pt.time_ns.min(self.end),
+            );
             if b <= a {
                 continue;
             }
@@ -266,8 +324,13 @@ impl Truth {
     fn events_found(&self, points: &[Point], names: &FunctionNames, f: u32) -> usize {
         // The stretches `[time - weight, time]` of the points on `f`, per thread, by end.
         let mut at: HashMap<ThreadIdx, Vec<(u64, u64)>> = HashMap::new();
-        for pt in points.iter().filter(|p| p.weight_ns > 0 && names.id(p.frame) == f) {
-            at.entry(pt.thread).or_default().push((pt.time_ns.saturating_sub(pt.weight_ns), pt.time_ns));
+        for pt in points
+            .iter()
+            .filter(|p| p.weight_ns > 0 && names.id(p.frame) == f)
+        {
+            at.entry(pt.thread)
+                .or_default()
+                .push((pt.time_ns.saturating_sub(pt.weight_ns), pt.time_ns));
         }
         for v in at.values_mut() {
             v.sort_unstable_by_key(|s| s.1);

@@ -10,7 +10,9 @@ pub(crate) struct Rng(u64);
 
 impl Rng {
     pub(crate) fn new(seed: u64) -> Self {
-        let s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x2545_F491_4F6C_DD1D);
+        let s = seed
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(0x2545_F491_4F6C_DD1D);
         Rng(if s == 0 { 1 } else { s })
     }
     pub(crate) fn next(&mut self) -> u64 {
@@ -49,17 +51,41 @@ impl Builder {
                 mode: Mode::User,
             })
             .collect();
-        let thread = Thread { pid: 1, tid: 1, name: process.into(), process_name: process.into() };
-        Builder { p: Profile { threads: vec![thread], frames, ..Default::default() }, depth: 0 }
+        let thread = Thread {
+            pid: 1,
+            tid: 1,
+            name: process.into(),
+            process_name: process.into(),
+        };
+        Builder {
+            p: Profile {
+                threads: vec![thread],
+                frames,
+                ..Default::default()
+            },
+            depth: 0,
+        }
     }
     /// Records a leaf call of `f` at `t` lasting `d`; returns its end.
     fn leaf(&mut self, f: FrameIdx, t: u64, d: u64) -> u64 {
-        self.p.calls.push(Call { thread: 0, frame: f, start_ns: t, end_ns: t + d, depth: self.depth });
+        self.p.calls.push(Call {
+            thread: 0,
+            frame: f,
+            start_ns: t,
+            end_ns: t + d,
+            depth: self.depth,
+        });
         t + d
     }
     /// Opens a call of `f` at `t`; [`Builder::close`] sets its end.
     fn open(&mut self, f: FrameIdx, t: u64) -> usize {
-        self.p.calls.push(Call { thread: 0, frame: f, start_ns: t, end_ns: t, depth: self.depth });
+        self.p.calls.push(Call {
+            thread: 0,
+            frame: f,
+            start_ns: t,
+            end_ns: t,
+            depth: self.depth,
+        });
         self.depth += 1;
         self.p.calls.len() - 1
     }
@@ -116,7 +142,9 @@ pub fn spikes(seconds: f64, seed: u64) -> (Profile, Vec<(u64, u64)>) {
 /// loops of p3_A -> p3_f1 -> p3_f2 -> (p3_B ~1 us, p3_C ~2 us), ~300 us in all), then
 /// `fig8` calls F1, F2, F3 for 60, 180 and 60 us.
 pub fn transitions(iterations: u32) -> Profile {
-    let names = ["main", "p3", "p3_A", "p3_f1", "p3_f2", "p3_B", "p3_C", "F1", "F2", "F3", "fig10", "fig8"];
+    let names = [
+        "main", "p3", "p3_A", "p3_f1", "p3_f2", "p3_B", "p3_C", "F1", "F2", "F3", "fig10", "fig8",
+    ];
     let mut b = Builder::new("transitions", &names);
     let main = b.open(0, 1_000_000);
     let mut t = 1_000_100;
@@ -157,9 +185,14 @@ mod tests {
         assert!(delays.len() > 5, "{}", delays.len());
         let delay_calls: Vec<_> = p.calls.iter().filter(|c| c.frame == 2).collect();
         assert_eq!(delay_calls.len(), delays.len());
-        assert!(delays.iter().all(|&(a, b)| (50_000..=200_000).contains(&(b - a))));
+        assert!(delays
+            .iter()
+            .all(|&(a, b)| (50_000..=200_000).contains(&(b - a))));
         // Each delay lies inside its call.
-        assert!(delay_calls.iter().zip(&delays).all(|(c, &(a, b))| c.start_ns <= a && b <= c.end_ns));
+        assert!(delay_calls
+            .iter()
+            .zip(&delays)
+            .all(|(c, &(a, b))| c.start_ns <= a && b <= c.end_ns));
         // Only main, service_work and rare_delay: the program's only calls.
         assert!(p.calls.iter().all(|c| c.frame <= 2));
         assert!(crate::timeline::thread_events(&p).is_ok_and(|t| t[0].clamped_calls == 0));

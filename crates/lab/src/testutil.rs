@@ -22,11 +22,22 @@ pub fn trace(names: &[&str], calls: &[(u32, u64, u64, u16)]) -> Profile {
         .collect();
     let mut calls: Vec<Call> = calls
         .iter()
-        .map(|&(frame, start_ns, end_ns, depth)| Call { thread: 0, frame, start_ns, end_ns, depth })
+        .map(|&(frame, start_ns, end_ns, depth)| Call {
+            thread: 0,
+            frame,
+            start_ns,
+            end_ns,
+            depth,
+        })
         .collect();
     calls.sort_by_key(|c| c.start_ns);
     Profile {
-        threads: vec![Thread { pid: 1, tid: 1, name: "t".into(), process_name: "t".into() }],
+        threads: vec![Thread {
+            pid: 1,
+            tid: 1,
+            name: "t".into(),
+            process_name: "t".into(),
+        }],
         frames,
         calls,
         ..Default::default()

@@ -52,13 +52,25 @@ pub fn validate(profile: &Profile) -> Result<()> {
     }
     for (index, c) in profile.calls.iter().enumerate() {
         if c.thread as usize >= profile.threads.len() {
-            return Err(Error::BadCall { index, what: "thread", value: c.thread });
+            return Err(Error::BadCall {
+                index,
+                what: "thread",
+                value: c.thread,
+            });
         }
         if c.frame as usize >= profile.frames.len() {
-            return Err(Error::BadCall { index, what: "frame", value: c.frame });
+            return Err(Error::BadCall {
+                index,
+                what: "frame",
+                value: c.frame,
+            });
         }
         if c.end_ns < c.start_ns {
-            return Err(Error::CallEndsBeforeStart { index, start_ns: c.start_ns, end_ns: c.end_ns });
+            return Err(Error::CallEndsBeforeStart {
+                index,
+                start_ns: c.start_ns,
+                end_ns: c.end_ns,
+            });
         }
     }
     Ok(())
@@ -91,7 +103,11 @@ pub fn thread_events(profile: &Profile) -> Result<Vec<ThreadEvents>> {
 }
 
 fn walk(thread: ThreadIdx, calls: &[&Call]) -> ThreadEvents {
-    let mut te = ThreadEvents { thread, events: Vec::with_capacity(calls.len() * 2), clamped_calls: 0 };
+    let mut te = ThreadEvents {
+        thread,
+        events: Vec::with_capacity(calls.len() * 2),
+        clamped_calls: 0,
+    };
     // Open calls: (frame, end).
     let mut stack: Vec<(FrameIdx, u64)> = Vec::new();
     let pop_until = |stack: &mut Vec<(FrameIdx, u64)>, events: &mut Vec<Event>, t: Option<u64>| {
@@ -101,7 +117,12 @@ fn walk(thread: ThreadIdx, calls: &[&Call]) -> ThreadEvents {
             }
             stack.pop();
             let to = stack.last().map(|&(f, _)| f);
-            events.push(Event { time_ns: end, kind: BranchKind::Return, from: Some(frame), to });
+            events.push(Event {
+                time_ns: end,
+                kind: BranchKind::Return,
+                from: Some(frame),
+                to,
+            });
         }
     };
     for c in calls {
@@ -114,7 +135,12 @@ fn walk(thread: ThreadIdx, calls: &[&Call]) -> ThreadEvents {
             }
         }
         let from = stack.last().map(|&(f, _)| f);
-        te.events.push(Event { time_ns: c.start_ns, kind: BranchKind::Call, from, to: Some(c.frame) });
+        te.events.push(Event {
+            time_ns: c.start_ns,
+            kind: BranchKind::Call,
+            from,
+            to: Some(c.frame),
+        });
         stack.push((c.frame, end));
     }
     pop_until(&mut stack, &mut te.events, None);
@@ -129,9 +155,21 @@ mod tests {
     #[test]
     fn nested_calls_give_calls_and_returns_in_order() {
         // main [0,100) calls a [10,20) and b [30,60), b calls a [40,50).
-        let p = trace(&["main", "a", "b"], &[(0, 0, 100, 0), (1, 10, 20, 1), (2, 30, 60, 1), (1, 40, 50, 2)]);
+        let p = trace(
+            &["main", "a", "b"],
+            &[
+                (0, 0, 100, 0),
+                (1, 10, 20, 1),
+                (2, 30, 60, 1),
+                (1, 40, 50, 2),
+            ],
+        );
         let te = thread_events(&p).expect("valid");
-        let seq: Vec<_> = te[0].events.iter().map(|e| (e.time_ns, e.kind, e.from, e.to)).collect();
+        let seq: Vec<_> = te[0]
+            .events
+            .iter()
+            .map(|e| (e.time_ns, e.kind, e.from, e.to))
+            .collect();
         use BranchKind::{Call as C, Return as R};
         assert_eq!(
             seq,
@@ -156,11 +194,17 @@ mod tests {
     fn bad_calls_are_errors() {
         let mut p = trace(&["main"], &[(0, 0, 10, 0)]);
         p.calls[0].frame = 7;
-        assert!(matches!(thread_events(&p), Err(Error::BadCall { what: "frame", .. })));
+        assert!(matches!(
+            thread_events(&p),
+            Err(Error::BadCall { what: "frame", .. })
+        ));
         p.calls[0].frame = 0;
         p.calls[0].end_ns = 0;
         p.calls[0].start_ns = 5;
-        assert!(matches!(thread_events(&p), Err(Error::CallEndsBeforeStart { .. })));
+        assert!(matches!(
+            thread_events(&p),
+            Err(Error::CallEndsBeforeStart { .. })
+        ));
         p.calls.clear();
         assert!(matches!(thread_events(&p), Err(Error::NoCalls)));
     }
@@ -170,6 +214,9 @@ mod tests {
         let p = trace(&["main", "a"], &[(0, 0, 10, 0), (1, 5, 20, 1)]);
         let te = thread_events(&p).expect("valid");
         assert_eq!(te[0].clamped_calls, 1);
-        assert!(te[0].events.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+        assert!(te[0]
+            .events
+            .windows(2)
+            .all(|w| w[0].time_ns <= w[1].time_ns));
     }
 }

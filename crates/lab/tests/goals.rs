@@ -17,13 +17,31 @@ fn cell(trace: &str, depth: usize, interval_us: u64, cycles: Cycles) -> CellRuns
         "spikes" => synth::spikes(SECONDS, seed).0,
         _ => synth::transitions((SECONDS * 1650.0) as u32),
     };
-    run_cell(trace, make, Cell { depth, interval_ns: interval_us * 1000, cycles }, &SEEDS, &METHODS).unwrap()
+    run_cell(
+        trace,
+        make,
+        Cell {
+            depth,
+            interval_ns: interval_us * 1000,
+            cycles,
+        },
+        &SEEDS,
+        &METHODS,
+    )
+    .unwrap()
 }
 
 fn describe(c: &CellRuns) -> String {
-    let err = |m: Method| c.get(m).map(|r| mean_sd(&r.share_error)).unwrap_or((f64::NAN, 0.0));
+    let err = |m: Method| {
+        c.get(m)
+            .map(|r| mean_sd(&r.share_error))
+            .unwrap_or((f64::NAN, 0.0))
+    };
     let (n, d) = (err(Method::None), err(Method::DEFAULT));
-    let (diff, noise) = paired(&c.get(Method::DEFAULT).unwrap().share_error, &c.get(Method::None).unwrap().share_error);
+    let (diff, noise) = paired(
+        &c.get(Method::DEFAULT).unwrap().share_error,
+        &c.get(Method::None).unwrap().share_error,
+    );
     format!(
         "{} depth {} {} us cycles {}: none {:.3}% ±{:.3}, {} {:.3}% ±{:.3} (paired difference {:+.4}% ±{:.4}), coverage {:.0}%",
         c.trace,
@@ -48,7 +66,12 @@ fn the_default_is_never_worse_than_plain_sampling() {
             for us in [1000, 100] {
                 for cycles in [Cycles::Lbr, Cycles::No] {
                     let c = cell(trace, depth, us, cycles);
-                    assert_eq!(c.worse_than_none(Method::DEFAULT), Some(false), "{}", describe(&c));
+                    assert_eq!(
+                        c.worse_than_none(Method::DEFAULT),
+                        Some(false),
+                        "{}",
+                        describe(&c)
+                    );
                 }
             }
         }
@@ -79,6 +102,11 @@ fn known_cycles_make_the_default_better_not_worse() {
         let with = cell(trace, 16, us, Cycles::Wide);
         let without = cell(trace, 16, us, Cycles::No);
         let e = |c: &CellRuns| mean_sd(&c.get(Method::DEFAULT).unwrap().share_error).0;
-        assert!(e(&with) <= e(&without) * 1.01, "with cycles {}\nwithout {}", describe(&with), describe(&without));
+        assert!(
+            e(&with) <= e(&without) * 1.01,
+            "with cycles {}\nwithout {}",
+            describe(&with),
+            describe(&without)
+        );
     }
 }

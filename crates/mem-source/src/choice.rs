@@ -41,7 +41,14 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         // perf's defaults: ldlat 30, 4000 samples a second.
-        Options { ldlat: 30, loads: true, stores: true, phys_addr: true, callchain: true, sampling: Sampling::Frequency(4000) }
+        Options {
+            ldlat: 30,
+            loads: true,
+            stores: true,
+            phys_addr: true,
+            callchain: true,
+            sampling: Sampling::Frequency(4000),
+        }
     }
 }
 
@@ -120,7 +127,10 @@ pub struct Refusal {
 }
 
 fn refuse(kind: RefusalKind, reason: impl Into<String>) -> Refusal {
-    Refusal { kind, reason: reason.into() }
+    Refusal {
+        kind,
+        reason: reason.into(),
+    }
 }
 
 impl From<SysfsError> for Refusal {
@@ -171,7 +181,10 @@ pub fn choose(devices: &Path, cpu: Option<&CpuId>, o: &Options) -> Result<Plan, 
         return amd(devices, o);
     }
     if matches!(vendor, Some(Vendor::Other)) {
-        return Err(refuse(RefusalKind::UnsupportedVendor, "only Intel (PEBS) and AMD (IBS) CPUs sample data addresses and sources"));
+        return Err(refuse(
+            RefusalKind::UnsupportedVendor,
+            "only Intel (PEBS) and AMD (IBS) CPUs sample data addresses and sources",
+        ));
     }
     let mut cores = Vec::new();
     for name in ["cpu", "cpu_core", "cpu_atom"] {
@@ -189,7 +202,12 @@ pub fn choose(devices: &Path, cpu: Option<&CpuId>, o: &Options) -> Result<Plan, 
             ),
         ));
     }
-    let mut plan = Plan { source: Source::IntelPebs, loads: Vec::new(), stores: Vec::new(), notes: Vec::new() };
+    let mut plan = Plan {
+        source: Source::IntelPebs,
+        loads: Vec::new(),
+        stores: Vec::new(),
+        notes: Vec::new(),
+    };
     for p in &cores {
         intel_pmu(p, cpu, o, &mut plan)?;
     }
@@ -203,55 +221,83 @@ fn table(g: IntelGroup) -> (&'static str, Option<&'static str>, Option<&'static 
         IntelGroup::Nehalem => ("event=0x0b,umask=0x10,ldlat=3", None, None),
         IntelGroup::SandyBridge => (LOADS, Some("event=0xcd,umask=0x2"), None),
         IntelGroup::Haswell => (LOADS, Some("event=0xd0,umask=0x82"), None),
-        IntelGroup::SapphireRapids => (LOADS, Some("event=0xcd,umask=0x2"), Some("event=0x03,umask=0x82")),
+        IntelGroup::SapphireRapids => (
+            LOADS,
+            Some("event=0xcd,umask=0x2"),
+            Some("event=0x03,umask=0x82"),
+        ),
     }
 }
 
 fn intel_pmu(p: &Pmu, cpu: Option<&CpuId>, o: &Options, plan: &mut Plan) -> Result<(), Refusal> {
     let group = cpu.and_then(intel_group);
-    let (loads, stores, aux) = match (p.event("mem-loads"), group) {
-        (Some(l), _) => (l, p.event("mem-stores"), p.event("mem-loads-aux")),
-        // Our model table describes P-cores; E-cores without sysfs events are skipped.
-        (None, _) if p.name == "cpu_atom" => {
-            plan.notes.push("cpu_atom: no mem-loads in sysfs, E-cores not sampled".into());
-            return Ok(());
-        }
-        (None, Some(g)) => {
-            let (l, s, a) = table(g);
-            plan.notes.push(format!("{}: no mem-loads in sysfs; using the {g:?} encodings", p.name));
-            (l.to_string(), s.map(String::from), a.map(String::from))
-        }
-        (None, None) => {
-            return Err(refuse(
+    let (loads, stores, aux) =
+        match (p.event("mem-loads"), group) {
+            (Some(l), _) => (l, p.event("mem-stores"), p.event("mem-loads-aux")),
+            // Our model table describes P-cores; E-cores without sysfs events are skipped.
+            (None, _) if p.name == "cpu_atom" => {
+                plan.notes
+                    .push("cpu_atom: no mem-loads in sysfs, E-cores not sampled".into());
+                return Ok(());
+            }
+            (None, Some(g)) => {
+                let (l, s, a) = table(g);
+                plan.notes.push(format!(
+                    "{}: no mem-loads in sysfs; using the {g:?} encodings",
+                    p.name
+                ));
+                (l.to_string(), s.map(String::from), a.map(String::from))
+            }
+            (None, None) => return Err(refuse(
                 RefusalKind::UnknownModel,
-                format!("{} has no mem-loads event in sysfs and the CPU model {} is not in our table", p.name, cpu.map_or("unknown".into(), |c| c.mapfile_key())),
-            ))
-        }
-    };
+                format!(
+                    "{} has no mem-loads event in sysfs and the CPU model {} is not in our table",
+                    p.name,
+                    cpu.map_or("unknown".into(), |c| c.mapfile_key())
+                ),
+            )),
+        };
     let precise = (3, 1);
     if o.loads {
         let mut c = Config::default();
         p.encode(&loads, &mut c)?;
-        p.set("ldlat", o.ldlat.into(), &mut c).map_err(|e| refuse(RefusalKind::BadOption, e.to_string()))?;
+        p.set("ldlat", o.ldlat.into(), &mut c)
+            .map_err(|e| refuse(RefusalKind::BadOption, e.to_string()))?;
         let name = format!("{}/mem-loads,ldlat={}/P", p.name, o.ldlat);
         let leader = match aux {
             Some(a) => {
                 let mut lc = Config::default();
                 p.encode(&a, &mut lc)?;
-                Some(spec(p, format!("{}/mem-loads-aux/", p.name), lc, o, precise))
+                Some(spec(
+                    p,
+                    format!("{}/mem-loads-aux/", p.name),
+                    lc,
+                    o,
+                    precise,
+                ))
             }
             None => None,
         };
-        plan.loads.push(EventGroup { leader, event: spec(p, name, c, o, precise), cpus: p.cpus.clone() });
+        plan.loads.push(EventGroup {
+            leader,
+            event: spec(p, name, c, o, precise),
+            cpus: p.cpus.clone(),
+        });
     }
     if o.stores {
         match stores {
             Some(s) => {
                 let mut c = Config::default();
                 p.encode(&s, &mut c)?;
-                plan.stores.push(EventGroup { leader: None, event: spec(p, format!("{}/mem-stores/P", p.name), c, o, precise), cpus: p.cpus.clone() });
+                plan.stores.push(EventGroup {
+                    leader: None,
+                    event: spec(p, format!("{}/mem-stores/P", p.name), c, o, precise),
+                    cpus: p.cpus.clone(),
+                });
             }
-            None => plan.notes.push(format!("{}: no store sampling event on this CPU", p.name)),
+            None => plan
+                .notes
+                .push(format!("{}: no store sampling event on this CPU", p.name)),
         }
     }
     Ok(())
@@ -274,9 +320,13 @@ fn amd(devices: &Path, o: &Options) -> Result<Plan, Refusal> {
     ];
     let mut c = Config::default();
     if p.formats.contains_key("ldlat") {
-        p.set("ldlat", o.ldlat.into(), &mut c).map_err(|e| refuse(RefusalKind::BadOption, e.to_string()))?;
+        p.set("ldlat", o.ldlat.into(), &mut c)
+            .map_err(|e| refuse(RefusalKind::BadOption, e.to_string()))?;
     } else {
-        notes.push("this IBS has no load-latency filter: ldlat is ignored, every sampled op is kept".into());
+        notes.push(
+            "this IBS has no load-latency filter: ldlat is ignored, every sampled op is kept"
+                .into(),
+        );
     }
     let sampling = match o.sampling {
         Sampling::Period(n) if n % 16 != 0 => {
@@ -285,9 +335,25 @@ fn amd(devices: &Path, o: &Options) -> Result<Plan, Refusal> {
         }
         s => s,
     };
-    let o2 = Options { sampling, ..o.clone() };
+    let o2 = Options {
+        sampling,
+        ..o.clone()
+    };
     let mut event = spec(&p, "ibs_op//".into(), c, &o2, (0, 0));
     event.no_exclude = true;
-    let loads = if o.loads || o.stores { vec![EventGroup { leader: None, event, cpus: None }] } else { Vec::new() };
-    Ok(Plan { source: Source::AmdIbs, loads, stores: Vec::new(), notes })
+    let loads = if o.loads || o.stores {
+        vec![EventGroup {
+            leader: None,
+            event,
+            cpus: None,
+        }]
+    } else {
+        Vec::new()
+    };
+    Ok(Plan {
+        source: Source::AmdIbs,
+        loads,
+        stores: Vec::new(),
+        notes,
+    })
 }

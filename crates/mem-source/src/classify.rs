@@ -45,7 +45,9 @@ pub enum Level {
     RemoteDram(Distance),
     /// Another socket's (or core's) cache.
     RemoteCache(Distance),
-    Pmem { remote: bool },
+    Pmem {
+        remote: bool,
+    },
     Cxl,
     Io,
     Uncached,
@@ -124,7 +126,13 @@ fn level_from_num(d: &DataSrc) -> Option<Level> {
     // hops imply remote (the kernel sets both; POWER uses hops 0 for another core).
     let remote = d.remote || d.hops != 0;
     let dist = distance_from_hops(d.hops);
-    let cache = |local: Level| if remote { Level::RemoteCache(dist) } else { local };
+    let cache = |local: Level| {
+        if remote {
+            Level::RemoteCache(dist)
+        } else {
+            local
+        }
+    };
     Some(match d.lvl_num {
         0 | lvl_num::NA => return None,
         lvl_num::L1 => cache(Level::L1),
@@ -167,15 +175,22 @@ fn level_from_bits(d: &DataSrc) -> (Level, bool) {
 
 /// Classifies one word. Total: every u64 gives a class.
 pub fn classify(d: &DataSrc) -> Class {
-    let access = [(op::LOAD, Access::Load), (op::STORE, Access::Store), (op::PFETCH, Access::Prefetch), (op::EXEC, Access::Exec)]
-        .iter()
-        .find(|(bit, _)| d.op & bit != 0)
-        .map_or(Access::Unknown, |(_, a)| *a);
+    let access = [
+        (op::LOAD, Access::Load),
+        (op::STORE, Access::Store),
+        (op::PFETCH, Access::Prefetch),
+        (op::EXEC, Access::Exec),
+    ]
+    .iter()
+    .find(|(bit, _)| d.op & bit != 0)
+    .map_or(Access::Unknown, |(_, a)| *a);
     let (old, ambiguous) = level_from_bits(d);
     let (level, ambiguous) = match level_from_num(d) {
         Some(l) => (l, false),
         // Skylake reports a remote source of unknown level with the remote bit alone.
-        None if d.remote && old == Level::Llc => (Level::RemoteCache(distance_from_hops(d.hops)), ambiguous),
+        None if d.remote && old == Level::Llc => {
+            (Level::RemoteCache(distance_from_hops(d.hops)), ambiguous)
+        }
         None => (old, ambiguous),
     };
     let hit = if d.lvl & lvl::HIT != 0 {
@@ -201,7 +216,11 @@ pub fn classify(d: &DataSrc) -> Class {
         snoop_hit: d.snoop & snoop::HIT != 0,
         peer: d.snoopx & snoopx::PEER != 0,
         fwd: d.snoopx & snoopx::FWD != 0,
-        locked: if d.lock & lock::NA != 0 { None } else { Some(d.lock & lock::LOCKED != 0) },
+        locked: if d.lock & lock::NA != 0 {
+            None
+        } else {
+            Some(d.lock & lock::LOCKED != 0)
+        },
         tlb_hit,
         tlb_walk: d.dtlb & tlb::WK != 0,
         tlb_fault: d.dtlb & tlb::OS != 0,
@@ -241,18 +260,50 @@ mod tests {
         assert_eq!(c(0x118_6810_0242).level, Level::Lfb);
         assert_eq!(c(0x102_6a10_0142).locked, Some(true));
         let l3_stlb_miss = c(0x106_5010_0842);
-        assert_eq!((l3_stlb_miss.level, l3_stlb_miss.tlb_hit, l3_stlb_miss.bucket()), (Level::Llc, Some(false), Bucket::Llc));
+        assert_eq!(
+            (
+                l3_stlb_miss.level,
+                l3_stlb_miss.tlb_hit,
+                l3_stlb_miss.bucket()
+            ),
+            (Level::Llc, Some(false), Bucket::Llc)
+        );
         // Remote DRAM two sockets away: lvl_num RAM, remote, hops 2 (value 3).
-        let d = DataSrc { op: op::LOAD, lvl: lvl::HIT, lvl_num: lvl_num::RAM, remote: true, hops: hops::HOPS_2, ..Default::default() };
+        let d = DataSrc {
+            op: op::LOAD,
+            lvl: lvl::HIT,
+            lvl_num: lvl_num::RAM,
+            remote: true,
+            hops: hops::HOPS_2,
+            ..Default::default()
+        };
         assert_eq!(classify(&d).level, Level::RemoteDram(Distance::OtherSocket));
         // Remote HITM, old encoding.
-        let d = DataSrc { op: op::LOAD, lvl: lvl::HIT | lvl::REM_CCE1, snoop: snoop::HITM, ..Default::default() };
+        let d = DataSrc {
+            op: op::LOAD,
+            lvl: lvl::HIT | lvl::REM_CCE1,
+            snoop: snoop::HITM,
+            ..Default::default()
+        };
         assert_eq!(classify(&d).bucket(), Bucket::RemoteHitm);
         // Local HITM in the LLC.
-        let d = DataSrc { op: op::LOAD, lvl: lvl::HIT | lvl::L3, lvl_num: lvl_num::L3, snoop: snoop::HITM, ..Default::default() };
+        let d = DataSrc {
+            op: op::LOAD,
+            lvl: lvl::HIT | lvl::L3,
+            lvl_num: lvl_num::L3,
+            snoop: snoop::HITM,
+            ..Default::default()
+        };
         assert_eq!(classify(&d).bucket(), Bucket::LocalHitm);
-        let store = DataSrc { op: op::STORE, lvl: lvl::MISS | lvl::L1, ..Default::default() };
-        assert_eq!((classify(&store).access, classify(&store).hit), (Access::Store, Some(false)));
+        let store = DataSrc {
+            op: op::STORE,
+            lvl: lvl::MISS | lvl::L1,
+            ..Default::default()
+        };
+        assert_eq!(
+            (classify(&store).access, classify(&store).hit),
+            (Access::Store, Some(false))
+        );
     }
 
     /// Every u64 decodes, prints and classifies: edge words, every lvl_num x remote x hops

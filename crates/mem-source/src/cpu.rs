@@ -35,7 +35,9 @@ impl CpuId {
             if line.trim().is_empty() && v.is_some() {
                 break;
             }
-            let Some((k, val)) = line.split_once(':') else { continue };
+            let Some((k, val)) = line.split_once(':') else {
+                continue;
+            };
             match k.trim() {
                 "vendor_id" => v = Some(vendor(val)),
                 "cpu family" => f = val.trim().parse().ok(),
@@ -44,7 +46,12 @@ impl CpuId {
                 _ => {}
             }
         }
-        Some(CpuId { vendor: v?, family: f?, model: m?, stepping: s })
+        Some(CpuId {
+            vendor: v?,
+            family: f?,
+            model: m?,
+            stepping: s,
+        })
     }
 
     /// perf's CPUID header feature on x86: "GenuineIntel,6,85,4" (decimal).
@@ -54,7 +61,12 @@ impl CpuId {
         let family = p.next()?.trim().parse().ok()?;
         let model = p.next()?.trim().parse().ok()?;
         let stepping = p.next().and_then(|x| x.trim().parse().ok()).unwrap_or(0);
-        Some(CpuId { vendor: v, family, model, stepping })
+        Some(CpuId {
+            vendor: v,
+            family,
+            model,
+            stepping,
+        })
     }
 
     /// The key of Intel's perfmon mapfile.csv: "GenuineIntel-6-55-4" (hex, upper case).
@@ -92,10 +104,14 @@ pub fn intel_group(cpu: &CpuId) -> Option<IntelGroup> {
         0x1a | 0x1e | 0x1f | 0x2e | 0x25 | 0x2c | 0x2f => IntelGroup::Nehalem,
         0x2a | 0x2d | 0x3a | 0x3e => IntelGroup::SandyBridge,
         // Haswell, Broadwell, Skylake, Kaby/Coffee/Comet Lake, Cannon/Ice/Tiger Lake, Rocket Lake.
-        0x3c | 0x3f | 0x45 | 0x46 | 0x3d | 0x47 | 0x4f | 0x56 | 0x4e | 0x5e | 0x55 | 0x8e | 0x9e | 0xa5 | 0xa6 | 0x66 | 0x7d
-        | 0x7e | 0x6a | 0x6c | 0x8c | 0x8d | 0xa7 => IntelGroup::Haswell,
+        0x3c | 0x3f | 0x45 | 0x46 | 0x3d | 0x47 | 0x4f | 0x56 | 0x4e | 0x5e | 0x55 | 0x8e
+        | 0x9e | 0xa5 | 0xa6 | 0x66 | 0x7d | 0x7e | 0x6a | 0x6c | 0x8c | 0x8d | 0xa7 => {
+            IntelGroup::Haswell
+        }
         // Sapphire/Emerald/Granite Rapids; Alder/Raptor/Meteor Lake P-cores.
-        0x8f | 0xcf | 0xad | 0xae | 0x97 | 0x9a | 0xb7 | 0xba | 0xbf | 0xaa | 0xac => IntelGroup::SapphireRapids,
+        0x8f | 0xcf | 0xad | 0xae | 0x97 | 0x9a | 0xb7 | 0xba | 0xbf | 0xaa | 0xac => {
+            IntelGroup::SapphireRapids
+        }
         _ => return None,
     })
 }
@@ -108,9 +124,20 @@ mod tests {
     #[test]
     fn parses_both_forms() {
         let c = CpuId::from_cpuinfo("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\nstepping\t: 1\n").unwrap();
-        assert_eq!(c, CpuId { vendor: Vendor::Amd, family: 25, model: 17, stepping: 1 });
+        assert_eq!(
+            c,
+            CpuId {
+                vendor: Vendor::Amd,
+                family: 25,
+                model: 17,
+                stepping: 1
+            }
+        );
         let skx = CpuId::from_perf_cpuid("GenuineIntel,6,85,4").unwrap();
-        assert_eq!((skx.mapfile_key().as_str(), intel_group(&skx)), ("GenuineIntel-6-55-4", Some(IntelGroup::Haswell)));
+        assert_eq!(
+            (skx.mapfile_key().as_str(), intel_group(&skx)),
+            ("GenuineIntel-6-55-4", Some(IntelGroup::Haswell))
+        );
         assert_eq!(CpuId::from_cpuinfo("garbage"), None);
     }
 }

@@ -184,12 +184,29 @@ mod tests {
 
     #[test]
     fn round_trip_and_fixture_word() {
-        for v in [0u64, u64::MAX, 0x0118_6810_0242, 0x0001_0265_0010_0842, 0xdead_beef_cafe_f00d] {
+        for v in [
+            0u64,
+            u64::MAX,
+            0x0118_6810_0242,
+            0x0001_0265_0010_0842,
+            0xdead_beef_cafe_f00d,
+        ] {
             assert_eq!(DataSrc::from_raw(v).to_raw(), v);
         }
         // From the Skylake-SP fixture: LOAD, LVL L3|HIT, SNP None, lock 0, TLB L1|L2|HIT,
         // lvl_num L3, BLK N/A.
         let d = DataSrc::from_raw(0x106_6810_0842);
-        assert_eq!((d.op, d.lvl, d.snoop, d.lock, d.dtlb, d.lvl_num, d.blk), (op::LOAD, lvl::L3 | lvl::HIT, snoop::NONE, 0, tlb::HIT | tlb::L1 | tlb::L2, lvl_num::L3, blk::NA));
+        assert_eq!(
+            (d.op, d.lvl, d.snoop, d.lock, d.dtlb, d.lvl_num, d.blk),
+            (
+                op::LOAD,
+                lvl::L3 | lvl::HIT,
+                snoop::NONE,
+                0,
+                tlb::HIT | tlb::L1 | tlb::L2,
+                lvl_num::L3,
+                blk::NA
+            )
+        );
     }
 }

@@ -23,7 +23,13 @@ const LVL_NAMES: [&str; 14] = [
     "I/O",
     "Uncached",
 ];
-const HOPS_NAMES: [&str; 5] = ["N/A", "core, same node", "node, same socket", "socket, same board", "board"];
+const HOPS_NAMES: [&str; 5] = [
+    "N/A",
+    "core, same node",
+    "node, same socket",
+    "socket, same board",
+    "board",
+];
 const SNOOP_NAMES: [&str; 5] = ["N/A", "None", "Hit", "Miss", "HitM"];
 const SNOOPX_NAMES: [&str; 2] = ["Fwd", "Peer"];
 const TLB_NAMES: [&str; 7] = ["N/A", "HIT", "MISS", "L1", "L2", "Walker", "Fault"];
@@ -47,10 +53,16 @@ fn or_list(out: &mut String, mut bits: u32, names: &[&str]) {
 
 /// The OP column: the first of N/A, LOAD, STORE, PFETCH, EXEC that is set, else "No".
 pub fn op_text(d: &DataSrc) -> &'static str {
-    [(op::NA, "N/A"), (op::LOAD, "LOAD"), (op::STORE, "STORE"), (op::PFETCH, "PFETCH"), (op::EXEC, "EXEC")]
-        .iter()
-        .find(|(bit, _)| d.op & bit != 0)
-        .map_or("No", |(_, name)| name)
+    [
+        (op::NA, "N/A"),
+        (op::LOAD, "LOAD"),
+        (op::STORE, "STORE"),
+        (op::PFETCH, "PFETCH"),
+        (op::EXEC, "EXEC"),
+    ]
+    .iter()
+    .find(|(bit, _)| d.op & bit != 0)
+    .map_or("No", |(_, name)| name)
 }
 
 fn lvl_num_name(n: u8) -> String {
@@ -83,7 +95,11 @@ pub fn lvl_text(d: &DataSrc) -> String {
         }
         out.push(' ');
     } else {
-        or_list(&mut listed, u32::from(d.lvl & !(lvl::HIT | lvl::MISS)), &LVL_NAMES);
+        or_list(
+            &mut listed,
+            u32::from(d.lvl & !(lvl::HIT | lvl::MISS)),
+            &LVL_NAMES,
+        );
     }
     if d.lvl_num != 0 {
         if !listed.is_empty() {
@@ -123,7 +139,11 @@ pub fn snoop_text(d: &DataSrc) -> String {
 /// The TLB column: level names (hit and miss aside), "N/A" if none, then " hit"/" miss".
 pub fn tlb_text(d: &DataSrc) -> String {
     let mut out = String::new();
-    or_list(&mut out, u32::from(d.dtlb & !(tlb::HIT | tlb::MISS)), &TLB_NAMES);
+    or_list(
+        &mut out,
+        u32::from(d.dtlb & !(tlb::HIT | tlb::MISS)),
+        &TLB_NAMES,
+    );
     na_hit_miss(&mut out, d.dtlb & tlb::HIT != 0, d.dtlb & tlb::MISS != 0);
     out
 }
@@ -182,9 +202,18 @@ mod tests {
     #[test]
     fn fixture_words() {
         let t = |v: u64| perf_text(&DataSrc::from_raw(v));
-        assert_eq!(t(0x118_6810_0242), "|OP LOAD|LVL LFB/MAB or LFB/MAB hit|SNP None|TLB L1 or L2 hit|LCK No|BLK  N/A");
-        assert_eq!(t(0x102_6a10_0142), "|OP LOAD|LVL L1 or L1 hit|SNP None|TLB L1 or L2 hit|LCK Yes|BLK  N/A");
-        assert_eq!(t(0x106_5010_0842), "|OP LOAD|LVL L3 or L3 hit|SNP None|TLB L2 miss|LCK No|BLK  N/A");
+        assert_eq!(
+            t(0x118_6810_0242),
+            "|OP LOAD|LVL LFB/MAB or LFB/MAB hit|SNP None|TLB L1 or L2 hit|LCK No|BLK  N/A"
+        );
+        assert_eq!(
+            t(0x102_6a10_0142),
+            "|OP LOAD|LVL L1 or L1 hit|SNP None|TLB L1 or L2 hit|LCK Yes|BLK  N/A"
+        );
+        assert_eq!(
+            t(0x106_5010_0842),
+            "|OP LOAD|LVL L3 or L3 hit|SNP None|TLB L2 miss|LCK No|BLK  N/A"
+        );
         assert_eq!(t(0), "|OP No|LVL N/A|SNP N/A|TLB N/A|LCK No|BLK  N/A");
     }
 }

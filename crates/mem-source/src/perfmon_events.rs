@@ -136,25 +136,50 @@ fn flag(v: &Option<String>) -> bool {
 impl PerfmonEvents {
     pub fn load(json: &str) -> Result<PerfmonEvents, EncodeError> {
         let f: File = serde_json::from_str(json).map_err(|e| EncodeError::Parse(e.to_string()))?;
-        Ok(PerfmonEvents { by_name: f.events.into_iter().map(|e| (e.event_name.clone(), e)).collect() })
+        Ok(PerfmonEvents {
+            by_name: f
+                .events
+                .into_iter()
+                .map(|e| (e.event_name.clone(), e))
+                .collect(),
+        })
     }
 
     /// The encoding of a metric file's event name, with its `:cN`, `:eN`, `:iN` modifiers.
     pub fn encode(&self, name: &str) -> Result<Encoded, EncodeError> {
         let mut parts = name.split(':');
         let base = parts.next().unwrap_or(name);
-        let bad = |why: String| EncodeError::Bad { name: name.to_string(), why };
+        let bad = |why: String| EncodeError::Bad {
+            name: name.to_string(),
+            why,
+        };
         if let Some(metric) = base.strip_prefix("PERF_METRICS.") {
-            return topdown_metric(metric).map(|config| Encoded { name: name.into(), kind: Kind::Metric, config, config1: 0, fixed: true }).ok_or_else(|| bad("no topdown encoding for this fraction".into()));
+            return topdown_metric(metric)
+                .map(|config| Encoded {
+                    name: name.into(),
+                    kind: Kind::Metric,
+                    config,
+                    config1: 0,
+                    fixed: true,
+                })
+                .ok_or_else(|| bad("no topdown encoding for this fraction".into()));
         }
-        let raw = self.by_name.get(base).ok_or_else(|| EncodeError::Unknown(base.to_string()))?;
-        let code = number(&raw.event_code).ok_or_else(|| bad(format!("EventCode {:?} is not a number", raw.event_code)))?;
-        let umask = number(&raw.umask).ok_or_else(|| bad(format!("UMask {:?} is not a number", raw.umask)))?;
+        let raw = self
+            .by_name
+            .get(base)
+            .ok_or_else(|| EncodeError::Unknown(base.to_string()))?;
+        let code = number(&raw.event_code)
+            .ok_or_else(|| bad(format!("EventCode {:?} is not a number", raw.event_code)))?;
+        let umask = number(&raw.umask)
+            .ok_or_else(|| bad(format!("UMask {:?} is not a number", raw.umask)))?;
         let mut cmask = raw.counter_mask.as_deref().and_then(number).unwrap_or(0);
         let (mut edge, mut inv) = (flag(&raw.edge_detect), flag(&raw.invert));
         for m in parts {
             let (key, val) = m.split_at(m.len().min(1));
-            let v = || val.parse::<u64>().map_err(|_| bad(format!("modifier :{m} has no number")));
+            let v = || {
+                val.parse::<u64>()
+                    .map_err(|_| bad(format!("modifier :{m} has no number")))
+            };
             match key {
                 "c" => cmask = v()?,
                 "e" => edge = val.is_empty() || v()? != 0,
@@ -171,17 +196,58 @@ impl PerfmonEvents {
         if code == 0 && fixed {
             // Pseudo encodings of the fixed counters.
             return match umask {
-                0x01 => Ok(Encoded { name: name.into(), kind: Kind::Hardware, config: perf_hw::INSTRUCTIONS, config1: 0, fixed }),
-                0x02 if !flag(&raw.any_thread) => Ok(Encoded { name: name.into(), kind: Kind::Hardware, config: perf_hw::CPU_CYCLES, config1: 0, fixed }),
+                0x01 => Ok(Encoded {
+                    name: name.into(),
+                    kind: Kind::Hardware,
+                    config: perf_hw::INSTRUCTIONS,
+                    config1: 0,
+                    fixed,
+                }),
+                0x02 if !flag(&raw.any_thread) => Ok(Encoded {
+                    name: name.into(),
+                    kind: Kind::Hardware,
+                    config: perf_hw::CPU_CYCLES,
+                    config1: 0,
+                    fixed,
+                }),
                 // THREAD_ANY: the architectural unhalted-cycles event with AnyThread.
-                0x02 => Ok(Encoded { name: name.into(), kind: Kind::Raw, config: 0x3c | 1 << 21, config1: 0, fixed: false }),
-                0x04 => Ok(Encoded { name: name.into(), kind: Kind::Slots, config: SLOTS_CONFIG, config1: 0, fixed }),
-                _ => Err(bad(format!("fixed-counter pseudo encoding umask {umask:#x} is unknown"))),
+                0x02 => Ok(Encoded {
+                    name: name.into(),
+                    kind: Kind::Raw,
+                    config: 0x3c | 1 << 21,
+                    config1: 0,
+                    fixed: false,
+                }),
+                0x04 => Ok(Encoded {
+                    name: name.into(),
+                    kind: Kind::Slots,
+                    config: SLOTS_CONFIG,
+                    config1: 0,
+                    fixed,
+                }),
+                _ => Err(bad(format!(
+                    "fixed-counter pseudo encoding umask {umask:#x} is unknown"
+                ))),
             };
         }
-        let config = code & 0xff | (umask & 0xff) << 8 | (edge as u64) << 18 | (flag(&raw.any_thread) as u64) << 21 | (inv as u64) << 23 | cmask << 24;
-        let config1 = if flag(&raw.offcore) { raw.msr_value.as_deref().and_then(number).unwrap_or(0) } else { 0 };
-        Ok(Encoded { name: name.into(), kind: Kind::Raw, config, config1, fixed: false })
+        let config = code & 0xff
+            | (umask & 0xff) << 8
+            | (edge as u64) << 18
+            | (flag(&raw.any_thread) as u64) << 21
+            | (inv as u64) << 23
+            | cmask << 24;
+        let config1 = if flag(&raw.offcore) {
+            raw.msr_value.as_deref().and_then(number).unwrap_or(0)
+        } else {
+            0
+        };
+        Ok(Encoded {
+            name: name.into(),
+            kind: Kind::Raw,
+            config,
+            config1,
+            fixed: false,
+        })
     }
 }
 
@@ -216,7 +282,10 @@ mod tests {
     ]}"#;
 
     fn enc(name: &str) -> Encoded {
-        PerfmonEvents::load(FILE).unwrap_or_else(|e| panic!("{e}")).encode(name).unwrap_or_else(|e| panic!("{e}"))
+        PerfmonEvents::load(FILE)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .encode(name)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
@@ -235,14 +304,26 @@ mod tests {
         assert_eq!(enc("L1D_PEND_MISS.FB_FULL:c1:e1").config, 0x0104_0248);
         assert_eq!(enc("L1D_PEND_MISS.FB_FULL:i1").config, 0x0080_0248);
         let e = PerfmonEvents::load(FILE).unwrap_or_else(|e| panic!("{e}"));
-        assert!(matches!(e.encode("L1D_PEND_MISS.FB_FULL:z"), Err(EncodeError::Bad { .. })));
-        assert!(matches!(e.encode("L1D_PEND_MISS.FB_FULL:c999"), Err(EncodeError::Bad { .. })));
+        assert!(matches!(
+            e.encode("L1D_PEND_MISS.FB_FULL:z"),
+            Err(EncodeError::Bad { .. })
+        ));
+        assert!(matches!(
+            e.encode("L1D_PEND_MISS.FB_FULL:c999"),
+            Err(EncodeError::Bad { .. })
+        ));
         assert!(matches!(e.encode("NO.SUCH"), Err(EncodeError::Unknown(_))));
     }
 
     #[test]
     fn fixed_counters_use_the_kernels_names() {
-        assert_eq!((enc("CPU_CLK_UNHALTED.THREAD").kind, enc("CPU_CLK_UNHALTED.THREAD").config), (Kind::Hardware, perf_hw::CPU_CYCLES));
+        assert_eq!(
+            (
+                enc("CPU_CLK_UNHALTED.THREAD").kind,
+                enc("CPU_CLK_UNHALTED.THREAD").config
+            ),
+            (Kind::Hardware, perf_hw::CPU_CYCLES)
+        );
         assert_eq!(enc("CPU_CLK_UNHALTED.THREAD_ANY").config, 0x20_003c);
         let s = enc("TOPDOWN.SLOTS:perf_metrics");
         assert_eq!((s.kind, s.config), (Kind::Slots, SLOTS_CONFIG));
@@ -252,7 +333,13 @@ mod tests {
 
     #[test]
     fn bad_files_are_errors() {
-        assert!(matches!(PerfmonEvents::load("{"), Err(EncodeError::Parse(_))));
-        assert!(matches!(PerfmonEvents::load(r#"{"Events": [{"EventName": 3}]}"#), Err(EncodeError::Parse(_))));
+        assert!(matches!(
+            PerfmonEvents::load("{"),
+            Err(EncodeError::Parse(_))
+        ));
+        assert!(matches!(
+            PerfmonEvents::load(r#"{"Events": [{"EventName": 3}]}"#),
+            Err(EncodeError::Parse(_))
+        ));
     }
 }

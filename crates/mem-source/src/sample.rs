@@ -25,9 +25,17 @@ impl Weight {
     /// the whole word is taken as the latency.
     pub fn from_raw(raw: u64, sample_type: u64) -> Weight {
         if sample_type & PERF_SAMPLE_WEIGHT_STRUCT != 0 && sample_type & PERF_SAMPLE_WEIGHT == 0 {
-            Weight { latency: raw & 0xffff_ffff, ins_lat: Some((raw >> 32) as u16), var3: Some((raw >> 48) as u16) }
+            Weight {
+                latency: raw & 0xffff_ffff,
+                ins_lat: Some((raw >> 32) as u16),
+                var3: Some((raw >> 48) as u16),
+            }
         } else {
-            Weight { latency: raw, ins_lat: None, var3: None }
+            Weight {
+                latency: raw,
+                ins_lat: None,
+                var3: None,
+            }
         }
     }
 }
@@ -81,7 +89,14 @@ mod tests {
     #[test]
     fn weight_formats() {
         let raw = 0x0003_0002_0000_00e1;
-        assert_eq!(Weight::from_raw(raw, PERF_SAMPLE_WEIGHT_STRUCT), Weight { latency: 225, ins_lat: Some(2), var3: Some(3) });
+        assert_eq!(
+            Weight::from_raw(raw, PERF_SAMPLE_WEIGHT_STRUCT),
+            Weight {
+                latency: 225,
+                ins_lat: Some(2),
+                var3: Some(3)
+            }
+        );
         assert_eq!(Weight::from_raw(raw, PERF_SAMPLE_WEIGHT).latency, raw);
     }
 }

@@ -84,13 +84,19 @@ pub fn parse_format(text: &str) -> Option<Format> {
 }
 
 fn read_trimmed(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// Names of the PMUs under `devices` (e.g. /sys/bus/event_source/devices), sorted.
 pub fn list_pmus(devices: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(devices)
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -106,18 +112,32 @@ pub fn read_pmu(devices: &Path, name: &str) -> Result<Option<Pmu>, SysfsError> {
     let type_path = dir.join("type");
     let type_ = read_trimmed(&type_path)
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| SysfsError::Bad { path: type_path.display().to_string(), what: "no readable PMU type number".into() })?;
+        .ok_or_else(|| SysfsError::Bad {
+            path: type_path.display().to_string(),
+            what: "no readable PMU type number".into(),
+        })?;
     let mut formats = BTreeMap::new();
     if let Ok(rd) = std::fs::read_dir(dir.join("format")) {
         for e in rd.flatten() {
             let term = e.file_name().to_string_lossy().into_owned();
             let text = read_trimmed(&e.path()).unwrap_or_default();
-            let f = parse_format(&text).ok_or_else(|| SysfsError::Bad { path: e.path().display().to_string(), what: format!("unknown format '{text}'") })?;
+            let f = parse_format(&text).ok_or_else(|| SysfsError::Bad {
+                path: e.path().display().to_string(),
+                what: format!("unknown format '{text}'"),
+            })?;
             formats.insert(term, f);
         }
     }
-    let cpus = read_trimmed(&dir.join("cpus")).and_then(|s| kairos_platform::numa::parse_cpulist(&s)).filter(|v| !v.is_empty());
-    Ok(Some(Pmu { name: name.into(), dir, type_, formats, cpus }))
+    let cpus = read_trimmed(&dir.join("cpus"))
+        .and_then(|s| kairos_platform::numa::parse_cpulist(&s))
+        .filter(|v| !v.is_empty());
+    Ok(Some(Pmu {
+        name: name.into(),
+        dir,
+        type_,
+        formats,
+        cpus,
+    }))
 }
 
 impl Pmu {
@@ -135,7 +155,10 @@ impl Pmu {
     pub fn encode(&self, terms: &str, into: &mut Config) -> Result<(), SysfsError> {
         for term in terms.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             let (name, value) = match term.split_once('=') {
-                Some((n, v)) => (n.trim(), parse_value(v.trim()).ok_or_else(|| SysfsError::BadTerm(term.into()))?),
+                Some((n, v)) => (
+                    n.trim(),
+                    parse_value(v.trim()).ok_or_else(|| SysfsError::BadTerm(term.into()))?,
+                ),
                 None => (term, 1),
             };
             self.set(name, value, into)?;
@@ -145,10 +168,17 @@ impl Pmu {
 
     /// Sets one term to `value`, clearing its old bits first.
     pub fn set(&self, name: &str, value: u64, into: &mut Config) -> Result<(), SysfsError> {
-        let f = self.formats.get(name).ok_or_else(|| SysfsError::UnknownTerm(name.into()))?;
+        let f = self
+            .formats
+            .get(name)
+            .ok_or_else(|| SysfsError::UnknownTerm(name.into()))?;
         let bits = f.bits();
         if bits < 64 && value >> bits != 0 {
-            return Err(SysfsError::TooWide { term: name.into(), value, bits });
+            return Err(SysfsError::TooWide {
+                term: name.into(),
+                value,
+                bits,
+            });
         }
         let word = match f.word {
             0 => &mut into.config,
@@ -159,7 +189,11 @@ impl Pmu {
         let mut v = value;
         for &(lo, hi) in &f.ranges {
             let width = hi - lo + 1;
-            let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
             *word = (*word & !(mask << lo)) | ((v & mask) << lo);
             v = if width == 64 { 0 } else { v >> width };
         }
@@ -180,10 +214,29 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert_eq!(parse_format("config1:0-15"), Some(Format { word: 1, ranges: vec![(0, 15)] }));
+        assert_eq!(
+            parse_format("config1:0-15"),
+            Some(Format {
+                word: 1,
+                ranges: vec![(0, 15)]
+            })
+        );
         assert_eq!(parse_format("config:0-7,32-35").map(|f| f.bits()), Some(12));
-        assert_eq!(parse_format("config:21"), Some(Format { word: 0, ranges: vec![(21, 21)] }));
-        for bad in ["", "config", "config9:1", "config:7-3", "config:0-64", "config:x"] {
+        assert_eq!(
+            parse_format("config:21"),
+            Some(Format {
+                word: 0,
+                ranges: vec![(21, 21)]
+            })
+        );
+        for bad in [
+            "",
+            "config",
+            "config9:1",
+            "config:7-3",
+            "config:0-64",
+            "config:x",
+        ] {
             assert_eq!(parse_format(bad), None, "{bad}");
         }
     }

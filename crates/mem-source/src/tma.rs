@@ -11,8 +11,8 @@ use kairos_metrics::{evaluate_perfmon, PerfmonMetric};
 use serde::Serialize;
 
 use crate::choice::{Refusal, RefusalKind};
-use crate::perfmon_events::{EncodeError, Encoded, Kind, PerfmonEvents, SLOTS_CONFIG};
 use crate::cpu::{CpuId, Vendor};
+use crate::perfmon_events::{EncodeError, Encoded, Kind, PerfmonEvents, SLOTS_CONFIG};
 use crate::sysfs::list_pmus;
 
 /// The name of the parent node in Intel's files.
@@ -23,7 +23,10 @@ pub enum TmaError {
     #[error("the metric file has no {MEMORY_BOUND} metric")]
     NoMemoryBound,
     #[error("{metric}: {error}")]
-    Metric { metric: String, error: kairos_metrics::Error },
+    Metric {
+        metric: String,
+        error: kairos_metrics::Error,
+    },
 }
 
 /// Which child a metric is (TMA renamed DRAM_Bound to L3_Miss_Bound on newer files).
@@ -60,31 +63,55 @@ pub struct MemoryBound {
 impl MemoryBound {
     /// The value of one part (the first child of that part).
     pub fn part(&self, p: Part) -> Option<f64> {
-        self.split.iter().find(|(_, q, _)| *q == p).map(|(_, _, v)| *v)
+        self.split
+            .iter()
+            .find(|(_, q, _)| *q == p)
+            .map(|(_, _, v)| *v)
     }
 }
 
 fn children(metrics: &[PerfmonMetric]) -> impl Iterator<Item = &PerfmonMetric> {
-    metrics.iter().filter(|m| m.parent.as_deref() == Some(MEMORY_BOUND))
+    metrics
+        .iter()
+        .filter(|m| m.parent.as_deref() == Some(MEMORY_BOUND))
 }
 
 /// Evaluates Memory_Bound and its children on one set of counts (one interval, or one
 /// function's counts). `constants`: HYPERTHREADING_ON and the like, by name.
-pub fn memory_bound(metrics: &[PerfmonMetric], counts: &HashMap<String, f64>, constants: &HashMap<String, f64>) -> Result<MemoryBound, TmaError> {
-    let eval = |m: &PerfmonMetric| evaluate_perfmon(m, counts, constants).map_err(|error| TmaError::Metric { metric: m.name.clone(), error });
-    let top = metrics.iter().find(|m| m.name == MEMORY_BOUND).ok_or(TmaError::NoMemoryBound)?;
+pub fn memory_bound(
+    metrics: &[PerfmonMetric],
+    counts: &HashMap<String, f64>,
+    constants: &HashMap<String, f64>,
+) -> Result<MemoryBound, TmaError> {
+    let eval = |m: &PerfmonMetric| {
+        evaluate_perfmon(m, counts, constants).map_err(|error| TmaError::Metric {
+            metric: m.name.clone(),
+            error,
+        })
+    };
+    let top = metrics
+        .iter()
+        .find(|m| m.name == MEMORY_BOUND)
+        .ok_or(TmaError::NoMemoryBound)?;
     let memory_bound = eval(top)?;
     let mut split = Vec::new();
     for m in children(metrics) {
         split.push((m.name.clone(), part_of(&m.name), eval(m)?));
     }
-    Ok(MemoryBound { memory_bound, split })
+    Ok(MemoryBound {
+        memory_bound,
+        split,
+    })
 }
 
 /// Every event Memory_Bound and its children need counted, each once.
 pub fn memory_bound_events(metrics: &[PerfmonMetric]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for m in metrics.iter().filter(|m| m.name == MEMORY_BOUND).chain(children(metrics)) {
+    for m in metrics
+        .iter()
+        .filter(|m| m.name == MEMORY_BOUND)
+        .chain(children(metrics))
+    {
         for e in &m.events {
             if !out.contains(&e.name) {
                 out.push(e.name.clone());
@@ -110,7 +137,8 @@ fn file_for(mapfile_csv: &str, cpu: &CpuId, wanted: &str) -> Option<String> {
     mapfile_csv.lines().skip(1).find_map(|line| {
         let cols: Vec<&str> = line.split(',').collect();
         let (pattern, file, kind) = (cols.first()?, cols.get(2)?, cols.get(3)?);
-        (*kind == wanted && key_matches(pattern, &key)).then(|| file.trim_start_matches('/').to_string())
+        (*kind == wanted && key_matches(pattern, &key))
+            .then(|| file.trim_start_matches('/').to_string())
     })
 }
 
@@ -122,7 +150,9 @@ fn key_matches(pattern: &str, key: &str) -> bool {
     while i < p.len() {
         let Some(&c) = k.get(j) else { return false };
         if p[i] == b'[' {
-            let Some(end) = p[i..].iter().position(|&x| x == b']') else { return false };
+            let Some(end) = p[i..].iter().position(|&x| x == b']') else {
+                return false;
+            };
             if !p[i + 1..i + end].iter().any(|x| x.eq_ignore_ascii_case(&c)) {
                 return false;
             }
@@ -139,14 +169,25 @@ fn key_matches(pattern: &str, key: &str) -> bool {
 
 /// Whether the TMA counters can be read here: they need Intel's core PMU.
 pub fn availability(devices: &Path, cpu: Option<&CpuId>) -> Result<(), Refusal> {
-    let core = ["cpu", "cpu_core"].iter().any(|n| devices.join(n).join("type").is_file());
+    let core = ["cpu", "cpu_core"]
+        .iter()
+        .any(|n| devices.join(n).join("type").is_file());
     if cpu.is_some_and(|c| c.vendor != Vendor::Intel) {
-        return Err(Refusal { kind: RefusalKind::UnsupportedVendor, reason: "the memory-bound breakdown uses Intel's TMA metric files; this CPU is not Intel".into() });
+        return Err(Refusal {
+            kind: RefusalKind::UnsupportedVendor,
+            reason:
+                "the memory-bound breakdown uses Intel's TMA metric files; this CPU is not Intel"
+                    .into(),
+        });
     }
     if !core {
         return Err(Refusal {
             kind: RefusalKind::NoCorePmu,
-            reason: format!("no core PMU in {} (present: {}), so the TMA counters cannot be read", devices.display(), list_pmus(devices).join(" ")),
+            reason: format!(
+                "no core PMU in {} (present: {}), so the TMA counters cannot be read",
+                devices.display(),
+                list_pmus(devices).join(" ")
+            ),
         });
     }
     Ok(())
@@ -186,7 +227,11 @@ pub const CYCLES: &str = "CPU_CLK_UNHALTED.THREAD";
 /// Groups that count every event Memory_Bound needs, at most `gp_counters` general-purpose
 /// counters each (4 per thread with Hyper-Threading on Intel's big cores): the topdown
 /// fractions in a group led by slots, the rest in groups led by cycles.
-pub fn plan(metrics: &[PerfmonMetric], events: &PerfmonEvents, gp_counters: usize) -> Result<Vec<CounterGroup>, EncodeError> {
+pub fn plan(
+    metrics: &[PerfmonMetric],
+    events: &PerfmonEvents,
+    gp_counters: usize,
+) -> Result<Vec<CounterGroup>, EncodeError> {
     let gp = gp_counters.max(1);
     let cycles = events.encode(CYCLES)?;
     let mut topdown: Vec<Encoded> = Vec::new();
@@ -207,11 +252,21 @@ pub fn plan(metrics: &[PerfmonMetric], events: &PerfmonEvents, gp_counters: usiz
         let slots_pos = topdown.iter().position(|e| e.kind == Kind::Slots);
         let leader = match slots_pos {
             Some(i) => topdown.remove(i),
-            None => Encoded { name: "TOPDOWN.SLOTS:perf_metrics".into(), kind: Kind::Slots, config: SLOTS_CONFIG, config1: 0, fixed: true },
+            None => Encoded {
+                name: "TOPDOWN.SLOTS:perf_metrics".into(),
+                kind: Kind::Slots,
+                config: SLOTS_CONFIG,
+                config1: 0,
+                fixed: true,
+            },
         };
         let mut members = topdown;
         members.push(cycles.clone());
-        groups.push(CounterGroup { leader, period: 10_000_003, members });
+        groups.push(CounterGroup {
+            leader,
+            period: 10_000_003,
+            members,
+        });
     }
     let mut chunks: Vec<Vec<Encoded>> = general.chunks(gp).map(<[Encoded]>::to_vec).collect();
     if chunks.is_empty() {
@@ -219,7 +274,11 @@ pub fn plan(metrics: &[PerfmonMetric], events: &PerfmonEvents, gp_counters: usiz
     }
     chunks[0].extend(fixed);
     for members in chunks {
-        groups.push(CounterGroup { leader: cycles.clone(), period: 2_000_003, members });
+        groups.push(CounterGroup {
+            leader: cycles.clone(),
+            period: 2_000_003,
+            members,
+        });
     }
     Ok(groups)
 }

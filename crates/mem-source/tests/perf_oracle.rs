@@ -21,8 +21,14 @@ const FIXTURE: &str = "skx-2s-ldlat64-weight_struct";
 fn fixtures() -> PathBuf {
     let dir = std::env::var_os("KAIROS_MEM_FIXTURES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/mem"));
-    assert!(dir.join(format!("{FIXTURE}.perf.data")).is_file(), "mem fixtures not found in {}: set KAIROS_MEM_FIXTURES", dir.display());
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/mem")
+        });
+    assert!(
+        dir.join(format!("{FIXTURE}.perf.data")).is_file(),
+        "mem fixtures not found in {}: set KAIROS_MEM_FIXTURES",
+        dir.display()
+    );
     dir
 }
 
@@ -48,13 +54,27 @@ fn ours_words(raw: u64) -> String {
 }
 
 fn check(rows: &[PerfRow], samples: &[MemSample]) -> usize {
-    assert_eq!(rows.len(), samples.len(), "perf printed {} memory samples, we read {}", rows.len(), samples.len());
+    assert_eq!(
+        rows.len(),
+        samples.len(),
+        "perf printed {} memory samples, we read {}",
+        rows.len(),
+        samples.len()
+    );
     for (i, (p, s)) in rows.iter().zip(samples).enumerate() {
         let w = s.weight.unwrap();
         let ctx = format!("sample {i}, data_src {:#x}", s.data_src_raw);
         assert_eq!(p.data_src, s.data_src_raw, "{ctx}");
-        assert_eq!(p.words, ours_words(s.data_src_raw), "{ctx}: perf's words vs ours");
-        assert_eq!((p.addr, p.ip, p.weight), (s.addr.unwrap(), s.ip.unwrap(), w.latency), "{ctx}: addr, ip, weight");
+        assert_eq!(
+            p.words,
+            ours_words(s.data_src_raw),
+            "{ctx}: perf's words vs ours"
+        );
+        assert_eq!(
+            (p.addr, p.ip, p.weight),
+            (s.addr.unwrap(), s.ip.unwrap(), w.latency),
+            "{ctx}: addr, ip, weight"
+        );
         if let Some(ins) = p.ins_lat {
             assert_eq!(Some(ins), w.ins_lat.map(u64::from), "{ctx}: ins_lat");
         }
@@ -77,9 +97,27 @@ fn fixture_agrees_with_saved_and_live_perf_script() {
     assert_eq!(check(&parse(&live, true, false), &samples), 14);
     c2c_agrees(&file, &samples);
     // The totals the fixture README gives.
-    assert_eq!(samples.iter().map(|s| s.weight.unwrap().latency).sum::<u64>(), 1725);
-    assert_eq!(samples.iter().filter(|s| s.class.locked == Some(true)).count(), 2);
-    assert_eq!(samples.iter().filter(|s| s.class.tlb_hit == Some(false)).count(), 1);
+    assert_eq!(
+        samples
+            .iter()
+            .map(|s| s.weight.unwrap().latency)
+            .sum::<u64>(),
+        1725
+    );
+    assert_eq!(
+        samples
+            .iter()
+            .filter(|s| s.class.locked == Some(true))
+            .count(),
+        2
+    );
+    assert_eq!(
+        samples
+            .iter()
+            .filter(|s| s.class.tlb_hit == Some(false))
+            .count(),
+        1
+    );
 }
 
 /// Every value of every field, and every combination of the fields printed in one column
@@ -88,22 +126,64 @@ fn fixture_agrees_with_saved_and_live_perf_script() {
 /// 6.1 reads past its table for 5-7).
 fn combinations() -> Vec<u64> {
     // A typical load: L1 hit, no snoop, TLB hit, not blocked.
-    let t = DataSrc { op: op::LOAD, lvl: lvl::HIT | lvl::L1, snoop: snoop::NONE, dtlb: tlb::HIT | tlb::L1 | tlb::L2, lvl_num: lvl_num::L1, blk: blk::NA, ..DataSrc::default() };
+    let t = DataSrc {
+        op: op::LOAD,
+        lvl: lvl::HIT | lvl::L1,
+        snoop: snoop::NONE,
+        dtlb: tlb::HIT | tlb::L1 | tlb::L2,
+        lvl_num: lvl_num::L1,
+        blk: blk::NA,
+        ..DataSrc::default()
+    };
     let mut v = Vec::new();
     v.extend((0..32).map(|o| DataSrc { op: o, ..t }.to_raw()));
-    v.extend((0..1u16 << 14).map(|l| DataSrc { lvl: l, lvl_num: 0, ..t }.to_raw()));
-    let some_lvls = [0, lvl::NA, lvl::HIT, lvl::MISS, lvl::HIT | lvl::L3, lvl::MISS | lvl::L1 | lvl::L2, lvl::HIT | lvl::MISS | lvl::LOC_RAM | lvl::REM_CCE2];
+    v.extend((0..1u16 << 14).map(|l| {
+        DataSrc {
+            lvl: l,
+            lvl_num: 0,
+            ..t
+        }
+        .to_raw()
+    }));
+    let some_lvls = [
+        0,
+        lvl::NA,
+        lvl::HIT,
+        lvl::MISS,
+        lvl::HIT | lvl::L3,
+        lvl::MISS | lvl::L1 | lvl::L2,
+        lvl::HIT | lvl::MISS | lvl::LOC_RAM | lvl::REM_CCE2,
+    ];
     for l in some_lvls {
         for lvl_num in 0..16 {
             for remote in [false, true] {
                 for hops in 0..=hops::HOPS_3 {
-                    v.push(DataSrc { lvl: l, snoop: snoop::HIT, lvl_num, remote, hops, ..t }.to_raw());
+                    v.push(
+                        DataSrc {
+                            lvl: l,
+                            snoop: snoop::HIT,
+                            lvl_num,
+                            remote,
+                            hops,
+                            ..t
+                        }
+                        .to_raw(),
+                    );
                 }
             }
         }
     }
-    v.extend((0..32).flat_map(|snoop| (0..4).map(move |snoopx| DataSrc { snoop, snoopx, ..t }.to_raw())));
-    v.extend((0..128).map(|dtlb| DataSrc { op: op::STORE, dtlb, ..t }.to_raw()));
+    v.extend(
+        (0..32).flat_map(|snoop| (0..4).map(move |snoopx| DataSrc { snoop, snoopx, ..t }.to_raw())),
+    );
+    v.extend((0..128).map(|dtlb| {
+        DataSrc {
+            op: op::STORE,
+            dtlb,
+            ..t
+        }
+        .to_raw()
+    }));
     v.extend((0..4).map(|lock| DataSrc { lock, ..t }.to_raw()));
     v.extend((0..8).map(|blk| DataSrc { blk, ..t }.to_raw()));
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -129,8 +209,18 @@ fn every_data_src_field_agrees_with_perf() {
             // var1 latency, var2 ins_lat, var3: each different so a mix-up shows.
             let weight = (i * 7 + 1) | ((i % 65_000) << 32) | (0x5a5a << 48);
             // Every 97th without an address: c2c counts those apart.
-            let addr = if i % 97 == 5 { 0 } else { 0x7f00_0000_0000 + i * 64 };
-            Synth { ip: 0x40_0000 + i * 4, addr, weight, data_src: d, phys_addr: 0x1_0000_0000 + i * 4096 }
+            let addr = if i % 97 == 5 {
+                0
+            } else {
+                0x7f00_0000_0000 + i * 64
+            };
+            Synth {
+                ip: 0x40_0000 + i * 4,
+                addr,
+                weight,
+                data_src: d,
+                phys_addr: 0x1_0000_0000 + i * 4096,
+            }
         })
         .collect();
     let t = tempfile::tempdir().unwrap();
@@ -140,7 +230,11 @@ fn every_data_src_field_agrees_with_perf() {
         std::fs::copy(&file, keep).unwrap();
     }
     let ours = ours(&file);
-    let rows = parse(&perf_script(&file, "ip,addr,data_src,weight,ins_lat,phys_addr"), true, true);
+    let rows = parse(
+        &perf_script(&file, "ip,addr,data_src,weight,ins_lat,phys_addr"),
+        true,
+        true,
+    );
     let n = check(&rows, &ours);
     assert_eq!(n, words.len());
     eprintln!("{n} data_src words agree with perf script");
@@ -153,8 +247,16 @@ fn c2c_agrees(file: &std::path::Path, samples: &[MemSample]) {
     for m in samples {
         s.add(&m.data_src, m.addr);
     }
-    let out = std::process::Command::new("perf").args(["c2c", "report", "--stats", "-i"]).arg(file).output().unwrap();
-    assert!(out.status.success(), "perf c2c: {}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new("perf")
+        .args(["c2c", "report", "--stats", "-i"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "perf c2c: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let want = [
         ("Total records", s.records),
@@ -190,7 +292,10 @@ fn c2c_agrees(file: &std::path::Path, samples: &[MemSample]) {
     ];
     let mut differ = Vec::new();
     for (label, ours) in want {
-        let line = text.lines().find(|l| l.split(':').next().is_some_and(|k| k.trim() == label)).unwrap_or_else(|| panic!("perf c2c printed no '{label}'"));
+        let line = text
+            .lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == label))
+            .unwrap_or_else(|| panic!("perf c2c printed no '{label}'"));
         let perf: u64 = line.rsplit(':').next().unwrap().trim().parse().unwrap();
         if ours != perf {
             differ.push(format!("{label}: ours {ours}, perf {perf}"));
@@ -202,11 +307,24 @@ fn c2c_agrees(file: &std::path::Path, samples: &[MemSample]) {
 
 #[test]
 fn plain_weight_is_the_whole_word() {
-    let samples: Vec<Synth> = [0u64, 1, 0xffff_ffff, 0x1_0000_0000, 0xdead_beef_0000_0042, u64::MAX]
-        .iter()
-        .enumerate()
-        .map(|(i, &weight)| Synth { ip: 0x1000 + i as u64, addr: 0x2000 + i as u64, weight, data_src: 0x106_6810_0842, phys_addr: 0 })
-        .collect();
+    let samples: Vec<Synth> = [
+        0u64,
+        1,
+        0xffff_ffff,
+        0x1_0000_0000,
+        0xdead_beef_0000_0042,
+        u64::MAX,
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, &weight)| Synth {
+        ip: 0x1000 + i as u64,
+        addr: 0x2000 + i as u64,
+        weight,
+        data_src: 0x106_6810_0842,
+        phys_addr: 0,
+    })
+    .collect();
     let t = tempfile::tempdir().unwrap();
     let file = t.path().join("w.perf.data");
     synth::write(&file, &samples, PERF_SAMPLE_WEIGHT);

@@ -29,7 +29,11 @@ pub struct Metric {
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
 pub enum Error {
     #[error("cannot parse '{expr}' at character {at}: {what}")]
-    Parse { expr: String, at: usize, what: String },
+    Parse {
+        expr: String,
+        at: usize,
+        what: String,
+    },
     #[error("no value for event '{0}'")]
     MissingEvent(String),
     #[error("metric '{0}' refers to itself")]
@@ -47,7 +51,11 @@ pub fn load(json: &str) -> Result<Vec<Metric>, Error> {
 
 /// The three TLB metrics of the recipe, from the vendored file.
 pub fn tlb_metrics() -> Vec<Metric> {
-    load(SKX_TLB_JSON).unwrap_or_default().into_iter().filter(|m| !m.name.starts_with("tma_info")).collect()
+    load(SKX_TLB_JSON)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|m| !m.name.starts_with("tma_info"))
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +66,11 @@ pub enum Expr {
     Bin(char, Box<Expr>, Box<Expr>),
     Cmp(String, Box<Expr>, Box<Expr>),
     Call(String, Vec<Expr>),
-    If { then: Box<Expr>, cond: Box<Expr>, other: Box<Expr> },
+    If {
+        then: Box<Expr>,
+        cond: Box<Expr>,
+        other: Box<Expr>,
+    },
 }
 
 struct Parser<'a> {
@@ -69,7 +81,11 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn err<T>(&self, what: &str) -> Result<T, Error> {
-        Err(Error::Parse { expr: self.src.into(), at: self.i, what: what.into() })
+        Err(Error::Parse {
+            expr: self.src.into(),
+            at: self.i,
+            what: what.into(),
+        })
     }
     fn ws(&mut self) {
         while self.s.get(self.i).is_some_and(|c| c.is_ascii_whitespace()) {
@@ -89,7 +105,9 @@ impl Parser<'_> {
     fn keyword(&mut self, k: &str) -> bool {
         self.ws();
         let end = self.i + k.len();
-        if self.s[self.i..].starts_with(k.as_bytes()) && !self.s.get(end).is_some_and(|&c| is_name(c)) {
+        if self.s[self.i..].starts_with(k.as_bytes())
+            && !self.s.get(end).is_some_and(|&c| is_name(c))
+        {
             self.i = end;
             true
         } else {
@@ -104,7 +122,11 @@ impl Parser<'_> {
                 return self.err("'if' without 'else'");
             }
             let other = self.expr()?;
-            return Ok(Expr::If { then: Box::new(then), cond: Box::new(cond), other: Box::new(other) });
+            return Ok(Expr::If {
+                then: Box::new(then),
+                cond: Box::new(cond),
+                other: Box::new(other),
+            });
         }
         Ok(then)
     }
@@ -156,7 +178,11 @@ impl Parser<'_> {
         let start = self.i;
         match self.s.get(self.i) {
             Some(c) if c.is_ascii_digit() || *c == b'.' => {
-                while self.s.get(self.i).is_some_and(|c| c.is_ascii_digit() || *c == b'.' || *c == b'e') {
+                while self
+                    .s
+                    .get(self.i)
+                    .is_some_and(|c| c.is_ascii_digit() || *c == b'.' || *c == b'e')
+                {
                     self.i += 1;
                 }
                 match self.src[start..self.i].parse() {
@@ -210,7 +236,11 @@ fn is_name(c: u8) -> bool {
 }
 
 pub fn parse(src: &str) -> Result<Expr, Error> {
-    let mut p = Parser { s: src.as_bytes(), i: 0, src };
+    let mut p = Parser {
+        s: src.as_bytes(),
+        i: 0,
+        src,
+    };
     let e = p.expr()?;
     p.ws();
     if p.i < src.len() {
@@ -221,16 +251,27 @@ pub fn parse(src: &str) -> Result<Expr, Error> {
 
 /// Evaluates `metric` (by name among `metrics`) on `counts` (event name -> count; names
 /// as written in the formulas, modifiers included).
-pub fn evaluate(metric: &str, metrics: &[Metric], counts: &HashMap<String, f64>) -> Result<f64, Error> {
+pub fn evaluate(
+    metric: &str,
+    metrics: &[Metric],
+    counts: &HashMap<String, f64>,
+) -> Result<f64, Error> {
     let by_name: HashMap<&str, &Metric> = metrics.iter().map(|m| (m.name.as_str(), m)).collect();
     eval_metric(metric, &by_name, counts, &mut Vec::new())
 }
 
-fn eval_metric(name: &str, by: &HashMap<&str, &Metric>, counts: &HashMap<String, f64>, stack: &mut Vec<String>) -> Result<f64, Error> {
+fn eval_metric(
+    name: &str,
+    by: &HashMap<&str, &Metric>,
+    counts: &HashMap<String, f64>,
+    stack: &mut Vec<String>,
+) -> Result<f64, Error> {
     if let Some(v) = counts.get(name) {
         return Ok(*v);
     }
-    let Some(m) = by.get(name) else { return Err(Error::MissingEvent(name.into())) };
+    let Some(m) = by.get(name) else {
+        return Err(Error::MissingEvent(name.into()));
+    };
     if stack.iter().any(|s| s == name) || stack.len() > 64 {
         return Err(Error::Cycle(name.into()));
     }
@@ -245,7 +286,12 @@ pub(crate) fn eval_names(e: &Expr, vals: &HashMap<String, f64>) -> Result<f64, E
     eval(e, &HashMap::new(), vals, &mut Vec::new())
 }
 
-fn eval(e: &Expr, by: &HashMap<&str, &Metric>, counts: &HashMap<String, f64>, stack: &mut Vec<String>) -> Result<f64, Error> {
+fn eval(
+    e: &Expr,
+    by: &HashMap<&str, &Metric>,
+    counts: &HashMap<String, f64>,
+    stack: &mut Vec<String>,
+) -> Result<f64, Error> {
     let mut ev = |x: &Expr| eval(x, by, counts, stack);
     Ok(match e {
         Expr::Num(v) => *v,
@@ -276,8 +322,15 @@ fn eval(e: &Expr, by: &HashMap<&str, &Metric>, counts: &HashMap<String, f64>, st
             for a in args {
                 vals.push(ev(a)?);
             }
-            let init = if f == "min" { f64::INFINITY } else { f64::NEG_INFINITY };
-            vals.into_iter().fold(init, |acc, v| if f == "min" { acc.min(v) } else { acc.max(v) })
+            let init = if f == "min" {
+                f64::INFINITY
+            } else {
+                f64::NEG_INFINITY
+            };
+            vals.into_iter().fold(
+                init,
+                |acc, v| if f == "min" { acc.min(v) } else { acc.max(v) },
+            )
         }
         Expr::If { then, cond, other } => {
             if ev(cond)? != 0.0 {
@@ -308,7 +361,9 @@ pub fn events(metric: &str, metrics: &[Metric]) -> Vec<String> {
                 walk(b, metrics, out, depth);
             }
             Expr::Call(_, a) => a.iter().for_each(|x| walk(x, metrics, out, depth)),
-            Expr::If { then, cond, other } => [then, cond, other].iter().for_each(|x| walk(x, metrics, out, depth)),
+            Expr::If { then, cond, other } => [then, cond, other]
+                .iter()
+                .for_each(|x| walk(x, metrics, out, depth)),
             Expr::Num(_) => {}
         }
     }

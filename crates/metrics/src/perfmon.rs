@@ -52,7 +52,9 @@ struct File {
 
 /// Reads an Intel perfmon metric file.
 pub fn load_perfmon(json: &str) -> Result<Vec<PerfmonMetric>, Error> {
-    serde_json::from_str::<File>(json).map(|f| f.metrics).map_err(|e| Error::File(e.to_string()))
+    serde_json::from_str::<File>(json)
+        .map(|f| f.metrics)
+        .map_err(|e| Error::File(e.to_string()))
 }
 
 /// Evaluates one metric: `counts` by event name (as in `Events`, modifiers included,
@@ -60,11 +62,23 @@ pub fn load_perfmon(json: &str) -> Result<Vec<PerfmonMetric>, Error> {
 /// and free names in the formula such as `durationtimeinmilliseconds`). A value that is
 /// bound but not used may be missing; a missing one that is used is reported by its
 /// event or constant name, not its alias.
-pub fn evaluate_perfmon(m: &PerfmonMetric, counts: &HashMap<String, f64>, constants: &HashMap<String, f64>) -> Result<f64, Error> {
-    let mut vals: HashMap<String, f64> = constants.iter().map(|(k, v)| (k.to_ascii_lowercase(), *v)).collect();
+pub fn evaluate_perfmon(
+    m: &PerfmonMetric,
+    counts: &HashMap<String, f64>,
+    constants: &HashMap<String, f64>,
+) -> Result<f64, Error> {
+    let mut vals: HashMap<String, f64> = constants
+        .iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), *v))
+        .collect();
     vals.extend(constants.iter().map(|(k, v)| (k.clone(), *v)));
     let mut alias_of = HashMap::new();
-    for (b, from) in m.events.iter().map(|b| (b, counts)).chain(m.constants.iter().map(|b| (b, constants))) {
+    for (b, from) in m
+        .events
+        .iter()
+        .map(|b| (b, counts))
+        .chain(m.constants.iter().map(|b| (b, constants)))
+    {
         alias_of.insert(b.alias.clone(), b.name.clone());
         match from.get(&b.name) {
             Some(v) => {

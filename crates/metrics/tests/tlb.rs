@@ -6,8 +6,13 @@ use std::collections::HashMap;
 use kairos_metrics::{evaluate, events, load, parse, tlb_metrics, Error, SKX_TLB_JSON};
 
 fn counts() -> HashMap<String, f64> {
-    let v: serde_json::Value = serde_json::from_str(include_str!("../data/skx-tlb-example-counts.json")).unwrap();
-    v.as_object().unwrap().iter().filter_map(|(k, v)| Some((k.clone(), v.as_f64()?))).collect()
+    let v: serde_json::Value =
+        serde_json::from_str(include_str!("../data/skx-tlb-example-counts.json")).unwrap();
+    v.as_object()
+        .unwrap()
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+        .collect()
 }
 
 #[test]
@@ -22,14 +27,23 @@ fn tlb_metrics_by_hand() {
     assert!((evaluate("tma_load_stlb_hit", &m, &c).unwrap() - 0.042).abs() < 1e-12);
     assert_eq!(tlb_metrics().len(), 3);
     let ev = events("tma_load_stlb_hit", &m);
-    assert!(ev.contains(&"cpu@DTLB_LOAD_MISSES.STLB_HIT,cmask=1@".to_string()) && ev.contains(&"CPU_CLK_UNHALTED.THREAD".to_string()), "{ev:?}");
+    assert!(
+        ev.contains(&"cpu@DTLB_LOAD_MISSES.STLB_HIT,cmask=1@".to_string())
+            && ev.contains(&"CPU_CLK_UNHALTED.THREAD".to_string()),
+        "{ev:?}"
+    );
 }
 
 #[test]
 fn the_grammar() {
     let c: HashMap<String, f64> = [("A".to_string(), 4.0), ("B:c1".to_string(), 2.0)].into();
     let ev = |s: &str| {
-        let ms = vec![kairos_metrics::Metric { name: "x".into(), expr: s.into(), brief: String::new(), scale_unit: String::new() }];
+        let ms = vec![kairos_metrics::Metric {
+            name: "x".into(),
+            expr: s.into(),
+            brief: String::new(),
+            scale_unit: String::new(),
+        }];
         evaluate("x", &ms, &c)
     };
     assert_eq!(ev("(A + B:c1) * 2 - -1").unwrap(), 13.0);
@@ -41,6 +55,14 @@ fn the_grammar() {
     for bad in ["(A", "A +", "min(A", "cpu@X", "A if A", ""] {
         assert!(parse(bad).is_err(), "{bad}");
     }
-    let cyc = vec![kairos_metrics::Metric { name: "x".into(), expr: "x + 1".into(), brief: String::new(), scale_unit: String::new() }];
-    assert_eq!(evaluate("x", &cyc, &HashMap::new()), Err(Error::Cycle("x".into())));
+    let cyc = vec![kairos_metrics::Metric {
+        name: "x".into(),
+        expr: "x + 1".into(),
+        brief: String::new(),
+        scale_unit: String::new(),
+    }];
+    assert_eq!(
+        evaluate("x", &cyc, &HashMap::new()),
+        Err(Error::Cycle("x".into()))
+    );
 }

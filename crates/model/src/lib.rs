@@ -260,7 +260,10 @@ pub struct EventTotals {
 impl Profile {
     /// Frames of `stack` from leaf to root.
     pub fn stack_frames(&self, stack: Option<StackIdx>) -> StackWalk<'_> {
-        StackWalk { profile: self, next: stack }
+        StackWalk {
+            profile: self,
+            next: stack,
+        }
     }
 
     /// Leaf frame of a sample, if it has a stack.
@@ -301,7 +304,12 @@ impl Profile {
         if self.sample_events.len() < n {
             return 0; // samples past the end of `sample_events` are of event 0
         }
-        self.sample_events[..n].iter().copied().filter(|&e| (e as usize) < known).min().unwrap_or(0)
+        self.sample_events[..n]
+            .iter()
+            .copied()
+            .filter(|&e| (e as usize) < known)
+            .min()
+            .unwrap_or(0)
     }
 
     /// The index of the event called `name`: exactly, or by its base name without perf's
@@ -310,7 +318,13 @@ impl Profile {
     pub fn find_event(&self, name: &str) -> Option<u16> {
         let exact = self.events.iter().position(|e| e.name == name);
         let want = event_base_name(name);
-        exact.or_else(|| self.events.iter().position(|e| event_base_name(&e.name) == want)).map(|i| i as u16)
+        exact
+            .or_else(|| {
+                self.events
+                    .iter()
+                    .position(|e| event_base_name(&e.name) == want)
+            })
+            .map(|i| i as u16)
     }
 
     /// Keeps only the samples of `event` (and their branch records), and says what
@@ -339,13 +353,14 @@ impl Profile {
             i += 1;
             keep
         });
-        self.branches.retain_mut(|b| match new_index.get(b.sample as usize) {
-            Some(&n) if n != u32::MAX => {
-                b.sample = n;
-                true
-            }
-            _ => false,
-        });
+        self.branches
+            .retain_mut(|b| match new_index.get(b.sample as usize) {
+                Some(&n) if n != u32::MAX => {
+                    b.sample = n;
+                    true
+                }
+                _ => false,
+            });
     }
 
     /// First and last sample time, or None when there are no samples.
@@ -380,7 +395,12 @@ pub struct StackInterner {
 
 impl StackInterner {
     /// Returns the node for `frame` called from `parent`, adding it to `stacks` if new.
-    pub fn intern(&mut self, stacks: &mut Vec<Stack>, parent: Option<StackIdx>, frame: FrameIdx) -> StackIdx {
+    pub fn intern(
+        &mut self,
+        stacks: &mut Vec<Stack>,
+        parent: Option<StackIdx>,
+        frame: FrameIdx,
+    ) -> StackIdx {
         let key = (parent.map_or(0, |p| u64::from(p) + 1) << 32) | u64::from(frame);
         *self.stacks.entry(key).or_insert_with(|| {
             stacks.push(Stack { parent, frame });
@@ -389,7 +409,11 @@ impl StackInterner {
     }
 
     /// Interns a whole path given root first.
-    pub fn intern_path(&mut self, stacks: &mut Vec<Stack>, root_first: impl IntoIterator<Item = FrameIdx>) -> Option<StackIdx> {
+    pub fn intern_path(
+        &mut self,
+        stacks: &mut Vec<Stack>,
+        root_first: impl IntoIterator<Item = FrameIdx>,
+    ) -> Option<StackIdx> {
         let mut parent = None;
         for f in root_first {
             parent = Some(self.intern(stacks, parent, f));
@@ -421,8 +445,14 @@ mod tests {
         assert_eq!(event_base_name("page-faults/period=5/"), "page-faults");
         assert_eq!(event_base_name("cpu/mem-loads,ldlat=30/P"), "mem-loads");
         assert_eq!(event_base_name("cpu/event=0xc4,umask=0x1/"), "cpu");
-        let ev = |n: &str| EventDef { name: n.into(), time: false };
-        let p = Profile { events: vec![ev("cycles:u"), ev("cycles"), ev("page-faults/period=5/")], ..Default::default() };
+        let ev = |n: &str| EventDef {
+            name: n.into(),
+            time: false,
+        };
+        let p = Profile {
+            events: vec![ev("cycles:u"), ev("cycles"), ev("page-faults/period=5/")],
+            ..Default::default()
+        };
         assert_eq!(p.find_event("cycles"), Some(1), "an exact name wins");
         assert_eq!(p.find_event("page-faults"), Some(2));
         assert_eq!(p.find_event("instructions"), None);
@@ -430,7 +460,13 @@ mod tests {
 
     #[test]
     fn selecting_an_event_keeps_its_samples_and_their_branch_records() {
-        let sample = |t: u64, w: u64| Sample { time_ns: t, thread: 0, cpu: 0, stack: None, weight: w };
+        let sample = |t: u64, w: u64| Sample {
+            time_ns: t,
+            thread: 0,
+            cpu: 0,
+            stack: None,
+            weight: w,
+        };
         let rec = |sample: u32| BranchRecord {
             sample,
             position: 0,
@@ -447,28 +483,53 @@ mod tests {
             samples: vec![sample(1, 10), sample(2, 3), sample(3, 20), sample(4, 4)],
             sample_events: vec![0, 1, 0, 1],
             branches: vec![rec(1), rec(2), rec(3)],
-            events: vec![EventDef { name: "cpu-clock".into(), time: true }, EventDef { name: "instructions".into(), time: false }],
+            events: vec![
+                EventDef {
+                    name: "cpu-clock".into(),
+                    time: true,
+                },
+                EventDef {
+                    name: "instructions".into(),
+                    time: false,
+                },
+            ],
             ..Default::default()
         };
         let totals = p.event_totals();
-        assert_eq!((totals[0].samples, totals[0].weight, totals[1].weight), (2, 30, 7));
+        assert_eq!(
+            (totals[0].samples, totals[0].weight, totals[1].weight),
+            (2, 30, 7)
+        );
         p.select_event(1);
-        assert_eq!(p.samples.iter().map(|s| s.time_ns).collect::<Vec<_>>(), [2, 4]);
-        assert_eq!(p.branches.iter().map(|b| b.sample).collect::<Vec<_>>(), [0, 1], "records follow their samples' new indices");
+        assert_eq!(
+            p.samples.iter().map(|s| s.time_ns).collect::<Vec<_>>(),
+            [2, 4]
+        );
+        assert_eq!(
+            p.branches.iter().map(|b| b.sample).collect::<Vec<_>>(),
+            [0, 1],
+            "records follow their samples' new indices"
+        );
         assert_eq!(p.weight_event.as_deref(), Some("instructions"));
         assert!(p.sample_events.is_empty());
     }
 
     #[test]
     fn interner_shares_prefixes_and_walks_leaf_first() {
-        let mut p = Profile { frames: vec![frame("main"), frame("a"), frame("b")], ..Default::default() };
+        let mut p = Profile {
+            frames: vec![frame("main"), frame("a"), frame("b")],
+            ..Default::default()
+        };
         let mut i = StackInterner::default();
         let s1 = i.intern_path(&mut p.stacks, [0, 1]);
         let s2 = i.intern_path(&mut p.stacks, [0, 1, 2]);
         let s3 = i.intern_path(&mut p.stacks, [0, 1]);
         assert_eq!(s1, s3);
         assert_eq!(p.stacks.len(), 3);
-        let names: Vec<_> = p.stack_frames(s2).map(|(_, f)| f.function.as_str()).collect();
+        let names: Vec<_> = p
+            .stack_frames(s2)
+            .map(|(_, f)| f.function.as_str())
+            .collect();
         assert_eq!(names, ["b", "a", "main"]);
     }
 }

@@ -171,15 +171,35 @@ impl EventAttr {
     /// A perf-like name when the file has no EVENT_DESC (for example "cycles", "raw 0xc4").
     pub fn event_name(&self) -> String {
         const HW: [&str; 10] = [
-            "cycles", "instructions", "cache-references", "cache-misses", "branches",
-            "branch-misses", "bus-cycles", "stalled-cycles-frontend", "stalled-cycles-backend", "ref-cycles",
+            "cycles",
+            "instructions",
+            "cache-references",
+            "cache-misses",
+            "branches",
+            "branch-misses",
+            "bus-cycles",
+            "stalled-cycles-frontend",
+            "stalled-cycles-backend",
+            "ref-cycles",
         ];
         const SW: [&str; 12] = [
-            "cpu-clock", "task-clock", "page-faults", "context-switches", "cpu-migrations", "minor-faults",
-            "major-faults", "alignment-faults", "emulation-faults", "dummy", "bpf-output", "cgroup-switches",
+            "cpu-clock",
+            "task-clock",
+            "page-faults",
+            "context-switches",
+            "cpu-migrations",
+            "minor-faults",
+            "major-faults",
+            "alignment-faults",
+            "emulation-faults",
+            "dummy",
+            "bpf-output",
+            "cgroup-switches",
         ];
         let named = match self.type_ {
-            PERF_TYPE_HARDWARE => usize::try_from(self.config & 0xffff_ffff).ok().and_then(|i| HW.get(i)),
+            PERF_TYPE_HARDWARE => usize::try_from(self.config & 0xffff_ffff)
+                .ok()
+                .and_then(|i| HW.get(i)),
             PERF_TYPE_SOFTWARE => usize::try_from(self.config).ok().and_then(|i| SW.get(i)),
             _ => None,
         };
@@ -226,7 +246,12 @@ impl EventAttr {
     /// following its own size field; returns the attr and the bytes it occupies.
     pub(crate) fn parse_sized(bytes: &[u8], limit: usize) -> (EventAttr, usize) {
         let declared = bytes.get(4..8).map(le_u64).unwrap_or(0) as usize;
-        let size = if declared == 0 { ATTR_SIZE_VER0 } else { declared }.min(limit);
+        let size = if declared == 0 {
+            ATTR_SIZE_VER0
+        } else {
+            declared
+        }
+        .min(limit);
         let size = size.min(bytes.len());
         (EventAttr::parse(bytes.get(..size).unwrap_or(bytes)), size)
     }
@@ -234,16 +259,25 @@ impl EventAttr {
 
 /// Reads the attrs section: `attrs.size / attr_size` entries of `attr_size` bytes, each
 /// an attr followed by an ids `{offset, size}` section.
-pub(crate) fn parse_attrs(file: &[u8], header: &FileHeader) -> Result<Vec<AttrEntry>, PerfDataError> {
+pub(crate) fn parse_attrs(
+    file: &[u8],
+    header: &FileHeader,
+) -> Result<Vec<AttrEntry>, PerfDataError> {
     let section = header.attrs.slice(file, "attrs section")?;
     if header.attr_size <= FILE_SECTION_SIZE || header.attr_size > (1 << 20) {
-        return Err(PerfDataError::InvalidHeader(format!("attr_size {} is impossible", header.attr_size)));
+        return Err(PerfDataError::InvalidHeader(format!(
+            "attr_size {} is impossible",
+            header.attr_size
+        )));
     }
     let stride = header.attr_size as usize;
     let mut out = Vec::new();
     for entry in section.chunks(stride) {
         if entry.len() < stride {
-            return Err(PerfDataError::InvalidHeader(format!("attrs section size {} is not a multiple of attr_size {stride}", header.attrs.size)));
+            return Err(PerfDataError::InvalidHeader(format!(
+                "attrs section size {} is not a multiple of attr_size {stride}",
+                header.attrs.size
+            )));
         }
         // The ids section sits at the end of the entry: perf writes attr_size = sizeof(attr) + 16.
         let attr_room = stride - FILE_SECTION_SIZE as usize;
@@ -252,10 +286,16 @@ pub(crate) fn parse_attrs(file: &[u8], header: &FileHeader) -> Result<Vec<AttrEn
         let ids_section = FileSection::read(&mut c).unwrap_or_default();
         let ids_bytes = ids_section.slice(file, "attr ids")?;
         let ids = ids_bytes.chunks_exact(8).map(le_u64).collect();
-        out.push(AttrEntry { attr, ids, name: None });
+        out.push(AttrEntry {
+            attr,
+            ids,
+            name: None,
+        });
     }
     if out.is_empty() {
-        return Err(PerfDataError::InvalidHeader("the file has no event attrs".into()));
+        return Err(PerfDataError::InvalidHeader(
+            "the file has no event attrs".into(),
+        ));
     }
     Ok(out)
 }

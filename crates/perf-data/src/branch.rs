@@ -163,7 +163,10 @@ impl BranchType {
 const ENTRY_SIZE: u64 = 24;
 
 /// Decodes a branch stack; `branch_sample_type` decides the optional words.
-pub(crate) fn decode(c: &mut Cursor<'_>, branch_sample_type: u64) -> Result<BranchStack, (Short, &'static str)> {
+pub(crate) fn decode(
+    c: &mut Cursor<'_>,
+    branch_sample_type: u64,
+) -> Result<BranchStack, (Short, &'static str)> {
     let nr = c.u64().map_err(|s| (s, "branch_stack.nr"))?;
     let hw_idx = if branch_sample_type & PERF_SAMPLE_BRANCH_HW_INDEX != 0 {
         Some(c.u64().map_err(|s| (s, "branch_stack.hw_idx"))?)
@@ -172,8 +175,12 @@ pub(crate) fn decode(c: &mut Cursor<'_>, branch_sample_type: u64) -> Result<Bran
     };
     // Check the whole byte count before allocating: nr comes from the file.
     let at = c.pos();
-    let bytes = nr.checked_mul(ENTRY_SIZE).ok_or((Short { at }, "branch_stack.entries"))?;
-    let raw = c.bytes_u64(bytes).map_err(|s| (s, "branch_stack.entries"))?;
+    let bytes = nr
+        .checked_mul(ENTRY_SIZE)
+        .ok_or((Short { at }, "branch_stack.entries"))?;
+    let raw = c
+        .bytes_u64(bytes)
+        .map_err(|s| (s, "branch_stack.entries"))?;
     let entries = raw
         .chunks_exact(ENTRY_SIZE as usize)
         .map(|e| BranchEntry {
@@ -187,7 +194,11 @@ pub(crate) fn decode(c: &mut Cursor<'_>, branch_sample_type: u64) -> Result<Bran
     } else {
         None
     };
-    Ok(BranchStack { hw_idx, entries, counters })
+    Ok(BranchStack {
+        hw_idx,
+        entries,
+        counters,
+    })
 }
 
 #[cfg(test)]
@@ -197,10 +208,27 @@ mod tests {
     #[test]
     fn flag_bits_follow_the_kernel_layout() {
         // mispred=1, predicted=0, in_tx=1, abort=0, cycles=0xabcd, type=15, spec=2, new_type=4, priv=3, reserved=1
-        let v = 1 | (1 << 2) | (0xabcd << 4) | (15 << 20) | (2 << 24) | (4 << 26) | (3 << 30) | (1 << 33);
+        let v = 1
+            | (1 << 2)
+            | (0xabcd << 4)
+            | (15 << 20)
+            | (2 << 24)
+            | (4 << 26)
+            | (3 << 30)
+            | (1 << 33);
         let f = BranchFlags(v);
         assert!(f.mispred() && !f.predicted() && f.in_tx() && !f.abort());
-        assert_eq!((f.cycles(), f.type_bits(), f.spec(), f.new_type(), f.privilege(), f.reserved()), (0xabcd, 15, 2, 4, 3, 1));
+        assert_eq!(
+            (
+                f.cycles(),
+                f.type_bits(),
+                f.spec(),
+                f.new_type(),
+                f.privilege(),
+                f.reserved()
+            ),
+            (0xabcd, 15, 2, 4, 3, 1)
+        );
         assert_eq!(f.branch_type(), BranchType::Arch(2));
         assert_eq!(BranchFlags(6 << 20).branch_type(), BranchType::Ret);
         assert_eq!(BranchFlags(2).branch_type(), BranchType::Unknown);
@@ -214,12 +242,26 @@ mod tests {
     #[test]
     fn optional_words_follow_branch_sample_type() {
         let buf = words(&[2, 77, 1, 2, 3, 4, 5, 6, 10, 20]);
-        let bs = decode(&mut Cursor::new(&buf), PERF_SAMPLE_BRANCH_HW_INDEX | PERF_SAMPLE_BRANCH_COUNTERS).expect("decodes");
+        let bs = decode(
+            &mut Cursor::new(&buf),
+            PERF_SAMPLE_BRANCH_HW_INDEX | PERF_SAMPLE_BRANCH_COUNTERS,
+        )
+        .expect("decodes");
         assert_eq!(bs.hw_idx, Some(77));
-        assert_eq!(bs.entries[1], BranchEntry { from: 4, to: 5, flags: BranchFlags(6) });
+        assert_eq!(
+            bs.entries[1],
+            BranchEntry {
+                from: 4,
+                to: 5,
+                flags: BranchFlags(6)
+            }
+        );
         assert_eq!(bs.counters, Some(vec![10, 20]));
         let plain = decode(&mut Cursor::new(&buf), 0).expect("decodes");
-        assert_eq!((plain.hw_idx, plain.entries[0].from, plain.counters), (None, 77, None));
+        assert_eq!(
+            (plain.hw_idx, plain.entries[0].from, plain.counters),
+            (None, 77, None)
+        );
         let empty = decode(&mut Cursor::new(&words(&[0])), 0).expect("nr=0");
         assert!(empty.entries.is_empty());
         assert!(decode(&mut Cursor::new(&words(&[u64::MAX, 1])), 0).is_err());

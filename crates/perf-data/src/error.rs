@@ -26,7 +26,9 @@ pub enum PerfDataError {
     #[error("pipe-mode perf.data without any event attr record: the stream was cut before perf wrote its header records")]
     PipeWithoutAttrs,
     /// A header structure lies (partly) outside the file.
-    #[error("truncated perf.data: {what} needs bytes {start}..{end} but the file has {file_len} bytes")]
+    #[error(
+        "truncated perf.data: {what} needs bytes {start}..{end} but the file has {file_len} bytes"
+    )]
     Truncated {
         /// Which structure.
         what: &'static str,

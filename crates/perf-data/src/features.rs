@@ -84,13 +84,19 @@ pub struct BuildIdEntry {
 
 impl Features {
     pub(crate) fn parse(file: &[u8], header: &FileHeader) -> Features {
-        let mut f = Features { present: (0u32..256).filter(|&b| header.has_feature(b)).collect(), ..Features::default() };
+        let mut f = Features {
+            present: (0u32..256).filter(|&b| header.has_feature(b)).collect(),
+            ..Features::default()
+        };
         // An unfinished recording (data size 0) has no feature table after the data.
         if header.data.size == 0 {
             return f;
         }
         let table_at = header.data.offset.saturating_add(header.data.size);
-        let table = usize::try_from(table_at).ok().and_then(|o| file.get(o..)).unwrap_or(&[]);
+        let table = usize::try_from(table_at)
+            .ok()
+            .and_then(|o| file.get(o..))
+            .unwrap_or(&[]);
         let mut c = Cursor::new(table);
         for bit in f.present.clone() {
             let section = FileSection::read(&mut c);
@@ -147,13 +153,20 @@ impl Features {
                 let n = c.u32()?;
                 let mut nodes = Vec::new();
                 for _ in 0..n {
-                    nodes.push(NumaNode { id: c.u32()?, mem_total_kb: c.u64()?, mem_free_kb: c.u64()?, cpus: string(&mut c)? });
+                    nodes.push(NumaNode {
+                        id: c.u32()?,
+                        mem_total_kb: c.u64()?,
+                        mem_free_kb: c.u64()?,
+                        cpus: string(&mut c)?,
+                    });
                 }
                 self.numa_nodes = nodes;
             }
             HEADER_CPU_TOPOLOGY => {
                 // Later perf versions append core and die ids; the sibling lists come first.
-                let mut lists = || -> Result<Vec<String>, Short> { (0..c.u32()?).map(|_| string(&mut c)).collect() };
+                let mut lists = || -> Result<Vec<String>, Short> {
+                    (0..c.u32()?).map(|_| string(&mut c)).collect()
+                };
                 let cores = lists()?;
                 self.thread_siblings = lists()?;
                 self.core_siblings = cores;
@@ -195,15 +208,28 @@ fn build_ids(b: &[u8]) -> Vec<BuildIdEntry> {
             (Ok(t), Ok(m), Ok(s)) => (t, m, s as usize),
             _ => break,
         };
-        let Some(rec) = rest.get(..size).filter(|_| size >= 8) else { break };
+        let Some(rec) = rest.get(..size).filter(|_| size >= 8) else {
+            break;
+        };
         rest = rest.get(size..).unwrap_or(&[]);
         let mut c = Cursor::new(rec);
         let _ = c.bytes(8);
-        let (Ok(pid), Ok(id)) = (c.i32(), c.bytes(24)) else { continue };
+        let (Ok(pid), Ok(id)) = (c.i32(), c.bytes(24)) else {
+            continue;
+        };
         // With MISC_BUILD_ID_SIZE byte 20 holds the id length; otherwise 20 (SHA-1).
-        let len = if misc & PERF_RECORD_MISC_BUILD_ID_SIZE != 0 { id.get(20).map_or(20, |&l| l as usize) } else { 20 };
+        let len = if misc & PERF_RECORD_MISC_BUILD_ID_SIZE != 0 {
+            id.get(20).map_or(20, |&l| l as usize)
+        } else {
+            20
+        };
         let build_id = id.get(..len.min(20)).unwrap_or(id).to_vec();
-        out.push(BuildIdEntry { misc: misc & !PERF_RECORD_MISC_BUILD_ID_SIZE, pid, build_id, filename: c_string(c.rest()) });
+        out.push(BuildIdEntry {
+            misc: misc & !PERF_RECORD_MISC_BUILD_ID_SIZE,
+            pid,
+            build_id,
+            filename: c_string(c.rest()),
+        });
     }
     out
 }

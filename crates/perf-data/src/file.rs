@@ -41,7 +41,11 @@ pub struct PerfFile {
 
 impl std::fmt::Debug for PerfFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PerfFile").field("header", &self.header).field("attrs", &self.attrs).field("features", &self.features).finish_non_exhaustive()
+        f.debug_struct("PerfFile")
+            .field("header", &self.header)
+            .field("attrs", &self.attrs)
+            .field("features", &self.features)
+            .finish_non_exhaustive()
     }
 }
 
@@ -49,7 +53,10 @@ impl PerfFile {
     /// Opens and memory-maps `path`. The file must not be truncated while it is open.
     pub fn open(path: impl AsRef<Path>) -> Result<PerfFile, PerfDataError> {
         let path = path.as_ref();
-        let io = |source| PerfDataError::Io { path: path.to_path_buf(), source };
+        let io = |source| PerfDataError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let file = std::fs::File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         let storage = if len == 0 {
@@ -71,7 +78,12 @@ impl PerfFile {
     /// Reads a whole stream (standard input in pipe mode: `perf record -o - | kairos import -`).
     pub fn from_reader(mut reader: impl std::io::Read) -> Result<PerfFile, PerfDataError> {
         let mut bytes = Vec::new();
-        reader.read_to_end(&mut bytes).map_err(|source| PerfDataError::Io { path: "standard input".into(), source })?;
+        reader
+            .read_to_end(&mut bytes)
+            .map_err(|source| PerfDataError::Io {
+                path: "standard input".into(),
+                source,
+            })?;
         PerfFile::from_bytes(bytes)
     }
 
@@ -91,7 +103,9 @@ impl PerfFile {
         let data = bytes.get(start..end).unwrap_or(&[]);
         // A finished file says in its features whether it was compressed; a pipe-mode stream
         // or an unfinished file must be walked to know.
-        let may_be_compressed = file.header.pipe || file.header.data.size == 0 || file.header.has_feature(crate::consts::HEADER_COMPRESSED);
+        let may_be_compressed = file.header.pipe
+            || file.header.data.size == 0
+            || file.header.has_feature(crate::consts::HEADER_COMPRESSED);
         if may_be_compressed {
             file.expanded = stream::expand(data, start as u64);
         }
@@ -130,9 +144,14 @@ impl PerfFile {
         // A multiple of the page size (the map starts on a page), and far enough behind
         // that no record being decoded is in what is given back.
         const STEP: usize = 8 << 20;
-        let (Storage::Mapped(map), None) = (&self.storage, &self.expanded) else { return };
+        let (Storage::Mapped(map), None) = (&self.storage, &self.expanded) else {
+            return;
+        };
         let at = usize::try_from(offset).unwrap_or(usize::MAX).min(map.len());
-        let (behind, end) = (self.released.load(Ordering::Relaxed), at.saturating_sub(STEP) / STEP * STEP);
+        let (behind, end) = (
+            self.released.load(Ordering::Relaxed),
+            at.saturating_sub(STEP) / STEP * STEP,
+        );
         if end <= behind {
             return;
         }
@@ -140,7 +159,11 @@ impl PerfFile {
         // through it, so MADV_DONTNEED only drops page-table entries: a later access
         // faults the same bytes in again from the file. Nothing is freed that a reference
         // could observe as changed. Failure is harmless: the pages just stay resident.
-        if unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, behind, end - behind) }.is_ok() {
+        if unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, behind, end - behind)
+        }
+        .is_ok()
+        {
             self.released.store(end, Ordering::Relaxed);
         }
     }
@@ -185,11 +208,17 @@ impl PerfFile {
         let bytes = self.storage.bytes();
         let (start, end) = data_range(&self.header, bytes.len());
         if let Some(e) = &self.expanded {
-            return Records::new(&e.data, start as u64, None, &self.attrs, &self.attribution).with_final_error(e.error.clone());
+            return Records::new(&e.data, start as u64, None, &self.attrs, &self.attribution)
+                .with_final_error(e.error.clone());
         }
         let data = bytes.get(start..end).unwrap_or(&[]);
-        let claimed_end = self.header.data.offset.saturating_add(self.header.data.size);
-        let claimed = (self.header.data.size != 0 && claimed_end > bytes.len() as u64).then(|| claimed_end - self.header.data.offset.min(claimed_end));
+        let claimed_end = self
+            .header
+            .data
+            .offset
+            .saturating_add(self.header.data.size);
+        let claimed = (self.header.data.size != 0 && claimed_end > bytes.len() as u64)
+            .then(|| claimed_end - self.header.data.offset.min(claimed_end));
         let claimed = claimed.filter(|&c| c > data.len() as u64);
         Records::new(data, start as u64, claimed, &self.attrs, &self.attribution)
     }
@@ -197,11 +226,15 @@ impl PerfFile {
 
 /// Byte range of the records, clamped to the file.
 fn data_range(header: &FileHeader, len: usize) -> (usize, usize) {
-    let start = usize::try_from(header.data.offset).unwrap_or(usize::MAX).min(len);
+    let start = usize::try_from(header.data.offset)
+        .unwrap_or(usize::MAX)
+        .min(len);
     let end = if header.data.size == 0 {
         len
     } else {
-        usize::try_from(header.data.offset.saturating_add(header.data.size)).unwrap_or(usize::MAX).min(len)
+        usize::try_from(header.data.offset.saturating_add(header.data.size))
+            .unwrap_or(usize::MAX)
+            .min(len)
     };
     (start, end.max(start))
 }
@@ -211,7 +244,10 @@ fn data_range(header: &FileHeader, len: usize) -> (usize, usize) {
 fn name_attrs(attrs: &mut [AttrEntry], features: &Features) {
     let by_position = features.event_desc.len() == attrs.len();
     for (i, desc) in features.event_desc.iter().enumerate() {
-        let by_id = desc.ids.first().and_then(|id| attrs.iter().position(|a| a.ids.contains(id)));
+        let by_id = desc
+            .ids
+            .first()
+            .and_then(|id| attrs.iter().position(|a| a.ids.contains(id)));
         let target = by_id.or(by_position.then_some(i));
         if let Some(a) = target.and_then(|t| attrs.get_mut(t)) {
             a.name = Some(desc.name.clone());

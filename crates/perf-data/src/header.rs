@@ -28,19 +28,29 @@ pub struct FileSection {
 
 impl FileSection {
     pub(crate) fn read(c: &mut Cursor<'_>) -> Option<FileSection> {
-        Some(FileSection { offset: c.u64().ok()?, size: c.u64().ok()? })
+        Some(FileSection {
+            offset: c.u64().ok()?,
+            size: c.u64().ok()?,
+        })
     }
 
     /// The section as a byte range, checked against the file length.
-    pub(crate) fn slice<'a>(&self, file: &'a [u8], what: &'static str) -> Result<&'a [u8], PerfDataError> {
+    pub(crate) fn slice<'a>(
+        &self,
+        file: &'a [u8],
+        what: &'static str,
+    ) -> Result<&'a [u8], PerfDataError> {
         let end = self.offset.checked_add(self.size);
-        let range = end.and_then(|end| Some(usize::try_from(self.offset).ok()?..usize::try_from(end).ok()?));
-        range.and_then(|r| file.get(r)).ok_or(PerfDataError::Truncated {
-            what,
-            start: self.offset,
-            end: end.unwrap_or(u64::MAX),
-            file_len: file.len() as u64,
-        })
+        let range = end
+            .and_then(|end| Some(usize::try_from(self.offset).ok()?..usize::try_from(end).ok()?));
+        range
+            .and_then(|r| file.get(r))
+            .ok_or(PerfDataError::Truncated {
+                what,
+                start: self.offset,
+                end: end.unwrap_or(u64::MAX),
+                file_len: file.len() as u64,
+            })
     }
 }
 
@@ -70,7 +80,9 @@ impl FileHeader {
     /// Whether feature bit `feature` (a `HEADER_*` constant) is set.
     pub fn has_feature(&self, feature: u32) -> bool {
         let word = (feature / 64) as usize;
-        self.adds_features.get(word).is_some_and(|w| w & (1u64 << (feature % 64)) != 0)
+        self.adds_features
+            .get(word)
+            .is_some_and(|w| w & (1u64 << (feature % 64)) != 0)
     }
 
     pub(crate) fn parse(file: &[u8]) -> Result<FileHeader, PerfDataError> {
@@ -93,17 +105,37 @@ impl FileHeader {
         if magic != MAGIC && !legacy_v1 {
             return Err(PerfDataError::BadMagic(magic));
         }
-        let truncated = |what| PerfDataError::Truncated { what, start: 0, end: HEADER_SIZE, file_len: file.len() as u64 };
+        let truncated = |what| PerfDataError::Truncated {
+            what,
+            start: 0,
+            end: HEADER_SIZE,
+            file_len: file.len() as u64,
+        };
         let mut c = Cursor::new(file);
         c.bytes(8).map_err(|_| truncated("file header"))?;
         let header_size = c.u64().map_err(|_| truncated("file header"))?;
         if header_size == PIPE_HEADER_SIZE {
-            let data = FileSection { offset: PIPE_HEADER_SIZE, size: 0 };
-            return Ok(FileHeader { header_size, attr_size: 0, attrs: FileSection::default(), data, event_types: FileSection::default(), adds_features: [0; 4], pipe: true, legacy_v1 });
+            let data = FileSection {
+                offset: PIPE_HEADER_SIZE,
+                size: 0,
+            };
+            return Ok(FileHeader {
+                header_size,
+                attr_size: 0,
+                attrs: FileSection::default(),
+                data,
+                event_types: FileSection::default(),
+                adds_features: [0; 4],
+                pipe: true,
+                legacy_v1,
+            });
         }
-        let (Some(attr_size), Some(attrs), Some(data), Some(event_types)) =
-            (c.u64().ok(), FileSection::read(&mut c), FileSection::read(&mut c), FileSection::read(&mut c))
-        else {
+        let (Some(attr_size), Some(attrs), Some(data), Some(event_types)) = (
+            c.u64().ok(),
+            FileSection::read(&mut c),
+            FileSection::read(&mut c),
+            FileSection::read(&mut c),
+        ) else {
             return Err(truncated("file header"));
         };
         let mut adds_features = [0u64; 4];
@@ -113,13 +145,24 @@ impl FileHeader {
             return Err(PerfDataError::InvalidHeader(format!("header size {header_size} is neither {HEADER_SIZE_NO_FEATURES} nor at least {HEADER_SIZE}")));
         } else {
             for w in adds_features.iter_mut() {
-                *w = c.u64().map_err(|_| truncated("file header feature bitmap"))?;
+                *w = c
+                    .u64()
+                    .map_err(|_| truncated("file header feature bitmap"))?;
             }
         }
         if legacy_v1 && attr_size.swap_bytes() < attr_size {
             // Version 1 tells endianness only by attr_size: a swapped one is big-endian.
             return Err(PerfDataError::BigEndian);
         }
-        Ok(FileHeader { header_size, attr_size, attrs, data, event_types, adds_features, pipe: false, legacy_v1 })
+        Ok(FileHeader {
+            header_size,
+            attr_size,
+            attrs,
+            data,
+            event_types,
+            adds_features,
+            pipe: false,
+            legacy_v1,
+        })
     }
 }

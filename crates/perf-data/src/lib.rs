@@ -39,8 +39,8 @@ pub use error::{DecodeError, DecodeErrorKind, PerfDataError};
 pub use features::{BuildIdEntry, EventDesc, Features, NumaNode};
 pub use file::PerfFile;
 pub use header::{FileHeader, FileSection};
-pub use record::{Comm, ForkExit, Inode, Lost, LostSamples, Mmap, Record, Throttle};
 pub use reader::U64s;
+pub use record::{Comm, ForkExit, Inode, Lost, LostSamples, Mmap, Record, Throttle};
 pub use records::{Next, Records};
 pub use sample::{ReadValue, ReadValues, Regs, Sample, SampleId};
 

@@ -80,7 +80,9 @@ impl<'a> Cursor<'a> {
     /// `n` u64 values left in place.
     pub(crate) fn u64_slice(&mut self, n: u64) -> Result<U64s<'a>, Short> {
         let bytes = n.checked_mul(8).ok_or(Short { at: self.pos })?;
-        Ok(U64s { bytes: self.bytes_u64(bytes)? })
+        Ok(U64s {
+            bytes: self.bytes_u64(bytes)?,
+        })
     }
 }
 
@@ -115,7 +117,9 @@ impl<'a> U64s<'a> {
     #[inline]
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = u64> + ExactSizeIterator + 'a {
         // chunks_exact(8) gives 8-byte chunks: each is one load, no bounds checks.
-        self.bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        self.bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
     }
 
     /// The raw little-endian bytes (a cheap key for caches: equal bytes, equal values).

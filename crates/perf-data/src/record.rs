@@ -171,10 +171,17 @@ fn f<T>(r: Result<T, Short>, name: &'static str) -> FieldResult<T> {
 
 /// Decodes a non-sample record of a known type from its body (after the 8-byte header,
 /// before the trailer). Returns `None` for types decoded elsewhere or not at all.
-pub(crate) fn decode_other<'a>(record_type: u32, misc: u16, body: &[u8], sample_id: Option<SampleId>) -> Option<FieldResult<Record<'a>>> {
+pub(crate) fn decode_other<'a>(
+    record_type: u32,
+    misc: u16,
+    body: &[u8],
+    sample_id: Option<SampleId>,
+) -> Option<FieldResult<Record<'a>>> {
     let c = &mut Cursor::new(body);
     let r = match record_type {
-        PERF_RECORD_MMAP | PERF_RECORD_MMAP2 => mmap(c, record_type == PERF_RECORD_MMAP2, misc, sample_id).map(Record::Mmap),
+        PERF_RECORD_MMAP | PERF_RECORD_MMAP2 => {
+            mmap(c, record_type == PERF_RECORD_MMAP2, misc, sample_id).map(Record::Mmap)
+        }
         PERF_RECORD_COMM => (|| {
             Ok(Record::Comm(Comm {
                 pid: f(c.i32(), "comm.pid")?,
@@ -193,10 +200,25 @@ pub(crate) fn decode_other<'a>(record_type: u32, misc: u16, body: &[u8], sample_
                 time: f(c.u64(), "fork.time")?,
                 sample_id,
             };
-            Ok(if record_type == PERF_RECORD_FORK { Record::Fork(fe) } else { Record::Exit(fe) })
+            Ok(if record_type == PERF_RECORD_FORK {
+                Record::Fork(fe)
+            } else {
+                Record::Exit(fe)
+            })
         })(),
-        PERF_RECORD_LOST => (|| Ok(Record::Lost(Lost { id: f(c.u64(), "lost.id")?, lost: f(c.u64(), "lost.lost")?, sample_id })))(),
-        PERF_RECORD_LOST_SAMPLES => (|| Ok(Record::LostSamples(LostSamples { lost: f(c.u64(), "lost_samples.lost")?, sample_id })))(),
+        PERF_RECORD_LOST => (|| {
+            Ok(Record::Lost(Lost {
+                id: f(c.u64(), "lost.id")?,
+                lost: f(c.u64(), "lost.lost")?,
+                sample_id,
+            }))
+        })(),
+        PERF_RECORD_LOST_SAMPLES => (|| {
+            Ok(Record::LostSamples(LostSamples {
+                lost: f(c.u64(), "lost_samples.lost")?,
+                sample_id,
+            }))
+        })(),
         PERF_RECORD_THROTTLE | PERF_RECORD_UNTHROTTLE => (|| {
             let t = Throttle {
                 time: f(c.u64(), "throttle.time")?,
@@ -204,7 +226,11 @@ pub(crate) fn decode_other<'a>(record_type: u32, misc: u16, body: &[u8], sample_
                 stream_id: f(c.u64(), "throttle.stream_id")?,
                 sample_id,
             };
-            Ok(if record_type == PERF_RECORD_THROTTLE { Record::Throttle(t) } else { Record::Unthrottle(t) })
+            Ok(if record_type == PERF_RECORD_THROTTLE {
+                Record::Throttle(t)
+            } else {
+                Record::Unthrottle(t)
+            })
         })(),
         PERF_RECORD_FINISHED_ROUND => Ok(Record::FinishedRound),
         _ => return None,

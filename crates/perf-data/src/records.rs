@@ -6,8 +6,11 @@ use crate::consts::*;
 use crate::error::{DecodeError, DecodeErrorKind};
 use crate::reader::{u64_at, Short};
 use crate::record::{decode_other, Record};
+use crate::sample::{
+    decode_sample, decode_sample_id, decode_sample_into, sample_id_size, FieldError, Sample,
+    SampleId,
+};
 use crate::stream::{self, RECORD_HEADER_SIZE};
-use crate::sample::{decode_sample, decode_sample_id, decode_sample_into, sample_id_size, FieldError, Sample, SampleId};
 
 /// Record types from this value up are synthesised by perf and carry no sample_id trailer.
 const PERF_RECORD_USER_TYPE_START: u32 = 64;
@@ -28,7 +31,11 @@ pub(crate) struct Attribution {
 
 impl Attribution {
     pub(crate) fn new(attrs: &[AttrEntry]) -> Self {
-        let mut id_to_attr: Vec<(u64, usize)> = attrs.iter().enumerate().flat_map(|(i, a)| a.ids.iter().map(move |&id| (id, i))).collect();
+        let mut id_to_attr: Vec<(u64, usize)> = attrs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, a)| a.ids.iter().map(move |&id| (id, i)))
+            .collect();
         // Stable: the first attr naming an id stays first, and dedup keeps it.
         id_to_attr.sort_by_key(|&(id, _)| id);
         id_to_attr.dedup_by_key(|&mut (id, _)| id);
@@ -40,17 +47,30 @@ impl Attribution {
             (Some(0), Some(1))
         } else if st & PERF_SAMPLE_ID != 0 {
             (
-                Some(count(&[PERF_SAMPLE_IP, PERF_SAMPLE_TID, PERF_SAMPLE_TIME, PERF_SAMPLE_ADDR])),
+                Some(count(&[
+                    PERF_SAMPLE_IP,
+                    PERF_SAMPLE_TID,
+                    PERF_SAMPLE_TIME,
+                    PERF_SAMPLE_ADDR,
+                ])),
                 Some(1 + count(&[PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU])),
             )
         } else {
             (None, None)
         };
-        Attribution { id_to_attr, single: attrs.len() == 1, sample_id_pos, trailer_id_pos: trailer_id_pos.filter(|_| sample_id_all) }
+        Attribution {
+            id_to_attr,
+            single: attrs.len() == 1,
+            sample_id_pos,
+            trailer_id_pos: trailer_id_pos.filter(|_| sample_id_all),
+        }
     }
 
     fn attr_of_id(&self, id: u64) -> Option<usize> {
-        let i = self.id_to_attr.binary_search_by_key(&id, |&(id, _)| id).ok()?;
+        let i = self
+            .id_to_attr
+            .binary_search_by_key(&id, |&(id, _)| id)
+            .ok()?;
         Some(self.id_to_attr[i].1)
     }
 
@@ -91,8 +111,23 @@ pub struct Records<'a> {
 }
 
 impl<'a> Records<'a> {
-    pub(crate) fn new(data: &'a [u8], base: u64, claimed: Option<u64>, attrs: &'a [AttrEntry], attribution: &'a Attribution) -> Self {
-        Records { data, base, pos: 0, claimed, attrs, attribution, done: false, final_error: None }
+    pub(crate) fn new(
+        data: &'a [u8],
+        base: u64,
+        claimed: Option<u64>,
+        attrs: &'a [AttrEntry],
+        attribution: &'a Attribution,
+    ) -> Self {
+        Records {
+            data,
+            base,
+            pos: 0,
+            claimed,
+            attrs,
+            attribution,
+            done: false,
+            final_error: None,
+        }
     }
 
     pub(crate) fn with_final_error(mut self, e: Option<DecodeError>) -> Self {
@@ -121,42 +156,89 @@ impl<'a> Records<'a> {
 
     fn fail<T>(&mut self, at: usize, kind: DecodeErrorKind) -> Option<Result<T, DecodeError>> {
         self.done = true;
-        Some(Err(DecodeError { offset: self.base + at as u64, kind }))
+        Some(Err(DecodeError {
+            offset: self.base + at as u64,
+            kind,
+        }))
     }
 
-    fn next_record(&mut self, slot: Option<&mut Sample<'a>>) -> Option<Result<Next<'a>, DecodeError>> {
+    fn next_record(
+        &mut self,
+        slot: Option<&mut Sample<'a>>,
+    ) -> Option<Result<Next<'a>, DecodeError>> {
         let start = self.pos;
         let rest = self.data.get(start..).unwrap_or(&[]);
         if rest.is_empty() {
             self.done = true;
             // The header promised more data than the file has: say so rather than end quietly.
             return match (self.claimed, self.final_error.take()) {
-                (Some(claimed), _) => self.fail(start, DecodeErrorKind::RecordTruncated { record_type: 0, needed: claimed - self.data.len() as u64, available: 0 }),
+                (Some(claimed), _) => self.fail(
+                    start,
+                    DecodeErrorKind::RecordTruncated {
+                        record_type: 0,
+                        needed: claimed - self.data.len() as u64,
+                        available: 0,
+                    },
+                ),
                 (None, Some(e)) => Some(Err(e)),
                 (None, None) => None,
             };
         }
         let (Some(word), true) = (u64_at(rest, 0), rest.len() >= RECORD_HEADER_SIZE) else {
-            return self.fail(start, DecodeErrorKind::HeaderTruncated { available: rest.len() as u64 });
+            return self.fail(
+                start,
+                DecodeErrorKind::HeaderTruncated {
+                    available: rest.len() as u64,
+                },
+            );
         };
         let record_type = word as u32;
         let misc = (word >> 32) as u16;
         let size = (word >> 48) as usize;
         if size < RECORD_HEADER_SIZE {
-            return self.fail(start, DecodeErrorKind::BadSize { record_type, size: size as u64 });
+            return self.fail(
+                start,
+                DecodeErrorKind::BadSize {
+                    record_type,
+                    size: size as u64,
+                },
+            );
         }
         let Some(rec) = rest.get(..size) else {
-            return self.fail(start, DecodeErrorKind::RecordTruncated { record_type, needed: size as u64, available: rest.len() as u64 });
+            return self.fail(
+                start,
+                DecodeErrorKind::RecordTruncated {
+                    record_type,
+                    needed: size as u64,
+                    available: rest.len() as u64,
+                },
+            );
         };
         let body = rec.get(RECORD_HEADER_SIZE..).unwrap_or(&[]);
-        if matches!(record_type, PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2) {
+        if matches!(
+            record_type,
+            PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2
+        ) {
             // The file expands these when it opens; one left here could not be reached then.
-            return self.fail(start, DecodeErrorKind::Unsupported("a compressed record that could not be expanded"));
+            return self.fail(
+                start,
+                DecodeErrorKind::Unsupported("a compressed record that could not be expanded"),
+            );
         }
         let payload = stream::extent(record_type, size, body).map(|e| e - size as u64);
-        let Some(advance) = payload.and_then(|p| p.checked_add(size as u64)).filter(|&a| a <= rest.len() as u64) else {
+        let Some(advance) = payload
+            .and_then(|p| p.checked_add(size as u64))
+            .filter(|&a| a <= rest.len() as u64)
+        else {
             let needed = payload.map_or(u64::MAX, |p| p.saturating_add(size as u64));
-            return self.fail(start, DecodeErrorKind::RecordTruncated { record_type, needed, available: rest.len() as u64 });
+            return self.fail(
+                start,
+                DecodeErrorKind::RecordTruncated {
+                    record_type,
+                    needed,
+                    available: rest.len() as u64,
+                },
+            );
         };
         let body_at = start + RECORD_HEADER_SIZE;
         let decoded = self.decode(record_type, misc, rec, body, slot);
@@ -165,20 +247,43 @@ impl<'a> Records<'a> {
                 self.pos = start + advance as usize;
                 Some(Ok(r))
             }
-            Err((Short { at }, field)) => self.fail(body_at + at, DecodeErrorKind::FieldTruncated { record_type, field }),
+            Err((Short { at }, field)) => self.fail(
+                body_at + at,
+                DecodeErrorKind::FieldTruncated { record_type, field },
+            ),
         }
     }
 
     /// Decodes one record; errors carry the position in `body`.
-    fn decode(&self, record_type: u32, misc: u16, rec: &'a [u8], body: &'a [u8], slot: Option<&mut Sample<'a>>) -> Result<Next<'a>, FieldError> {
-        let other = || Next::Record(Box::new(Record::Other { record_type, misc, bytes: rec }));
+    fn decode(
+        &self,
+        record_type: u32,
+        misc: u16,
+        rec: &'a [u8],
+        body: &'a [u8],
+        slot: Option<&mut Sample<'a>>,
+    ) -> Result<Next<'a>, FieldError> {
+        let other = || {
+            Next::Record(Box::new(Record::Other {
+                record_type,
+                misc,
+                bytes: rec,
+            }))
+        };
         if record_type == PERF_RECORD_SAMPLE {
-            let Some((i, a)) = self.attribution.of_sample(body).and_then(|i| Some((i, self.attrs.get(i)?))) else {
+            let Some((i, a)) = self
+                .attribution
+                .of_sample(body)
+                .and_then(|i| Some((i, self.attrs.get(i)?)))
+            else {
                 return Ok(other());
             };
             return match slot {
-                Some(slot) => decode_sample_into(body, &a.attr, i, misc, slot).map(|()| Next::Sample),
-                None => decode_sample(body, &a.attr, i, misc).map(|s| Next::Record(Box::new(Record::Sample(s)))),
+                Some(slot) => {
+                    decode_sample_into(body, &a.attr, i, misc, slot).map(|()| Next::Sample)
+                }
+                None => decode_sample(body, &a.attr, i, misc)
+                    .map(|s| Next::Record(Box::new(Record::Sample(s)))),
             };
         }
         let (main, sample_id) = if record_type < PERF_RECORD_USER_TYPE_START {
@@ -197,7 +302,9 @@ impl<'a> Records<'a> {
     fn split_trailer(&self, body: &'a [u8]) -> Result<(&'a [u8], Option<SampleId>), FieldError> {
         let known = self.attribution.of_other(body);
         // An unknown id still tells us the trailer layout: perf requires it to be the same for all events.
-        let Some(attr) = self.attrs.get(known.unwrap_or(0)).map(|a| &a.attr) else { return Ok((body, None)) };
+        let Some(attr) = self.attrs.get(known.unwrap_or(0)).map(|a| &a.attr) else {
+            return Ok((body, None));
+        };
         if !attr.sample_id_all() {
             return Ok((body, None));
         }
@@ -206,7 +313,8 @@ impl<'a> Records<'a> {
             return Err((Short { at: 0 }, "sample_id"));
         };
         let (main, trailer) = body.split_at(cut);
-        let sid = decode_sample_id(trailer, attr.sample_type, known).map_err(|(s, f)| (Short { at: cut + s.at }, f))?;
+        let sid = decode_sample_id(trailer, attr.sample_type, known)
+            .map_err(|(s, f)| (Short { at: cut + s.at }, f))?;
         Ok((main, Some(sid)))
     }
 }
@@ -229,10 +337,16 @@ impl<'a> Iterator for Records<'a> {
             return None;
         }
         // Without a slot, samples come back inside the record.
-        self.next_record(None).map(|r| r.map(|n| match n {
-            Next::Record(r) => *r,
-            Next::Sample => Record::Other { record_type: PERF_RECORD_SAMPLE, misc: 0, bytes: &[] },
-        }))
+        self.next_record(None).map(|r| {
+            r.map(|n| match n {
+                Next::Record(r) => *r,
+                Next::Sample => Record::Other {
+                    record_type: PERF_RECORD_SAMPLE,
+                    misc: 0,
+                    bytes: &[],
+                },
+            })
+        })
     }
 }
 

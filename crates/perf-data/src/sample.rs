@@ -71,7 +71,8 @@ pub struct Sample<'a> {
 impl Sample<'_> {
     /// The weight split as WEIGHT_STRUCT defines it: (var1_dw, var2_w, var3_w).
     pub fn weight_struct(&self) -> Option<(u32, u16, u16)> {
-        self.weight.map(|w| (w as u32, (w >> 32) as u16, (w >> 48) as u16))
+        self.weight
+            .map(|w| (w as u32, (w >> 32) as u16, (w >> 48) as u16))
     }
 }
 
@@ -149,7 +150,12 @@ fn field<T>(r: Result<T, Short>, name: &'static str) -> Result<T, FieldError> {
     r.map_err(|s| (s, name))
 }
 
-fn opt_u64(c: &mut Cursor<'_>, st: u64, bit: u64, name: &'static str) -> Result<Option<u64>, FieldError> {
+fn opt_u64(
+    c: &mut Cursor<'_>,
+    st: u64,
+    bit: u64,
+    name: &'static str,
+) -> Result<Option<u64>, FieldError> {
     if st & bit == 0 {
         return Ok(None);
     }
@@ -157,7 +163,12 @@ fn opt_u64(c: &mut Cursor<'_>, st: u64, bit: u64, name: &'static str) -> Result<
 }
 
 /// Decodes a sample body (the record after its 8-byte header).
-pub(crate) fn decode_sample<'a>(body: &'a [u8], attr: &EventAttr, attr_index: usize, misc: u16) -> Result<Sample<'a>, FieldError> {
+pub(crate) fn decode_sample<'a>(
+    body: &'a [u8],
+    attr: &EventAttr,
+    attr_index: usize,
+    misc: u16,
+) -> Result<Sample<'a>, FieldError> {
     let mut s = Sample::default();
     decode_sample_into(body, attr, attr_index, misc, &mut s)?;
     Ok(s)
@@ -166,7 +177,13 @@ pub(crate) fn decode_sample<'a>(body: &'a [u8], attr: &EventAttr, attr_index: us
 /// Decodes a sample body into `s`, setting every field, so that one `Sample` can be
 /// reused for a whole file without being moved around (it is over 500 bytes). After an
 /// error `s` is partly overwritten.
-pub(crate) fn decode_sample_into<'a>(body: &'a [u8], attr: &EventAttr, attr_index: usize, misc: u16, s: &mut Sample<'a>) -> Result<(), FieldError> {
+pub(crate) fn decode_sample_into<'a>(
+    body: &'a [u8],
+    attr: &EventAttr,
+    attr_index: usize,
+    misc: u16,
+    s: &mut Sample<'a>,
+) -> Result<(), FieldError> {
     let st = attr.sample_type;
     let c = &mut Cursor::new(body);
     s.attr_index = attr_index;
@@ -219,7 +236,12 @@ pub(crate) fn decode_sample_into<'a>(body: &'a [u8], attr: &EventAttr, attr_inde
             s.stack_user_dyn_size = Some(field(c.u64(), "stack_user.dyn_size")?);
         }
     }
-    s.weight = opt_u64(c, st, PERF_SAMPLE_WEIGHT | PERF_SAMPLE_WEIGHT_STRUCT, "weight")?;
+    s.weight = opt_u64(
+        c,
+        st,
+        PERF_SAMPLE_WEIGHT | PERF_SAMPLE_WEIGHT_STRUCT,
+        "weight",
+    )?;
     s.data_src = opt_u64(c, st, PERF_SAMPLE_DATA_SRC, "data_src")?;
     s.transaction = opt_u64(c, st, PERF_SAMPLE_TRANSACTION, "transaction")?;
     s.regs_intr = None;
@@ -239,7 +261,10 @@ pub(crate) fn decode_sample_into<'a>(body: &'a [u8], attr: &EventAttr, attr_inde
 }
 
 fn read_values(c: &mut Cursor<'_>, rf: u64) -> Result<ReadValues, FieldError> {
-    let mut r = ReadValues { group: rf & PERF_FORMAT_GROUP != 0, ..ReadValues::default() };
+    let mut r = ReadValues {
+        group: rf & PERF_FORMAT_GROUP != 0,
+        ..ReadValues::default()
+    };
     let one = |c: &mut Cursor<'_>, value: u64| -> Result<ReadValue, FieldError> {
         Ok(ReadValue {
             value,
@@ -252,7 +277,8 @@ fn read_values(c: &mut Cursor<'_>, rf: u64) -> Result<ReadValues, FieldError> {
         r.time_enabled = opt_u64(c, rf, PERF_FORMAT_TOTAL_TIME_ENABLED, "read.time_enabled")?;
         r.time_running = opt_u64(c, rf, PERF_FORMAT_TOTAL_TIME_RUNNING, "read.time_running")?;
         // Bound nr by the bytes left before allocating.
-        let per = 8 * (1 + u64::from(rf & PERF_FORMAT_ID != 0) + u64::from(rf & PERF_FORMAT_LOST != 0));
+        let per =
+            8 * (1 + u64::from(rf & PERF_FORMAT_ID != 0) + u64::from(rf & PERF_FORMAT_LOST != 0));
         if nr.checked_mul(per).is_none_or(|n| n > c.remaining() as u64) {
             return Err((Short { at: c.pos() }, "read.values"));
         }
@@ -272,23 +298,41 @@ fn read_values(c: &mut Cursor<'_>, rf: u64) -> Result<ReadValues, FieldError> {
 fn regs(c: &mut Cursor<'_>, mask: u64, name: &'static str) -> Result<Regs, FieldError> {
     let abi = field(c.u64(), name)?;
     // ABI_NONE: the task had no user context (kernel thread); no values follow.
-    let values = if abi == 0 { Vec::new() } else { field(c.u64s(u64::from(mask.count_ones())), name)? };
+    let values = if abi == 0 {
+        Vec::new()
+    } else {
+        field(c.u64s(u64::from(mask.count_ones())), name)?
+    };
     Ok(Regs { abi, mask, values })
 }
 
 /// Size in bytes of the sample_id trailer for this sample_type.
 pub(crate) fn sample_id_size(st: u64) -> usize {
-    [PERF_SAMPLE_TID, PERF_SAMPLE_TIME, PERF_SAMPLE_ID, PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU, PERF_SAMPLE_IDENTIFIER]
-        .iter()
-        .filter(|&&b| st & b != 0)
-        .count()
+    [
+        PERF_SAMPLE_TID,
+        PERF_SAMPLE_TIME,
+        PERF_SAMPLE_ID,
+        PERF_SAMPLE_STREAM_ID,
+        PERF_SAMPLE_CPU,
+        PERF_SAMPLE_IDENTIFIER,
+    ]
+    .iter()
+    .filter(|&&b| st & b != 0)
+    .count()
         * 8
 }
 
 /// Decodes the trailer, which occupies the last `sample_id_size` bytes of `trailer`.
-pub(crate) fn decode_sample_id(trailer: &[u8], st: u64, attr_index: Option<usize>) -> Result<SampleId, FieldError> {
+pub(crate) fn decode_sample_id(
+    trailer: &[u8],
+    st: u64,
+    attr_index: Option<usize>,
+) -> Result<SampleId, FieldError> {
     let c = &mut Cursor::new(trailer);
-    let mut s = SampleId { attr_index, ..SampleId::default() };
+    let mut s = SampleId {
+        attr_index,
+        ..SampleId::default()
+    };
     if st & PERF_SAMPLE_TID != 0 {
         s.pid = Some(field(c.i32(), "sample_id.pid")?);
         s.tid = Some(field(c.i32(), "sample_id.tid")?);

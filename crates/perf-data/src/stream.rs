@@ -70,26 +70,51 @@ pub(crate) struct Expanded {
 pub(crate) fn expand(data: &[u8], base: u64) -> Option<Expanded> {
     let first = first_compressed(data)?;
     let limit = data.len().saturating_mul(MAX_RATIO).max(MIN_LIMIT);
-    let mut out = Expanded { data: Vec::with_capacity(data.len() * 4), error: None, compressed_records: 0 };
+    let mut out = Expanded {
+        data: Vec::with_capacity(data.len() * 4),
+        error: None,
+        compressed_records: 0,
+    };
     out.data.extend_from_slice(data.get(..first).unwrap_or(&[]));
     let mut decoder = match zstd::stream::raw::Decoder::new() {
         Ok(d) => d,
         Err(_) => {
-            out.error = Some(DecodeError { offset: base + first as u64, kind: DecodeErrorKind::Decompress("cannot create a zstd decoder".into()) });
+            out.error = Some(DecodeError {
+                offset: base + first as u64,
+                kind: DecodeErrorKind::Decompress("cannot create a zstd decoder".into()),
+            });
             return Some(out);
         }
     };
     let mut pos = first;
     while let Some(rest) = data.get(pos..).filter(|r| !r.is_empty()) {
-        let Some((record_type, _, size)) = header(rest).filter(|&(_, _, s)| s >= RECORD_HEADER_SIZE) else { break };
+        let Some((record_type, _, size)) =
+            header(rest).filter(|&(_, _, s)| s >= RECORD_HEADER_SIZE)
+        else {
+            break;
+        };
         let Some(rec) = rest.get(..size) else { break };
         let body = rec.get(RECORD_HEADER_SIZE..).unwrap_or(&[]);
-        let Some(advance) = extent(record_type, size, body).filter(|&a| a <= rest.len() as u64) else { break };
-        if matches!(record_type, PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2) {
+        let Some(advance) = extent(record_type, size, body).filter(|&a| a <= rest.len() as u64)
+        else {
+            break;
+        };
+        if matches!(
+            record_type,
+            PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2
+        ) {
             out.compressed_records += 1;
-            let fail = |why: String| Some(DecodeError { offset: base + pos as u64, kind: DecodeErrorKind::Decompress(why) });
+            let fail = |why: String| {
+                Some(DecodeError {
+                    offset: base + pos as u64,
+                    kind: DecodeErrorKind::Decompress(why),
+                })
+            };
             match compressed_payload(record_type, body) {
-                None => out.error = fail("the COMPRESSED2 record's data size runs past the record".into()),
+                None => {
+                    out.error =
+                        fail("the COMPRESSED2 record's data size runs past the record".into())
+                }
                 Some(src) => {
                     let before = out.data.len();
                     if let Err(why) = decompress(&mut decoder, src, &mut out.data, limit) {
@@ -103,7 +128,8 @@ pub(crate) fn expand(data: &[u8], base: u64) -> Option<Expanded> {
                 return Some(out);
             }
         } else {
-            out.data.extend_from_slice(rest.get(..advance as usize).unwrap_or(rest));
+            out.data
+                .extend_from_slice(rest.get(..advance as usize).unwrap_or(rest));
         }
         pos += advance as usize;
     }
@@ -117,7 +143,10 @@ fn first_compressed(data: &[u8]) -> Option<usize> {
     let mut pos = 0usize;
     while let Some(rest) = data.get(pos..).filter(|r| !r.is_empty()) {
         let (record_type, _, size) = header(rest).filter(|&(_, _, s)| s >= RECORD_HEADER_SIZE)?;
-        if matches!(record_type, PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2) {
+        if matches!(
+            record_type,
+            PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2
+        ) {
             return Some(pos);
         }
         let advance = extent(record_type, size, rest.get(RECORD_HEADER_SIZE..size)?)?;
@@ -128,7 +157,12 @@ fn first_compressed(data: &[u8]) -> Option<usize> {
 
 /// Feeds one compressed chunk to the decoder, whose state carries over from the previous
 /// chunk (perf flushes, but does not end, its zstd stream at every chunk).
-fn decompress(decoder: &mut zstd::stream::raw::Decoder<'_>, src: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), String> {
+fn decompress(
+    decoder: &mut zstd::stream::raw::Decoder<'_>,
+    src: &[u8],
+    out: &mut Vec<u8>,
+    limit: usize,
+) -> Result<(), String> {
     use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
     let mut input = InBuffer::around(src);
     loop {
@@ -138,7 +172,9 @@ fn decompress(decoder: &mut zstd::stream::raw::Decoder<'_>, src: &[u8], out: &mu
         out.reserve((src.len() * 8).clamp(64 << 10, 16 << 20));
         let (start, read_before) = (out.len(), input.pos());
         let mut output = OutBuffer::around_pos(out, start);
-        decoder.run(&mut input, &mut output).map_err(|e| format!("zstd: {e}"))?;
+        decoder
+            .run(&mut input, &mut output)
+            .map_err(|e| format!("zstd: {e}"))?;
         let (written, full) = (output.pos() - start, output.pos() == output.capacity());
         let consumed = input.pos() >= src.len();
         if consumed && !full {
@@ -146,7 +182,11 @@ fn decompress(decoder: &mut zstd::stream::raw::Decoder<'_>, src: &[u8], out: &mu
         }
         if written == 0 && input.pos() == read_before {
             // Neither side moved: more output room will not help either.
-            return if consumed { Ok(()) } else { Err("zstd made no progress".into()) };
+            return if consumed {
+                Ok(())
+            } else {
+                Err("zstd made no progress".into())
+            };
         }
     }
 }
@@ -159,15 +199,28 @@ pub(crate) fn pipe_header(data: &[u8]) -> (Vec<AttrEntry>, Features, Vec<(u64, S
     let mut names = Vec::new();
     let mut pos = 0usize;
     while let Some(rest) = data.get(pos..).filter(|r| !r.is_empty()) {
-        let Some((record_type, _, size)) = header(rest).filter(|&(_, _, s)| s >= RECORD_HEADER_SIZE) else { break };
+        let Some((record_type, _, size)) =
+            header(rest).filter(|&(_, _, s)| s >= RECORD_HEADER_SIZE)
+        else {
+            break;
+        };
         let Some(rec) = rest.get(..size) else { break };
         let body = rec.get(RECORD_HEADER_SIZE..).unwrap_or(&[]);
         match record_type {
             PERF_RECORD_HEADER_ATTR => {
                 // The attr by its own size, then the ids up to the end of the record.
                 let (attr, used) = EventAttr::parse_sized(body, body.len());
-                let ids = body.get(used..).unwrap_or(&[]).chunks_exact(8).map(le_u64).collect();
-                attrs.push(AttrEntry { attr, ids, name: None });
+                let ids = body
+                    .get(used..)
+                    .unwrap_or(&[])
+                    .chunks_exact(8)
+                    .map(le_u64)
+                    .collect();
+                attrs.push(AttrEntry {
+                    attr,
+                    ids,
+                    name: None,
+                });
             }
             PERF_RECORD_EVENT_UPDATE => {
                 // u64 type (3 = name), u64 id, then the data.
@@ -184,8 +237,15 @@ pub(crate) fn pipe_header(data: &[u8]) -> (Vec<AttrEntry>, Features, Vec<(u64, S
             PERF_RECORD_HEADER_BUILD_ID => features.add_build_id_record(rec),
             _ => {}
         }
-        let Some(advance) = extent(record_type, size, body) else { break };
-        let Some(next) = usize::try_from(advance).ok().and_then(|a| pos.checked_add(a)) else { break };
+        let Some(advance) = extent(record_type, size, body) else {
+            break;
+        };
+        let Some(next) = usize::try_from(advance)
+            .ok()
+            .and_then(|a| pos.checked_add(a))
+        else {
+            break;
+        };
         pos = next;
     }
     (attrs, features, names)

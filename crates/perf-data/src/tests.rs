@@ -24,7 +24,13 @@ pub(crate) fn words(w: &[u64]) -> Vec<u8> {
 }
 
 /// An attr of `size` bytes (the kernel's fields at their offsets, zeros beyond).
-fn attr_bytes(size: usize, sample_type: u64, flags: u64, branch_sample_type: u64, regs_user: u64) -> Vec<u8> {
+fn attr_bytes(
+    size: usize,
+    sample_type: u64,
+    flags: u64,
+    branch_sample_type: u64,
+    regs_user: u64,
+) -> Vec<u8> {
     let mut a = vec![0u8; size.max(136)];
     a[4..8].copy_from_slice(&(size as u32).to_le_bytes());
     a[8..16].copy_from_slice(&0u64.to_le_bytes()); // cycles
@@ -56,7 +62,12 @@ pub(crate) struct Built {
 }
 
 /// A file with `attrs` (bytes of each attr, ids), records, and a few features.
-pub(crate) fn build(attr_size: usize, attrs: &[(Vec<u8>, Vec<u64>)], records: &[Vec<u8>], finalised: bool) -> Built {
+pub(crate) fn build(
+    attr_size: usize,
+    attrs: &[(Vec<u8>, Vec<u64>)],
+    records: &[Vec<u8>],
+    finalised: bool,
+) -> Built {
     let attr_entry = attr_size + 16;
     let attrs_off = 104;
     let ids_off = attrs_off + attr_entry * attrs.len();
@@ -73,7 +84,14 @@ pub(crate) fn build(attr_size: usize, attrs: &[(Vec<u8>, Vec<u64>)], records: &[
     w64(&mut f, if finalised { data.len() as u64 } else { 0 });
     w64(&mut f, 0);
     w64(&mut f, 0);
-    let feats = [HEADER_BUILD_ID, HEADER_HOSTNAME, HEADER_NRCPUS, HEADER_CMDLINE, HEADER_EVENT_DESC, 200];
+    let feats = [
+        HEADER_BUILD_ID,
+        HEADER_HOSTNAME,
+        HEADER_NRCPUS,
+        HEADER_CMDLINE,
+        HEADER_EVENT_DESC,
+        200,
+    ];
     let mut bitmap = [0u64; 4];
     for b in feats {
         bitmap[(b / 64) as usize] |= 1 << (b % 64);
@@ -105,7 +123,11 @@ pub(crate) fn build(attr_size: usize, attrs: &[(Vec<u8>, Vec<u64>)], records: &[
     id[20] = 4;
     rec.extend_from_slice(&id);
     rec.extend_from_slice(b"/bin/true\0\0\0");
-    bid.extend(record(67, PERF_RECORD_MISC_USER | PERF_RECORD_MISC_BUILD_ID_SIZE, &rec));
+    bid.extend(record(
+        67,
+        PERF_RECORD_MISC_USER | PERF_RECORD_MISC_BUILD_ID_SIZE,
+        &rec,
+    ));
     bodies.push(bid);
     bodies.push(string_feature("testhost"));
     bodies.push(words(&[(8u64 << 32) | 16]));
@@ -138,10 +160,19 @@ pub(crate) fn build(attr_size: usize, attrs: &[(Vec<u8>, Vec<u64>)], records: &[
     for b in bodies {
         f.extend(b);
     }
-    Built { bytes: f, data_offset: data_off }
+    Built {
+        bytes: f,
+        data_offset: data_off,
+    }
 }
 
-const ST: u64 = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_BRANCH_STACK;
+const ST: u64 = PERF_SAMPLE_IDENTIFIER
+    | PERF_SAMPLE_IP
+    | PERF_SAMPLE_TID
+    | PERF_SAMPLE_TIME
+    | PERF_SAMPLE_CPU
+    | PERF_SAMPLE_PERIOD
+    | PERF_SAMPLE_BRANCH_STACK;
 const SAMPLE_ID_ALL: u64 = 1 << 18;
 
 /// Two events (ids 11, 12 and 21), IDENTIFIER, sample_id_all, a mix of records.
@@ -152,8 +183,20 @@ fn small_file(finalised: bool) -> Built {
 
 /// The attrs (136 bytes, ids) and records of [`small_file`].
 pub(crate) fn small_parts() -> (Vec<(Vec<u8>, Vec<u64>)>, Vec<Vec<u8>>) {
-    let a0 = attr_bytes(136, ST, SAMPLE_ID_ALL, PERF_SAMPLE_BRANCH_ANY | PERF_SAMPLE_BRANCH_HW_INDEX, 0);
-    let a1 = attr_bytes(136, ST | PERF_SAMPLE_READ | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER, SAMPLE_ID_ALL, 0, 0b1011);
+    let a0 = attr_bytes(
+        136,
+        ST,
+        SAMPLE_ID_ALL,
+        PERF_SAMPLE_BRANCH_ANY | PERF_SAMPLE_BRANCH_HW_INDEX,
+        0,
+    );
+    let a1 = attr_bytes(
+        136,
+        ST | PERF_SAMPLE_READ | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER,
+        SAMPLE_ID_ALL,
+        0,
+        0b1011,
+    );
     // sample_id trailer for ST: tid, time, cpu, identifier
     let trailer = |id: u64| words(&[(7u64 << 32) | 7, 999, 3, id]);
     let mut comm = Vec::new();
@@ -165,7 +208,22 @@ pub(crate) fn small_parts() -> (Vec<(Vec<u8>, Vec<u64>)>, Vec<Vec<u8>>) {
     mmap2.extend(words(&[(2u64 << 32) | 5]));
     mmap2.extend_from_slice(b"/bin/prog\0\0\0\0\0\0\0");
     mmap2.extend(trailer(21));
-    let s0 = words(&[11, 0x401000, (7u64 << 32) | 7, 1000, 3, 4000, 2, 5, 0x401010, 0x401020, 1 | (12 << 4) | (4 << 20), 0x401030, 0x401040, 2]);
+    let s0 = words(&[
+        11,
+        0x401000,
+        (7u64 << 32) | 7,
+        1000,
+        3,
+        4000,
+        2,
+        5,
+        0x401010,
+        0x401020,
+        1 | (12 << 4) | (4 << 20),
+        0x401030,
+        0x401040,
+        2,
+    ]);
     let mut s1 = words(&[21, 0x402000, (7u64 << 32) | 7, 2000, 1, 100, 555, 1, 21, 0]); // read: value, enabled, id; branch nr=0
     s1.extend(words(&[2, 10, 20, 30])); // regs: abi 2, three regs (mask 0b1011)
     s1.extend(words(&[16, 0xaaaa, 0xbbbb, 9])); // stack: size 16, data, dyn_size 9
@@ -204,23 +262,39 @@ fn decodes_every_record_of_a_small_file() {
     let feat = f.features();
     assert_eq!(feat.hostname.as_deref(), Some("testhost"));
     assert_eq!(feat.nr_cpus, Some((16, 8)));
-    assert_eq!(feat.cmdline.as_deref(), Some(&["perf".to_string(), "record".to_string()][..]));
+    assert_eq!(
+        feat.cmdline.as_deref(),
+        Some(&["perf".to_string(), "record".to_string()][..])
+    );
     assert_eq!(feat.build_ids[0].build_id, vec![0xde, 0xad, 0xbe, 0xef]);
     assert_eq!(feat.build_ids[0].filename, "/bin/true");
     assert!(feat.present.contains(&200) && feat.malformed.is_empty());
 
     let recs: Vec<Record<'_>> = all(&f).into_iter().map(|r| r.expect("no error")).collect();
     assert_eq!(recs.len(), 8);
-    let Record::Comm(c) = &recs[0] else { panic!("{:?}", recs[0]) };
+    let Record::Comm(c) = &recs[0] else {
+        panic!("{:?}", recs[0])
+    };
     assert_eq!((c.pid, c.comm.as_str(), c.exec), (7, "prog", true));
-    assert_eq!(c.sample_id.map(|s| (s.attr_index, s.time, s.cpu)), Some((Some(0), Some(999), Some(3))));
+    assert_eq!(
+        c.sample_id.map(|s| (s.attr_index, s.time, s.cpu)),
+        Some((Some(0), Some(999), Some(3)))
+    );
     let Record::Mmap(m) = &recs[1] else { panic!() };
-    assert_eq!((m.start, m.len, m.filename.as_str(), m.prot, m.flags), (0x400000, 0x1000, "/bin/prog", Some(5), Some(2)));
+    assert_eq!(
+        (m.start, m.len, m.filename.as_str(), m.prot, m.flags),
+        (0x400000, 0x1000, "/bin/prog", Some(5), Some(2))
+    );
     assert_eq!(m.inode.map(|i| (i.maj, i.min, i.ino)), Some((1, 8, 42)));
     assert_eq!(m.sample_id.and_then(|s| s.attr_index), Some(1));
     assert!(!m.is_kernel());
-    let Record::Sample(s) = &recs[2] else { panic!() };
-    assert_eq!((s.attr_index, s.ip, s.pid, s.time, s.cpu, s.period), (0, Some(0x401000), Some(7), Some(1000), Some(3), Some(4000)));
+    let Record::Sample(s) = &recs[2] else {
+        panic!()
+    };
+    assert_eq!(
+        (s.attr_index, s.ip, s.pid, s.time, s.cpu, s.period),
+        (0, Some(0x401000), Some(7), Some(1000), Some(3), Some(4000))
+    );
     let bs = s.branch_stack.as_ref().expect("branches");
     assert_eq!(bs.hw_idx, Some(5));
     assert_eq!(bs.entries.len(), 2);
@@ -228,18 +302,32 @@ fn decodes_every_record_of_a_small_file() {
     assert!(bs.entries[0].flags.mispred() && bs.entries[0].flags.cycles() == 12);
     assert_eq!(bs.entries[0].flags.branch_type(), BranchType::Call);
     assert!(bs.entries[1].flags.predicted());
-    let Record::Sample(s) = &recs[3] else { panic!() };
+    let Record::Sample(s) = &recs[3] else {
+        panic!()
+    };
     assert_eq!(s.attr_index, 1);
     let rv = s.read.as_ref().expect("read");
-    assert_eq!((rv.time_enabled, rv.values[0].value, rv.values[0].id), (Some(1), 555, Some(21)));
+    assert_eq!(
+        (rv.time_enabled, rv.values[0].value, rv.values[0].id),
+        (Some(1), 555, Some(21))
+    );
     assert!(s.branch_stack.as_ref().expect("nr 0").entries.is_empty());
     let regs = s.regs_user.as_ref().expect("regs");
-    assert_eq!((regs.get(0), regs.get(1), regs.get(2), regs.get(3)), (Some(10), Some(20), None, Some(30)));
+    assert_eq!(
+        (regs.get(0), regs.get(1), regs.get(2), regs.get(3)),
+        (Some(10), Some(20), None, Some(30))
+    );
     assert_eq!(s.stack_user.map(<[u8]>::len), Some(16));
     assert_eq!(s.stack_user_dyn_size, Some(9));
     let Record::Fork(fk) = &recs[4] else { panic!() };
     assert_eq!((fk.pid, fk.ppid, fk.tid, fk.time), (8, 7, 7, 5));
-    assert!(matches!(recs[5], Record::Other { record_type: PERF_RECORD_AUXTRACE, .. }));
+    assert!(matches!(
+        recs[5],
+        Record::Other {
+            record_type: PERF_RECORD_AUXTRACE,
+            ..
+        }
+    ));
     assert!(matches!(recs[6], Record::Lost(Lost { lost: 3, .. })));
     assert_eq!(recs[7], Record::FinishedRound);
 }
@@ -269,14 +357,23 @@ fn every_truncation_is_an_error_not_a_panic() {
         (f.header().data.offset + f.header().data.size) as usize
     };
     for cut in 0..bytes.len() {
-        let Ok(f) = PerfFile::from_bytes(bytes[..cut].to_vec()) else { continue };
+        let Ok(f) = PerfFile::from_bytes(bytes[..cut].to_vec()) else {
+            continue;
+        };
         let recs = all(&f);
         let errors = recs.iter().filter(|r| r.is_err()).count();
         assert!(errors <= 1, "cut {cut}: {errors} errors");
         if errors == 1 {
-            assert!(recs.last().is_some_and(Result::is_err), "cut {cut}: error not last");
+            assert!(
+                recs.last().is_some_and(Result::is_err),
+                "cut {cut}: error not last"
+            );
             let e = recs.last().and_then(|r| r.as_ref().err()).expect("err");
-            assert!(e.offset <= cut as u64, "cut {cut}: offset {} beyond the cut", e.offset);
+            assert!(
+                e.offset <= cut as u64,
+                "cut {cut}: offset {} beyond the cut",
+                e.offset
+            );
         }
         if cut < data_end {
             assert_eq!(errors, 1, "cut {cut} inside data must report an error");
@@ -320,15 +417,27 @@ fn corrupt_branch_count_names_the_offset() {
     assert_eq!(recs.len(), 3);
     let e = recs[2].as_ref().expect_err("breaks");
     assert_eq!(e.offset, (nr_at + 16) as u64);
-    assert!(matches!(e.kind, DecodeErrorKind::FieldTruncated { field: "branch_stack.entries", .. }));
+    assert!(matches!(
+        e.kind,
+        DecodeErrorKind::FieldTruncated {
+            field: "branch_stack.entries",
+            ..
+        }
+    ));
 }
 
 #[test]
 fn big_endian_and_garbage_are_clear_errors() {
     let mut b = small_file(true).bytes;
     b[..8].copy_from_slice(b"2ELIFREP");
-    assert!(matches!(PerfFile::from_bytes(b), Err(PerfDataError::BigEndian)));
-    assert!(matches!(PerfFile::from_bytes(b"hello world".to_vec()), Err(PerfDataError::BadMagic(_))));
+    assert!(matches!(
+        PerfFile::from_bytes(b),
+        Err(PerfDataError::BigEndian)
+    ));
+    assert!(matches!(
+        PerfFile::from_bytes(b"hello world".to_vec()),
+        Err(PerfDataError::BadMagic(_))
+    ));
     assert!(PerfDataError::BigEndian.to_string().contains("big-endian"));
 }
 
@@ -343,11 +452,18 @@ fn longer_attrs_than_known_are_read_by_their_size() {
         record(PERF_RECORD_SAMPLE, 0, &words(&[0x20, 1, 6, 77])),
         record(PERF_RECORD_SAMPLE, 0, &words(&[0x30, 1, 99])),
     ];
-    let f = PerfFile::from_bytes(build(152, &[(a0, vec![5]), (a1, vec![6])], &recs, true).bytes).expect("opens");
+    let f = PerfFile::from_bytes(build(152, &[(a0, vec![5]), (a1, vec![6])], &recs, true).bytes)
+        .expect("opens");
     assert_eq!(f.attrs()[1].attr.size, 152);
     let r: Vec<_> = all(&f).into_iter().map(|r| r.expect("ok")).collect();
     assert!(matches!(&r[0], Record::Sample(s) if s.attr_index == 0 && s.period.is_none()));
     assert!(matches!(&r[1], Record::Sample(s) if s.attr_index == 1 && s.period == Some(77)));
     // Unknown id: dropped like perf does, as an undecoded record.
-    assert!(matches!(&r[2], Record::Other { record_type: PERF_RECORD_SAMPLE, .. }));
+    assert!(matches!(
+        &r[2],
+        Record::Other {
+            record_type: PERF_RECORD_SAMPLE,
+            ..
+        }
+    ));
 }

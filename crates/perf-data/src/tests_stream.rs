@@ -51,7 +51,11 @@ fn compressed_records_read_as_the_records_they_hold() {
     // boundary inside COMPRESSED2 chunks (a record cut in two, as perf's chunks may be).
     let tail: Vec<u8> = recs[3..7].concat();
     let cut = 13;
-    let z = compress_chunks(&[recs[1..3].concat(), tail[..cut].to_vec(), tail[cut..].to_vec()]);
+    let z = compress_chunks(&[
+        recs[1..3].concat(),
+        tail[..cut].to_vec(),
+        tail[cut..].to_vec(),
+    ]);
     let stream = vec![
         recs[0].clone(),
         record(PERF_RECORD_COMPRESSED, 0, &z[0]),
@@ -72,7 +76,11 @@ fn compressed_records_read_as_the_records_they_hold() {
 fn damaged_compressed_data_keeps_what_came_before() {
     let (attrs, recs) = small_parts();
     let z = compress_chunks(&[recs[1].clone()]);
-    let stream = vec![recs[0].clone(), record(PERF_RECORD_COMPRESSED, 0, &z[0]), record(PERF_RECORD_COMPRESSED, 0, &[0x55; 64])];
+    let stream = vec![
+        recs[0].clone(),
+        record(PERF_RECORD_COMPRESSED, 0, &z[0]),
+        record(PERF_RECORD_COMPRESSED, 0, &[0x55; 64]),
+    ];
     let f = PerfFile::from_bytes(build(136, &attrs, &stream, false).bytes).unwrap();
     let r = all(&f);
     assert_eq!(r.len(), 3, "COMM, MMAP2, then the error: {r:?}");
@@ -127,13 +135,20 @@ fn pipe_mode_carries_attrs_names_and_features_as_records() {
     assert_eq!(f.features().hostname.as_deref(), Some("pipehost"));
     let pipe: Vec<String> = decoded(&f)
         .into_iter()
-        .filter(|r| !r.contains("record_type: 64") && !r.contains("record_type: 78") && !r.contains("record_type: 80"))
+        .filter(|r| {
+            !r.contains("record_type: 64")
+                && !r.contains("record_type: 78")
+                && !r.contains("record_type: 80")
+        })
         .collect();
     assert_eq!(pipe, plain());
     // A stream cut before its attrs cannot be read: a sentence, not a panic.
     let mut cut = b"PERFILE2".to_vec();
     w64(&mut cut, 16);
-    assert!(matches!(PerfFile::from_bytes(cut), Err(PerfDataError::PipeWithoutAttrs)));
+    assert!(matches!(
+        PerfFile::from_bytes(cut),
+        Err(PerfDataError::PipeWithoutAttrs)
+    ));
 }
 
 #[test]
@@ -172,6 +187,10 @@ fn tracing_data_inside_or_after_the_record() {
         stream.extend(recs.iter().cloned());
         let f = PerfFile::from_bytes(build(136, &attrs, &stream, true).bytes).unwrap();
         let got: Vec<String> = decoded(&f).into_iter().skip(1).collect();
-        assert_eq!(got, plain(), "the records after the tracing data are all read");
+        assert_eq!(
+            got,
+            plain(),
+            "the records after the tracing data are all read"
+        );
     }
 }

@@ -131,10 +131,16 @@ impl PerfDataWriter {
     /// Appends one complete record (its 8-byte `perf_event_header` included), verbatim.
     pub fn write_record(&mut self, bytes: &[u8]) -> io::Result<()> {
         if let Some(kind) = self.failed {
-            return Err(io::Error::new(kind, "an earlier write to the perf.data file failed"));
+            return Err(io::Error::new(
+                kind,
+                "an earlier write to the perf.data file failed",
+            ));
         }
         if bytes.len() < 8 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "record shorter than its header"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "record shorter than its header",
+            ));
         }
         self.buf.extend_from_slice(bytes);
         if self.buf.len() >= BUFFER_BYTES {
@@ -148,12 +154,18 @@ impl PerfDataWriter {
     pub fn flush_data(&mut self) -> io::Result<()> {
         if let Some(kind) = self.failed {
             self.buf.clear();
-            return Err(io::Error::new(kind, "an earlier write to the perf.data file failed"));
+            return Err(io::Error::new(
+                kind,
+                "an earlier write to the perf.data file failed",
+            ));
         }
         if self.buf.is_empty() {
             return Ok(());
         }
-        match self.file.write_all_at(&self.buf, HEADER_SIZE + self.committed) {
+        match self
+            .file
+            .write_all_at(&self.buf, HEADER_SIZE + self.committed)
+        {
             Ok(()) => {
                 self.committed += self.buf.len() as u64;
                 self.buf.clear();
@@ -184,7 +196,11 @@ impl PerfDataWriter {
     /// size field at bytes 4..8 is what readers trust), the sample ids of its file
     /// descriptors (PERF_EVENT_IOC_ID), and its name for the EVENT_DESC feature.
     pub fn add_attr(&mut self, attr_bytes: Vec<u8>, ids: Vec<u64>, name: String) {
-        self.attrs.push(AttrEntry { bytes: attr_bytes, ids, name });
+        self.attrs.push(AttrEntry {
+            bytes: attr_bytes,
+            ids,
+            name,
+        });
     }
 
     /// Sets a string feature (HOSTNAME, OSRELEASE, VERSION, ARCH, CPUDESC, CPUID).
@@ -204,7 +220,8 @@ impl PerfDataWriter {
 
     /// TOTAL_MEM in kB (MemTotal of /proc/meminfo).
     pub fn set_total_mem_kb(&mut self, kb: u64) {
-        self.features.insert(feature::TOTAL_MEM, kb.to_le_bytes().to_vec());
+        self.features
+            .insert(feature::TOTAL_MEM, kb.to_le_bytes().to_vec());
     }
 
     /// CMDLINE: the command line of the recording tool, one string per argument.
@@ -219,7 +236,8 @@ impl PerfDataWriter {
 
     /// CLOCKID: resolution in ns of the clock given with use_clockid.
     pub fn set_clockid_res_ns(&mut self, res_ns: u64) {
-        self.features.insert(feature::CLOCKID, res_ns.to_le_bytes().to_vec());
+        self.features
+            .insert(feature::CLOCKID, res_ns.to_le_bytes().to_vec());
     }
 
     /// CLOCK_DATA (version 1): the clock id and one simultaneous reading of the wall clock
@@ -264,7 +282,11 @@ impl PerfDataWriter {
             Some(a) => declared_attr_size(&a.bytes),
             None => 0,
         };
-        if self.attrs.iter().any(|a| declared_attr_size(&a.bytes) != attr_len) {
+        if self
+            .attrs
+            .iter()
+            .any(|a| declared_attr_size(&a.bytes) != attr_len)
+        {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "all perf_event_attr of one perf.data file must have the same size",
@@ -312,7 +334,11 @@ impl PerfDataWriter {
         let mut header = Vec::with_capacity(HEADER_SIZE as usize);
         header.extend_from_slice(&PERF_MAGIC.to_le_bytes());
         header.extend_from_slice(&HEADER_SIZE.to_le_bytes());
-        let file_attr_size = if self.attrs.is_empty() { 0 } else { attr_len as u64 + 16 };
+        let file_attr_size = if self.attrs.is_empty() {
+            0
+        } else {
+            attr_len as u64 + 16
+        };
         header.extend_from_slice(&file_attr_size.to_le_bytes());
         for (off, size) in [(attrs_offset, attrs_size), (HEADER_SIZE, data_size), (0, 0)] {
             header.extend_from_slice(&off.to_le_bytes());
@@ -420,7 +446,10 @@ mod tests {
         let data = w.finish().expect("finish");
         assert_eq!(data, 16);
         let mut bytes = Vec::new();
-        std::fs::File::open(&path).expect("open").read_to_end(&mut bytes).expect("read");
+        std::fs::File::open(&path)
+            .expect("open")
+            .read_to_end(&mut bytes)
+            .expect("read");
         assert_eq!(u64_at(&bytes, 0), PERF_MAGIC);
         assert_eq!(u64_at(&bytes, 8), HEADER_SIZE);
         assert_eq!(u64_at(&bytes, 16), 144);
@@ -431,7 +460,10 @@ mod tests {
         let bitmap = u64_at(&bytes, 72);
         assert_eq!(bitmap, (1 << 3) | (1 << 7) | (1 << 12));
         // ids of the attr
-        let (io, isz) = (u64_at(&bytes, ao + 128) as usize, u64_at(&bytes, ao + 136) as usize);
+        let (io, isz) = (
+            u64_at(&bytes, ao + 128) as usize,
+            u64_at(&bytes, ao + 136) as usize,
+        );
         assert_eq!(isz, 16);
         assert_eq!(u64_at(&bytes, io), 7);
         assert_eq!(u64_at(&bytes, io + 8), 8);

@@ -9,7 +9,11 @@ use kairos_perf_data::{Next, PerfFile, Record, Sample};
 
 fn files() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dirs = [root.join("../shared/fixtures/lbr"), root.join("../shared/fixtures/mem"), root.join("fuzz/seeds")];
+    let dirs = [
+        root.join("../shared/fixtures/lbr"),
+        root.join("../shared/fixtures/mem"),
+        root.join("fuzz/seeds"),
+    ];
     let mut out: Vec<PathBuf> = dirs
         .iter()
         .filter_map(|d| std::fs::read_dir(d).ok())
@@ -29,7 +33,9 @@ fn next_into_reads_what_the_iterator_reads() {
         let bytes = std::fs::read(&path).unwrap();
         // Whole, and cut in the middle so that the error path is compared too.
         for cut in [bytes.len(), bytes.len() * 2 / 3] {
-            let Ok(file) = PerfFile::from_bytes(bytes[..cut].to_vec()) else { continue };
+            let Ok(file) = PerfFile::from_bytes(bytes[..cut].to_vec()) else {
+                continue;
+            };
             let want: Vec<_> = file.records().collect();
             let mut got = Vec::new();
             let mut records = file.records();

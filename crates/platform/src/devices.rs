@@ -106,7 +106,11 @@ pub struct Device {
 impl Device {
     /// `eth0 (0000:02:00.0)` or the class when it has no Linux name.
     pub fn label(&self) -> String {
-        let names: Vec<&str> = self.names.iter().map(|n| n.split_once(':').map_or(n.as_str(), |(_, b)| b)).collect();
+        let names: Vec<&str> = self
+            .names
+            .iter()
+            .map(|n| n.split_once(':').map_or(n.as_str(), |(_, b)| b))
+            .collect();
         let mut short: Vec<&str> = Vec::new();
         for n in names {
             if !short.contains(&n) {
@@ -161,7 +165,11 @@ fn hex(p: &Path) -> Option<u32> {
 }
 
 /// The node a device gets from `numa_node` and `local_cpulist`, and why.
-fn node_of(raw: Option<i32>, local: &[u32], topo: &Topology) -> (Option<u32>, NodeSource, Option<String>) {
+fn node_of(
+    raw: Option<i32>,
+    local: &[u32],
+    topo: &Topology,
+) -> (Option<u32>, NodeSource, Option<String>) {
     match raw {
         Some(n) if n >= 0 => (Some(n as u32), NodeSource::Sysfs, None),
         _ => {
@@ -170,19 +178,36 @@ fn node_of(raw: Option<i32>, local: &[u32], topo: &Topology) -> (Option<u32>, No
                 None => "no numa_node file",
             };
             if local.is_empty() {
-                return (None, NodeSource::Unknown, Some(format!("{why}; node unknown")));
+                return (
+                    None,
+                    NodeSource::Unknown,
+                    Some(format!("{why}; node unknown")),
+                );
             }
             let list = format_cpulist(local);
-            if let Some(n) = topo.nodes.iter().find(|n| !n.cpus.is_empty() && n.cpus == local) {
+            if let Some(n) = topo
+                .nodes
+                .iter()
+                .find(|n| !n.cpus.is_empty() && n.cpus == local)
+            {
                 return (Some(n.id), NodeSource::LocalCpus, Some(format!("{why}; node {} derived from local_cpulist {list}, which is exactly node {}'s CPUs", n.id, n.id)));
             }
             // A list that is only part of a node, or spans nodes, is not a placement to trust.
-            let within: Vec<String> = topo.nodes.iter().filter(|n| local.iter().all(|c| n.cpus.contains(c))).map(|n| format!("{} ({})", n.id, format_cpulist(&n.cpus))).collect();
+            let within: Vec<String> = topo
+                .nodes
+                .iter()
+                .filter(|n| local.iter().all(|c| n.cpus.contains(c)))
+                .map(|n| format!("{} ({})", n.id, format_cpulist(&n.cpus)))
+                .collect();
             let detail = match within.first() {
                 Some(n) => format!("local_cpulist {list} lies within node {n} but is not its CPU list, so it is not trusted"),
                 None => format!("local_cpulist {list} is no single node's CPU list"),
             };
-            (None, NodeSource::Unknown, Some(format!("{why}; {detail}; node unknown")))
+            (
+                None,
+                NodeSource::Unknown,
+                Some(format!("{why}; {detail}; node unknown")),
+            )
         }
     }
 }
@@ -194,22 +219,56 @@ pub fn read_devices(sys_dir: &Path, topo: &Topology) -> Vec<Device> {
     let base = std::fs::canonicalize(&devices_dir).unwrap_or(devices_dir);
     let mut pci: Vec<(PathBuf, Device)> = Vec::new();
     for name in crate::list_dir(&sys_dir.join("bus/pci/devices")) {
-        let Ok(path) = std::fs::canonicalize(sys_dir.join("bus/pci/devices").join(&name)) else { continue };
-        let Some(code) = hex(&path.join("class")) else { continue };
+        let Ok(path) = std::fs::canonicalize(sys_dir.join("bus/pci/devices").join(&name)) else {
+            continue;
+        };
+        let Some(code) = hex(&path.join("class")) else {
+            continue;
+        };
         let (class, kind) = pci_class(code);
         if kind == DeviceKind::Other {
             continue;
         }
         let raw = read_trim(&path.join("numa_node")).and_then(|s| s.parse::<i32>().ok());
-        let local = read_trim(&path.join("local_cpulist")).and_then(|s| parse_cpulist(&s)).unwrap_or_default();
+        let local = read_trim(&path.join("local_cpulist"))
+            .and_then(|s| parse_cpulist(&s))
+            .unwrap_or_default();
         let (node, node_source, note) = node_of(raw, &local, topo);
-        let id = match (read_trim(&path.join("vendor")), read_trim(&path.join("device"))) {
-            (Some(v), Some(d)) => Some(format!("{}:{}", v.trim_start_matches("0x"), d.trim_start_matches("0x"))),
+        let id = match (
+            read_trim(&path.join("vendor")),
+            read_trim(&path.join("device")),
+        ) {
+            (Some(v), Some(d)) => Some(format!(
+                "{}:{}",
+                v.trim_start_matches("0x"),
+                d.trim_start_matches("0x")
+            )),
             _ => None,
         };
-        let root = path.strip_prefix(&base).ok().and_then(|r| r.components().next()).map(|c| c.as_os_str().to_string_lossy().into_owned());
+        let root = path
+            .strip_prefix(&base)
+            .ok()
+            .and_then(|r| r.components().next())
+            .map(|c| c.as_os_str().to_string_lossy().into_owned());
         let link = read_link(&path);
-        pci.push((path, Device { names: vec![], kind, pci_address: Some(name), class: class.into(), id, node, node_source, sysfs_numa_node: raw, local_cpus: local, root, link, virtual_device: false, note }));
+        pci.push((
+            path,
+            Device {
+                names: vec![],
+                kind,
+                pci_address: Some(name),
+                class: class.into(),
+                id,
+                node,
+                node_source,
+                sysfs_numa_node: raw,
+                local_cpus: local,
+                root,
+                link,
+                virtual_device: false,
+                note,
+            },
+        ));
     }
     let mut others: Vec<Device> = Vec::new();
     for (class_dir, kind) in CLASSES {
@@ -221,7 +280,9 @@ pub fn read_devices(sys_dir: &Path, topo: &Topology) -> Vec<Device> {
                 // A captured tree may hold the link without its target: the link still says
                 // whether it is virtual.
                 Err(_) => match std::fs::read_link(&link) {
-                    Ok(t) if t.to_string_lossy().contains("devices/virtual/") => base.join("virtual").join(class).join(&entry),
+                    Ok(t) if t.to_string_lossy().contains("devices/virtual/") => {
+                        base.join("virtual").join(class).join(&entry)
+                    }
                     _ => continue,
                 },
             };
@@ -235,12 +296,22 @@ pub fn read_devices(sys_dir: &Path, topo: &Topology) -> Vec<Device> {
                 }
                 continue;
             }
-            let virtual_device = path.strip_prefix(&base).is_ok_and(|r| r.starts_with("virtual"));
+            let virtual_device = path
+                .strip_prefix(&base)
+                .is_ok_and(|r| r.starts_with("virtual"));
             // Virtual block devices (loop, ram, zram) carry no data from hardware.
             if virtual_device && class != "net" {
                 continue;
             }
-            others.push(named_device(&path, &base, label, class, kind, virtual_device, topo));
+            others.push(named_device(
+                &path,
+                &base,
+                label,
+                class,
+                kind,
+                virtual_device,
+                topo,
+            ));
         }
     }
     let mut out: Vec<Device> = pci.into_iter().map(|(_, d)| d).collect();
@@ -249,11 +320,24 @@ pub fn read_devices(sys_dir: &Path, topo: &Topology) -> Vec<Device> {
 }
 
 fn is_partition(path: &Path) -> bool {
-    path.join("partition").exists() || path.parent().and_then(|p| p.parent()).and_then(|p| p.file_name()).is_some_and(|n| n == "block")
+    path.join("partition").exists()
+        || path
+            .parent()
+            .and_then(|p| p.parent())
+            .and_then(|p| p.file_name())
+            .is_some_and(|n| n == "block")
 }
 
 /// A named device with no PCI parent: its node from the nearest ancestor that states one.
-fn named_device(path: &Path, base: &Path, label: String, class: &str, kind: DeviceKind, virtual_device: bool, topo: &Topology) -> Device {
+fn named_device(
+    path: &Path,
+    base: &Path,
+    label: String,
+    class: &str,
+    kind: DeviceKind,
+    virtual_device: bool,
+    topo: &Topology,
+) -> Device {
     let mut raw = None;
     let mut local = Vec::new();
     if !virtual_device {
@@ -261,26 +345,68 @@ fn named_device(path: &Path, base: &Path, label: String, class: &str, kind: Devi
         while let Some(p) = at.filter(|p| p.starts_with(base) && *p != base) {
             if let Some(n) = read_trim(&p.join("numa_node")).and_then(|s| s.parse::<i32>().ok()) {
                 raw = Some(n);
-                local = read_trim(&p.join("local_cpulist")).and_then(|s| parse_cpulist(&s)).unwrap_or_default();
+                local = read_trim(&p.join("local_cpulist"))
+                    .and_then(|s| parse_cpulist(&s))
+                    .unwrap_or_default();
                 break;
             }
             at = p.parent();
         }
     }
     let (node, node_source, note) = match virtual_device {
-        true => (None, NodeSource::Unknown, Some("a virtual interface with no device below it: no node".to_string())),
+        true => (
+            None,
+            NodeSource::Unknown,
+            Some("a virtual interface with no device below it: no node".to_string()),
+        ),
         false => node_of(raw, &local, topo),
     };
     // PCI host bridges are named pciDDDD:BB; ACPI and platform parents are not roots.
-    let root = path.strip_prefix(base).ok().and_then(|r| r.components().next()).map(|c| c.as_os_str().to_string_lossy().into_owned()).filter(|r| r.starts_with("pci"));
+    let root = path
+        .strip_prefix(base)
+        .ok()
+        .and_then(|r| r.components().next())
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .filter(|r| r.starts_with("pci"));
     // NVDIMM namespaces (pmem block devices, device-dax) are memory on their region's node.
-    let class = if path.components().any(|c| c.as_os_str().to_string_lossy().starts_with("ndbus")) { PERSISTENT_MEMORY } else { class };
-    Device { names: vec![label], kind, pci_address: None, class: class.to_string(), id: None, node, node_source, sysfs_numa_node: raw, local_cpus: local, root, link: None, virtual_device, note }
+    let class = if path
+        .components()
+        .any(|c| c.as_os_str().to_string_lossy().starts_with("ndbus"))
+    {
+        PERSISTENT_MEMORY
+    } else {
+        class
+    };
+    Device {
+        names: vec![label],
+        kind,
+        pci_address: None,
+        class: class.to_string(),
+        id: None,
+        node,
+        node_source,
+        sysfs_numa_node: raw,
+        local_cpus: local,
+        root,
+        link: None,
+        virtual_device,
+        note,
+    }
 }
 
 fn read_link(path: &Path) -> Option<Link> {
-    let width = |f: &str| read_trim(&path.join(f)).and_then(|s| s.parse::<u32>().ok()).filter(|&w| w > 0);
-    let speed = |f: &str| read_trim(&path.join(f)).filter(|s| !s.is_empty() && !s.starts_with("Unknown"));
-    let l = Link { current_speed: speed("current_link_speed"), current_width: width("current_link_width"), max_speed: speed("max_link_speed"), max_width: width("max_link_width") };
+    let width = |f: &str| {
+        read_trim(&path.join(f))
+            .and_then(|s| s.parse::<u32>().ok())
+            .filter(|&w| w > 0)
+    };
+    let speed =
+        |f: &str| read_trim(&path.join(f)).filter(|s| !s.is_empty() && !s.starts_with("Unknown"));
+    let l = Link {
+        current_speed: speed("current_link_speed"),
+        current_width: width("current_link_width"),
+        max_speed: speed("max_link_speed"),
+        max_width: width("max_link_width"),
+    };
     (l != Link::default()).then_some(l)
 }

@@ -26,7 +26,10 @@ pub struct KernelConfig {
 
 impl KernelConfig {
     pub fn parse(text: impl Into<String>, source: impl Into<String>) -> Self {
-        KernelConfig { text: text.into(), source: source.into() }
+        KernelConfig {
+            text: text.into(),
+            source: source.into(),
+        }
     }
 
     /// The running kernel's configuration, when the kernel or /boot offers it.
@@ -38,7 +41,11 @@ impl KernelConfig {
         let release = std::fs::read_to_string(root.proc_dir.join("sys/kernel/osrelease")).ok()?;
         let name = format!("config-{}", release.trim());
         // A recorded tree keeps boot/ beside proc/; the live system has /boot.
-        let boot = root.proc_dir.parent().map(|p| p.join("boot")).unwrap_or_else(|| "/boot".into());
+        let boot = root
+            .proc_dir
+            .parent()
+            .map(|p| p.join("boot"))
+            .unwrap_or_else(|| "/boot".into());
         let text = std::fs::read_to_string(boot.join(&name)).ok()?;
         Some(Self::parse(text, format!("/boot/{name}")))
     }
@@ -64,7 +71,9 @@ impl KernelConfig {
 fn gunzip(path: &Path) -> Option<String> {
     let f = std::fs::File::open(path).ok()?;
     let mut out = String::new();
-    flate2::read::GzDecoder::new(f).read_to_string(&mut out).ok()?;
+    flate2::read::GzDecoder::new(f)
+        .read_to_string(&mut out)
+        .ok()?;
     Some(out)
 }
 
@@ -74,7 +83,10 @@ mod tests {
 
     #[test]
     fn settings_and_absence() {
-        let c = KernelConfig::parse("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=m\nCONFIG_D=\"x\"\n", "t");
+        let c = KernelConfig::parse(
+            "CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=m\nCONFIG_D=\"x\"\n",
+            "t",
+        );
         assert_eq!(c.get("CONFIG_A"), Some(Setting::Yes));
         assert_eq!(c.get("CONFIG_B"), Some(Setting::No));
         assert_eq!(c.get("CONFIG_C"), Some(Setting::Module));
@@ -89,7 +101,11 @@ mod tests {
         std::fs::create_dir_all(dir.join("proc/sys/kernel")).unwrap();
         std::fs::create_dir_all(dir.join("boot")).unwrap();
         std::fs::write(dir.join("proc/sys/kernel/osrelease"), "6.1.0-9-amd64\n").unwrap();
-        std::fs::write(dir.join("boot/config-6.1.0-9-amd64"), "CONFIG_X86_CPU_RESCTRL=y\n").unwrap();
+        std::fs::write(
+            dir.join("boot/config-6.1.0-9-amd64"),
+            "CONFIG_X86_CPU_RESCTRL=y\n",
+        )
+        .unwrap();
         let c = KernelConfig::read(&SystemRoot::under(&dir)).unwrap();
         assert_eq!(c.source, "/boot/config-6.1.0-9-amd64");
         assert_eq!(c.get("CONFIG_X86_CPU_RESCTRL"), Some(Setting::Yes));

@@ -10,20 +10,20 @@
 pub mod devices;
 pub mod kconfig;
 mod memory_sources;
-pub mod resctrl_support;
 pub mod numa;
 pub mod parse;
 mod perf_header;
 pub mod probe;
+pub mod resctrl_support;
 pub mod sockets;
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-pub use parse::{CpuInfo, Mount, Privileges};
-pub use probe::{LiveProber, PerfProbe, ProbeOutcome, Prober};
 pub use devices::{Device, DeviceKind, Link, NodeSource};
+pub use parse::{CpuInfo, Mount, Privileges};
 pub use perf_header::HeaderNode;
+pub use probe::{LiveProber, PerfProbe, ProbeOutcome, Prober};
 pub use sockets::{Platform, PlatformError, Socket, PLATFORM_FILE};
 
 /// One feature and whether this machine has it.
@@ -107,8 +107,16 @@ impl Capabilities {
             .unwrap_or(0)
             .max("capability".len());
         let mut out = String::new();
-        out.push_str(&format!("{:<w$}  {:<6} {}\n", "capability", "status", "detail / why"));
-        out.push_str(&format!("{:<w$}  {:<6} {}\n", "-".repeat(w), "------", "-".repeat(12)));
+        out.push_str(&format!(
+            "{:<w$}  {:<6} {}\n",
+            "capability", "status", "detail / why"
+        ));
+        out.push_str(&format!(
+            "{:<w$}  {:<6} {}\n",
+            "-".repeat(w),
+            "------",
+            "-".repeat(12)
+        ));
         let indent = " ".repeat(w + 2 + 7);
         for c in &self.items {
             let status = if c.available { "yes" } else { "no" };
@@ -188,7 +196,12 @@ fn list_dir(p: &Path) -> Vec<String> {
     v
 }
 
-fn cap(name: &str, available: bool, detail: impl Into<String>, reason: Option<String>) -> Capability {
+fn cap(
+    name: &str,
+    available: bool,
+    detail: impl Into<String>,
+    reason: Option<String>,
+) -> Capability {
     Capability {
         name: name.to_string(),
         available,
@@ -252,11 +265,20 @@ pub fn detect_with(root: &SystemRoot, prober: &dyn Prober) -> Capabilities {
     items.push(ctx.uncore_cap());
     let tracepoints = ctx.tracepoints_cap();
     let topology = numa::Topology::read(&root.sys_dir);
-    items.push(numa::placement_cap(&topology, &prober.move_pages_query(), &tracepoints));
+    items.push(numa::placement_cap(
+        &topology,
+        &prober.move_pages_query(),
+        &tracepoints,
+    ));
     items.push(tracepoints);
     items.push(ctx.uprobes_cap());
     items.push(ctx.btf_cap());
-    items.push(resctrl_support::capability(root, &cpu, &mounts, &filesystems));
+    items.push(resctrl_support::capability(
+        root,
+        &cpu,
+        &mounts,
+        &filesystems,
+    ));
     items.extend(ctx.hugetlb_caps());
     items.push(ctx.thp_cap());
     items.push(ctx.paranoid_cap());
@@ -401,12 +423,16 @@ impl Ctx<'_> {
         }
         if c.is_amd() {
             if c.has_flag("amd_lbr_v2") {
-                found.push("cpuinfo flag amd_lbr_v2 (Zen 4 LbrExtV2, 16 entries, call/return filter)".into());
+                found.push(
+                    "cpuinfo flag amd_lbr_v2 (Zen 4 LbrExtV2, 16 entries, call/return filter)"
+                        .into(),
+                );
                 depth = depth.or(Some(16));
                 hw_claims = true;
             }
             if c.has_flag("brs") {
-                found.push("cpuinfo flag brs (Zen 3 Branch Sampling, 16 entries, no filter)".into());
+                found
+                    .push("cpuinfo flag brs (Zen 3 Branch Sampling, 16 entries, no filter)".into());
                 depth = depth.or(Some(16));
                 hw_claims = true;
             }
@@ -629,7 +655,10 @@ impl Ctx<'_> {
             .collect();
         if uncore.is_empty() {
             let why = if all.is_empty() {
-                format!("{} is missing or empty", self.root.sys(EVENT_SOURCES).display())
+                format!(
+                    "{} is missing or empty",
+                    self.root.sys(EVENT_SOURCES).display()
+                )
             } else if self.cpu.is_virtual() {
                 "no uncore PMUs are exposed inside a virtual machine".into()
             } else {
@@ -651,7 +680,11 @@ impl Ctx<'_> {
                 "{} uncore PMUs: {}{}",
                 uncore.len(),
                 shown.join(" "),
-                if more > 0 { format!(" (+{more} more)") } else { String::new() }
+                if more > 0 {
+                    format!(" (+{more} more)")
+                } else {
+                    String::new()
+                }
             ),
             None,
         )
@@ -683,10 +716,7 @@ impl Ctx<'_> {
             return cap(
                 names::TRACEPOINTS,
                 false,
-                format!(
-                    "tracepoint PMU {}",
-                    if pmu { "present" } else { "absent" }
-                ),
+                format!("tracepoint PMU {}", if pmu { "present" } else { "absent" }),
                 Some(why.into()),
             );
         };
@@ -701,7 +731,12 @@ impl Ctx<'_> {
                         detail.push_str(", opened");
                         cap(names::TRACEPOINTS, true, detail, None)
                     }
-                    o => cap(names::TRACEPOINTS, false, detail, Some(probe::describe_outcome(&o))),
+                    o => cap(
+                        names::TRACEPOINTS,
+                        false,
+                        detail,
+                        Some(probe::describe_outcome(&o)),
+                    ),
                 }
             }
             None => {
@@ -831,22 +866,30 @@ impl Ctx<'_> {
             (names::HUGEPAGES_2M, 2048u64, "2 MiB"),
             (names::HUGEPAGES_1G, 1_048_576u64, "1 GiB"),
         ] {
-            let dir = self.root.sys(&format!("kernel/mm/hugepages/hugepages-{kb}kB"));
+            let dir = self
+                .root
+                .sys(&format!("kernel/mm/hugepages/hugepages-{kb}kB"));
             if !dir.is_dir() {
                 out.push(cap(
                     name,
                     false,
                     format!("no {}", dir.display()),
-                    Some(if kb == 1_048_576 && !self.cpu.has_flag("pdpe1gb") && self.cpu.vendor.contains("Genuine") {
-                        format!("{label} pages need the pdpe1gb CPU flag")
-                    } else {
-                        format!("the kernel offers no {label} huge pages here")
-                    }),
+                    Some(
+                        if kb == 1_048_576
+                            && !self.cpu.has_flag("pdpe1gb")
+                            && self.cpu.vendor.contains("Genuine")
+                        {
+                            format!("{label} pages need the pdpe1gb CPU flag")
+                        } else {
+                            format!("the kernel offers no {label} huge pages here")
+                        },
+                    ),
                 ));
                 continue;
             }
             let nr: Option<u64> = read_trim(&dir.join("nr_hugepages")).and_then(|s| s.parse().ok());
-            let fr: Option<u64> = read_trim(&dir.join("free_hugepages")).and_then(|s| s.parse().ok());
+            let fr: Option<u64> =
+                read_trim(&dir.join("free_hugepages")).and_then(|s| s.parse().ok());
             let detail = format!(
                 "{label} pool: nr_hugepages {} free {}",
                 nr.map_or("?".into(), |v| v.to_string()),
@@ -882,7 +925,9 @@ impl Ctx<'_> {
         let defrag = read(&base.join("defrag")).and_then(|d| parse::bracketed_choice(&d));
         let detail = format!(
             "enabled [{mode}]{}",
-            defrag.map(|d| format!(", defrag [{d}]")).unwrap_or_default()
+            defrag
+                .map(|d| format!(", defrag [{d}]"))
+                .unwrap_or_default()
         );
         match mode.as_str() {
             "never" => cap(
@@ -929,7 +974,12 @@ impl Ctx<'_> {
             Some(v) => {
                 let detail = format!("{v}: {}; {who}{capt}", parse::paranoid_meaning(v));
                 if privileged {
-                    cap(names::PERF_EVENT_PARANOID, true, format!("{detail}: no restrictions apply to us"), None)
+                    cap(
+                        names::PERF_EVENT_PARANOID,
+                        true,
+                        format!("{detail}: no restrictions apply to us"),
+                        None,
+                    )
                 } else if v >= 3 {
                     cap(
                         names::PERF_EVENT_PARANOID,
@@ -1044,14 +1094,40 @@ fn read_head(p: &Path, max: usize) -> Option<String> {
 fn intel_pmu_lbr_cycles(name: &str) -> Option<bool> {
     let n = name.to_ascii_lowercase();
     const BEFORE: &[&str] = &[
-        "core2", "nehalem", "westmere", "sandybridge", "ivybridge", "haswell", "broadwell",
-        "silvermont", "airmont", "knights-landing", "knl", "atom", "bonnell", "goldmont",
+        "core2",
+        "nehalem",
+        "westmere",
+        "sandybridge",
+        "ivybridge",
+        "haswell",
+        "broadwell",
+        "silvermont",
+        "airmont",
+        "knights-landing",
+        "knl",
+        "atom",
+        "bonnell",
+        "goldmont",
     ];
     const SKYLAKE_ON: &[&str] = &[
-        "skylake", "icelake", "tigerlake", "sapphire_rapids", "granite_rapids", "emerald_rapids",
-        "alderlake_hybrid", "raptorlake", "meteorlake_hybrid", "lunarlake_hybrid",
-        "arrowlake_hybrid", "pantherlake", "goldmont_plus", "tremont", "sierra_forest",
-        "grand_ridge", "clearwater_forest", "diamond_rapids",
+        "skylake",
+        "icelake",
+        "tigerlake",
+        "sapphire_rapids",
+        "granite_rapids",
+        "emerald_rapids",
+        "alderlake_hybrid",
+        "raptorlake",
+        "meteorlake_hybrid",
+        "lunarlake_hybrid",
+        "arrowlake_hybrid",
+        "pantherlake",
+        "goldmont_plus",
+        "tremont",
+        "sierra_forest",
+        "grand_ridge",
+        "clearwater_forest",
+        "diamond_rapids",
     ];
     if SKYLAKE_ON.iter().any(|k| n == *k || n.starts_with(k)) {
         Some(true)
@@ -1123,7 +1199,10 @@ mod tests {
         let c = glibc_cap(Some("2.36".into()));
         assert!(c.available && c.reason.as_deref().is_some_and(|r| r.contains("hugetlb=1")));
         let c = glibc_cap(Some("2.31".into()));
-        assert!(c.reason.as_deref().is_some_and(|r| r.contains("needs 2.35")));
+        assert!(c
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("needs 2.35")));
         let c = glibc_cap(Some("weird".into()));
         assert!(c.available && c.reason.is_none());
         assert!(!glibc_cap(None).available);
@@ -1134,7 +1213,9 @@ mod tests {
         struct Nothing;
         impl Prober for Nothing {
             fn perf_open(&self, _: PerfProbe) -> ProbeOutcome {
-                ProbeOutcome::Failed { errno: libc::ENOSYS }
+                ProbeOutcome::Failed {
+                    errno: libc::ENOSYS,
+                }
             }
             fn glibc_version(&self) -> Option<String> {
                 None

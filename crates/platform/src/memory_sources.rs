@@ -9,11 +9,24 @@ use crate::{cap, names, Capability};
 pub(crate) fn address_sampling_cap(cpu_clock: &Capability) -> Capability {
     let arch = std::env::consts::ARCH;
     if !cpu_clock.available {
-        let why = format!("it samples with the cpu-clock timer, which is refused: {}", cpu_clock.reason.clone().unwrap_or_default());
-        return cap(names::ADDRESS_SAMPLING, false, "cpu-clock samples with user registers", Some(why));
+        let why = format!(
+            "it samples with the cpu-clock timer, which is refused: {}",
+            cpu_clock.reason.clone().unwrap_or_default()
+        );
+        return cap(
+            names::ADDRESS_SAMPLING,
+            false,
+            "cpu-clock samples with user registers",
+            Some(why),
+        );
     }
     if arch != "x86_64" && arch != "x86" {
-        return cap(names::ADDRESS_SAMPLING, false, format!("architecture {arch}"), Some("the sampled instruction is decoded as x86 code; this machine is not x86".into()));
+        return cap(
+            names::ADDRESS_SAMPLING,
+            false,
+            format!("architecture {arch}"),
+            Some("the sampled instruction is decoded as x86 code; this machine is not x86".into()),
+        );
     }
     cap(
         names::ADDRESS_SAMPLING,
@@ -48,10 +61,16 @@ pub(crate) fn tma_counters_cap(cpu: &crate::CpuInfo, core_pmu: &Capability) -> C
         return cap(names::TMA_COUNTERS, false, model, Some("the memory-bound split uses Intel's TMA metric files; this CPU is not Intel (memory-access still gives sampled latencies with IBS)".into()));
     }
     if !core_pmu.available {
-        let why = format!("it counts with the hardware PMU, which is unavailable: {}", core_pmu.reason.clone().unwrap_or_default());
+        let why = format!(
+            "it counts with the hardware PMU, which is unavailable: {}",
+            core_pmu.reason.clone().unwrap_or_default()
+        );
         return cap(names::TMA_COUNTERS, false, model, Some(why));
     }
-    let shipped = matches!((cpu.family, cpu.model), (Some(6), Some(0x55 | 0x6a | 0x6c | 0x8f)));
+    let shipped = matches!(
+        (cpu.family, cpu.model),
+        (Some(6), Some(0x55 | 0x6a | 0x6c | 0x8f))
+    );
     if shipped {
         cap(names::TMA_COUNTERS, true, format!("{model}: Memory_Bound and its split counted in groups read at each sample (perfmon files shipped)"), None)
     } else {

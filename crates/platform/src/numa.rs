@@ -38,31 +38,65 @@ impl Topology {
         if let Ok(rd) = std::fs::read_dir(&dir) {
             for e in rd.filter_map(Result::ok) {
                 let name = e.file_name().to_string_lossy().into_owned();
-                let Some(id) = name.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else { continue };
+                let Some(id) = name
+                    .strip_prefix("node")
+                    .and_then(|n| n.parse::<u32>().ok())
+                else {
+                    continue;
+                };
                 let p = e.path();
-                let cpus = read_trim(&p.join("cpulist")).and_then(|s| parse_cpulist(&s)).unwrap_or_default();
-                let distances = read_trim(&p.join("distance"))
-                    .map(|s| s.split_whitespace().filter_map(|d| d.parse().ok()).collect())
+                let cpus = read_trim(&p.join("cpulist"))
+                    .and_then(|s| parse_cpulist(&s))
                     .unwrap_or_default();
-                let mem_total_kb = std::fs::read_to_string(p.join("meminfo")).ok().and_then(|m| mem_total(&m));
-                nodes.push(Node { id, cpus, mem_total_kb, distances });
+                let distances = read_trim(&p.join("distance"))
+                    .map(|s| {
+                        s.split_whitespace()
+                            .filter_map(|d| d.parse().ok())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let mem_total_kb = std::fs::read_to_string(p.join("meminfo"))
+                    .ok()
+                    .and_then(|m| mem_total(&m));
+                nodes.push(Node {
+                    id,
+                    cpus,
+                    mem_total_kb,
+                    distances,
+                });
             }
         }
         nodes.sort_by_key(|n| n.id);
         if !nodes.is_empty() {
-            return Topology { nodes, source: format!("{}", dir.display()) };
+            return Topology {
+                nodes,
+                source: format!("{}", dir.display()),
+            };
         }
         let online = sys_dir.join("devices/system/cpu/online");
-        let cpus = read_trim(&online).and_then(|s| parse_cpulist(&s)).unwrap_or_default();
+        let cpus = read_trim(&online)
+            .and_then(|s| parse_cpulist(&s))
+            .unwrap_or_default();
         Topology {
-            nodes: vec![Node { id: 0, cpus, mem_total_kb: None, distances: vec![10] }],
-            source: format!("{} is missing (a kernel without NUMA support): one node holding every online CPU", dir.display()),
+            nodes: vec![Node {
+                id: 0,
+                cpus,
+                mem_total_kb: None,
+                distances: vec![10],
+            }],
+            source: format!(
+                "{} is missing (a kernel without NUMA support): one node holding every online CPU",
+                dir.display()
+            ),
         }
     }
 
     /// The node whose cpulist holds `cpu`.
     pub fn node_of_cpu(&self, cpu: u32) -> Option<u32> {
-        self.nodes.iter().find(|n| n.cpus.contains(&cpu)).map(|n| n.id)
+        self.nodes
+            .iter()
+            .find(|n| n.cpus.contains(&cpu))
+            .map(|n| n.id)
     }
 
     /// Node ids that have CPUs (memory-only nodes have none).
@@ -120,7 +154,11 @@ pub fn format_cpulist(cpus: &[u32]) -> String {
         while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
             j += 1;
         }
-        out.push(if i == j { v[i].to_string() } else { format!("{}-{}", v[i], v[j]) });
+        out.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
         i = j + 1;
     }
     out.join(",")
@@ -139,7 +177,10 @@ pub fn query_nodes(pid: i32, pages: &[u64], status: &mut [i32]) -> Result<(), i3
         return Ok(());
     }
     // The kernel reads an array of pointers: addresses only, never dereferenced here.
-    let ptrs: Vec<*const libc::c_void> = pages.iter().map(|&p| p as usize as *const libc::c_void).collect();
+    let ptrs: Vec<*const libc::c_void> = pages
+        .iter()
+        .map(|&p| p as usize as *const libc::c_void)
+        .collect();
     // SAFETY: `ptrs` and `status` are valid arrays of `pages.len()` elements; nodes is
     // NULL, so nothing is moved and the kernel only writes `status`.
     let r = unsafe {
@@ -154,7 +195,9 @@ pub fn query_nodes(pid: i32, pages: &[u64], status: &mut [i32]) -> Result<(), i3
         )
     };
     if r < 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EINVAL));
     }
     Ok(())
 }
@@ -184,11 +227,23 @@ pub fn probe_query() -> ProbeOutcome {
 }
 
 /// `numa_placement`: the nodes, whether move_pages answers, and what placement needs.
-pub(crate) fn placement_cap(t: &Topology, query: &ProbeOutcome, first_touch: &Capability) -> Capability {
+pub(crate) fn placement_cap(
+    t: &Topology,
+    query: &ProbeOutcome,
+    first_touch: &Capability,
+) -> Capability {
     let n = t.nodes.len();
-    let mut detail = format!("{n} node{} ({})", if n == 1 { "" } else { "s" }, t.describe());
+    let mut detail = format!(
+        "{n} node{} ({})",
+        if n == 1 { "" } else { "s" },
+        t.describe()
+    );
     let needs = "placement needs move_pages(2) (CONFIG_NUMA, CONFIG_MIGRATION) and ptrace read access to the target (the same user and a dumpable process, or CAP_SYS_PTRACE); first touch needs the exceptions:page_fault_user tracepoint (root or CAP_PERFMON, tracefs) for the read/write flag, else the software page-fault event";
-    let ft = if first_touch.available { "first touch from exceptions:page_fault_user" } else { "first touch from the software page-fault event (no read/write flag)" };
+    let ft = if first_touch.available {
+        "first touch from exceptions:page_fault_user"
+    } else {
+        "first touch from the software page-fault event (no read/write flag)"
+    };
     match query {
         ProbeOutcome::Opened => {
             detail.push_str(&format!("; move_pages(2) query answers; {ft}"));
@@ -198,8 +253,18 @@ pub(crate) fn placement_cap(t: &Topology, query: &ProbeOutcome, first_touch: &Ca
             }
             cap(names::NUMA_PLACEMENT, true, detail, Some(why))
         }
-        ProbeOutcome::Failed { errno } => cap(names::NUMA_PLACEMENT, false, detail, Some(format!("{}; {needs}", query_error_sentence(*errno, 0)))),
-        ProbeOutcome::NotTried(why) => cap(names::NUMA_PLACEMENT, false, detail, Some(format!("not tried: {why}; {needs}"))),
+        ProbeOutcome::Failed { errno } => cap(
+            names::NUMA_PLACEMENT,
+            false,
+            detail,
+            Some(format!("{}; {needs}", query_error_sentence(*errno, 0))),
+        ),
+        ProbeOutcome::NotTried(why) => cap(
+            names::NUMA_PLACEMENT,
+            false,
+            detail,
+            Some(format!("not tried: {why}; {needs}")),
+        ),
     }
 }
 
@@ -209,7 +274,10 @@ mod tests {
 
     #[test]
     fn cpulists_round_trip() {
-        assert_eq!(parse_cpulist("0-3,8,10-11"), Some(vec![0, 1, 2, 3, 8, 10, 11]));
+        assert_eq!(
+            parse_cpulist("0-3,8,10-11"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
         assert_eq!(parse_cpulist(""), Some(vec![]));
         assert_eq!(parse_cpulist("3-1"), None);
         assert_eq!(parse_cpulist("x"), None);
@@ -221,15 +289,24 @@ mod tests {
     fn this_process_pages_are_on_a_node_of_this_machine() {
         let t = Topology::read(Path::new("/sys"));
         let v = vec![1u8; 4096 * 4];
-        let pages: Vec<u64> = (0..4).map(|i| (v.as_ptr() as u64 + i * 4096) & !4095).collect();
+        let pages: Vec<u64> = (0..4)
+            .map(|i| (v.as_ptr() as u64 + i * 4096) & !4095)
+            .collect();
         let mut status = vec![0; 4];
         match query_nodes(0, &pages, &mut status) {
             Ok(()) => {
                 for s in status {
-                    assert!(s >= 0 && t.nodes.iter().any(|n| n.id == s as u32), "page on node {s}, nodes {t:?}");
+                    assert!(
+                        s >= 0 && t.nodes.iter().any(|n| n.id == s as u32),
+                        "page on node {s}, nodes {t:?}"
+                    );
                 }
             }
-            Err(e) => assert_eq!(e, libc::ENOSYS, "only a kernel without move_pages may refuse a query of our own pages"),
+            Err(e) => assert_eq!(
+                e,
+                libc::ENOSYS,
+                "only a kernel without move_pages may refuse a query of our own pages"
+            ),
         }
         // An address nothing maps: a per-page status, not a failed call.
         let mut status = vec![0];
@@ -243,7 +320,10 @@ mod tests {
     fn errors_say_what_is_needed() {
         assert!(query_error_sentence(libc::ENOSYS, 7).contains("CONFIG_NUMA"));
         let s = query_error_sentence(libc::EPERM, 7);
-        assert!(s.contains("process 7") && s.contains("CAP_SYS_PTRACE") && s.contains("EPERM"), "{s}");
+        assert!(
+            s.contains("process 7") && s.contains("CAP_SYS_PTRACE") && s.contains("EPERM"),
+            "{s}"
+        );
     }
 
     #[test]

@@ -99,7 +99,9 @@ fn unescape_mount(s: &str) -> String {
         if b[i] == b'\\' && i + 4 <= b.len() {
             let oct = &b[i + 1..i + 4];
             if oct.iter().all(|c| (b'0'..=b'7').contains(c)) {
-                let v = u32::from(oct[0] - b'0') * 64 + u32::from(oct[1] - b'0') * 8 + u32::from(oct[2] - b'0');
+                let v = u32::from(oct[0] - b'0') * 64
+                    + u32::from(oct[1] - b'0') * 8
+                    + u32::from(oct[2] - b'0');
                 if let Ok(v) = u8::try_from(v) {
                     out.push(v);
                     i += 4;
@@ -248,7 +250,10 @@ mod tests {
 
     #[test]
     fn choices_and_meanings() {
-        assert_eq!(bracketed_choice("always [madvise] never").as_deref(), Some("madvise"));
+        assert_eq!(
+            bracketed_choice("always [madvise] never").as_deref(),
+            Some("madvise")
+        );
         assert_eq!(bracketed_choice("always madvise never"), None);
         assert_eq!(bracketed_choice("]["), None);
         assert!(paranoid_meaning(2).contains("user-space"));

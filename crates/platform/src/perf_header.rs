@@ -16,21 +16,39 @@ pub struct HeaderNode<'a> {
 fn nodes(header: &[HeaderNode<'_>]) -> Option<Vec<Node>> {
     let mut out: Vec<Node> = header
         .iter()
-        .map(|n| Some(Node { id: n.id, cpus: parse_cpulist(n.cpus)?, mem_total_kb: Some(n.mem_total_kb), distances: Vec::new() }))
+        .map(|n| {
+            Some(Node {
+                id: n.id,
+                cpus: parse_cpulist(n.cpus)?,
+                mem_total_kb: Some(n.mem_total_kb),
+                distances: Vec::new(),
+            })
+        })
         .collect::<Option<_>>()?;
     out.sort_by_key(|n| n.id);
     (!out.is_empty()).then_some(out)
 }
 
 fn sockets(core_siblings: &[String], thread_siblings: &[String]) -> Option<Vec<Socket>> {
-    let lists = |v: &[String]| v.iter().map(|s| parse_cpulist(s)).collect::<Option<Vec<Vec<u32>>>>();
+    let lists = |v: &[String]| {
+        v.iter()
+            .map(|s| parse_cpulist(s))
+            .collect::<Option<Vec<Vec<u32>>>>()
+    };
     let (packages, threads) = (lists(core_siblings)?, lists(thread_siblings)?);
     let out: Vec<Socket> = packages
         .into_iter()
         .enumerate()
         .map(|(i, cpus)| {
-            let cores = threads.iter().filter(|t| t.first().is_some_and(|f| cpus.contains(f))).count() as u32;
-            Socket { id: i as u32, cpus, cores }
+            let cores = threads
+                .iter()
+                .filter(|t| t.first().is_some_and(|f| cpus.contains(f)))
+                .count() as u32;
+            Socket {
+                id: i as u32,
+                cpus,
+                cores,
+            }
         })
         .collect();
     (!out.is_empty()).then_some(out)
@@ -38,7 +56,11 @@ fn sockets(core_siblings: &[String], thread_siblings: &[String]) -> Option<Vec<S
 
 impl Platform {
     /// The platform of a recording's header; None when it has neither topology feature.
-    pub fn from_perf_header(header_nodes: &[HeaderNode<'_>], core_siblings: &[String], thread_siblings: &[String]) -> Option<Platform> {
+    pub fn from_perf_header(
+        header_nodes: &[HeaderNode<'_>],
+        core_siblings: &[String],
+        thread_siblings: &[String],
+    ) -> Option<Platform> {
         let mut notes = vec!["a perf.data header lists no devices: devices unknown".to_string()];
         let nodes = nodes(header_nodes);
         let sockets = sockets(core_siblings, thread_siblings);
@@ -49,6 +71,12 @@ impl Platform {
             notes.push("the header has no NUMA_TOPOLOGY: nodes unknown".into());
         }
         notes.push("node distances are not in a perf.data header".into());
-        Some(Platform { source: "perf.data header (NUMA_TOPOLOGY, CPU_TOPOLOGY)".into(), sockets: sockets.unwrap_or_default(), nodes: nodes.unwrap_or_default(), devices: None, notes })
+        Some(Platform {
+            source: "perf.data header (NUMA_TOPOLOGY, CPU_TOPOLOGY)".into(),
+            sockets: sockets.unwrap_or_default(),
+            nodes: nodes.unwrap_or_default(),
+            devices: None,
+            notes,
+        })
     }
 }

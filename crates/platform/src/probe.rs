@@ -235,7 +235,11 @@ pub fn describe_outcome(o: &ProbeOutcome) -> String {
     match o {
         ProbeOutcome::Opened => "perf_event_open succeeded".to_string(),
         ProbeOutcome::Failed { errno } => {
-            format!("perf_event_open: {} ({})", errno_name(*errno), errno_meaning(*errno))
+            format!(
+                "perf_event_open: {} ({})",
+                errno_name(*errno),
+                errno_meaning(*errno)
+            )
         }
         ProbeOutcome::NotTried(why) => format!("not tried: {why}"),
     }

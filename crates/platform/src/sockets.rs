@@ -39,11 +39,20 @@ pub struct Platform {
 #[derive(Debug, thiserror::Error)]
 pub enum PlatformError {
     #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path} is not a platform snapshot: {source}")]
-    Parse { path: String, source: serde_json::Error },
+    Parse {
+        path: String,
+        source: serde_json::Error,
+    },
     #[error("cannot write {path}: {source}")]
-    Write { path: String, source: std::io::Error },
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 impl Platform {
@@ -59,19 +68,38 @@ impl Platform {
         if !root.sys_dir.join("bus/pci/devices").is_dir() {
             notes.push("bus/pci/devices is missing: PCI devices unknown".to_string());
         }
-        let source = if root.sys_dir == Path::new("/sys") { "sysfs".to_string() } else { format!("sysfs tree {}", root.sys_dir.display()) };
-        Platform { source, sockets, nodes: topo.nodes, devices: Some(devices), notes }
+        let source = if root.sys_dir == Path::new("/sys") {
+            "sysfs".to_string()
+        } else {
+            format!("sysfs tree {}", root.sys_dir.display())
+        };
+        Platform {
+            source,
+            sockets,
+            nodes: topo.nodes,
+            devices: Some(devices),
+            notes,
+        }
     }
 
     /// The node whose CPU list holds `cpu`.
     pub fn node_of_cpu(&self, cpu: u32) -> Option<u32> {
-        self.nodes.iter().find(|n| n.cpus.contains(&cpu)).map(|n| n.id)
+        self.nodes
+            .iter()
+            .find(|n| n.cpus.contains(&cpu))
+            .map(|n| n.id)
     }
 
     pub fn write(&self, dir: &Path) -> Result<(), PlatformError> {
         let path = dir.join(PLATFORM_FILE);
-        let text = serde_json::to_string_pretty(self).map_err(|e| PlatformError::Parse { path: path.display().to_string(), source: e })?;
-        std::fs::write(&path, text).map_err(|e| PlatformError::Write { path: path.display().to_string(), source: e })
+        let text = serde_json::to_string_pretty(self).map_err(|e| PlatformError::Parse {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+        std::fs::write(&path, text).map_err(|e| PlatformError::Write {
+            path: path.display().to_string(),
+            source: e,
+        })
     }
 
     /// The snapshot of a result directory; Ok(None) when the result has none (older results).
@@ -80,9 +108,19 @@ impl Platform {
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(PlatformError::Read { path: path.display().to_string(), source: e }),
+            Err(e) => {
+                return Err(PlatformError::Read {
+                    path: path.display().to_string(),
+                    source: e,
+                })
+            }
         };
-        serde_json::from_str(&text).map(Some).map_err(|e| PlatformError::Parse { path: path.display().to_string(), source: e })
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| PlatformError::Parse {
+                path: path.display().to_string(),
+                source: e,
+            })
     }
 }
 
@@ -92,20 +130,35 @@ pub fn read_sockets(sys_dir: &Path) -> Vec<Socket> {
     let online = read_trim(&cpu_dir.join("online")).and_then(|s| parse_cpulist(&s));
     let cpus: Vec<u32> = match online {
         Some(c) => c,
-        None => crate::list_dir(&cpu_dir).iter().filter_map(|n| n.strip_prefix("cpu").and_then(|x| x.parse().ok())).collect(),
+        None => crate::list_dir(&cpu_dir)
+            .iter()
+            .filter_map(|n| n.strip_prefix("cpu").and_then(|x| x.parse().ok()))
+            .collect(),
     };
     let mut by: BTreeMap<u32, (Vec<u32>, BTreeSet<u32>)> = BTreeMap::new();
     for cpu in cpus {
         let t = cpu_dir.join(format!("cpu{cpu}/topology"));
-        let Some(pkg) = read_trim(&t.join("physical_package_id")).and_then(|s| s.parse::<i64>().ok()) else { continue };
-        let core = read_trim(&t.join("core_id")).and_then(|s| s.parse::<u32>().ok()).unwrap_or(cpu);
+        let Some(pkg) =
+            read_trim(&t.join("physical_package_id")).and_then(|s| s.parse::<i64>().ok())
+        else {
+            continue;
+        };
+        let core = read_trim(&t.join("core_id"))
+            .and_then(|s| s.parse::<u32>().ok())
+            .unwrap_or(cpu);
         // -1 is what some virtual machines report: one package.
         let e = by.entry(pkg.max(0) as u32).or_default();
         e.0.push(cpu);
         e.1.insert(core);
     }
-    by.into_iter().map(|(id, (mut cpus, cores))| {
-        cpus.sort_unstable();
-        Socket { id, cpus, cores: cores.len() as u32 }
-    }).collect()
+    by.into_iter()
+        .map(|(id, (mut cpus, cores))| {
+            cpus.sort_unstable();
+            Socket {
+                id,
+                cpus,
+                cores: cores.len() as u32,
+            }
+        })
+        .collect()
 }

@@ -34,11 +34,19 @@ pub fn parse(text: &str) -> Vec<Mapping> {
 /// One line, or `None` when it is not a maps line.
 pub fn parse_line(line: &str) -> Option<Mapping> {
     let mut it = line.splitn(6, ' ');
-    let (range, perms, offset, dev, inode) = (it.next()?, it.next()?.as_bytes(), it.next()?, it.next()?, it.next()?);
+    let (range, perms, offset, dev, inode) = (
+        it.next()?,
+        it.next()?.as_bytes(),
+        it.next()?,
+        it.next()?,
+        it.next()?,
+    );
     let path = it.next().unwrap_or("").trim_start().to_string();
     let (s, e) = range.split_once('-')?;
     let (major, minor) = dev.split_once(':')?;
-    let [r, w, x, s_or_p, ..] = *perms else { return None };
+    let [r, w, x, s_or_p, ..] = *perms else {
+        return None;
+    };
     Some(Mapping {
         start: u64::from_str_radix(s, 16).ok()?,
         end: u64::from_str_radix(e, 16).ok()?,
@@ -74,7 +82,10 @@ mod tests {
         assert_eq!(m.len(), 3, "the garbage and the short perms are skipped");
         let x = find(&m, 0x55d0c0a01234).expect("found");
         assert!(x.executable && x.read && !x.write && x.shared);
-        assert_eq!((x.path.as_str(), x.offset, x.major, x.minor, x.inode), ("/tmp/a b", 0x1000, 0xfd, 1, 1234567));
+        assert_eq!(
+            (x.path.as_str(), x.offset, x.major, x.minor, x.inode),
+            ("/tmp/a b", 0x1000, 0xfd, 1, 1234567)
+        );
         assert_eq!(x.prot(), 5);
         assert_eq!(m[2].prot(), 3);
         assert!(find(&m, 5).is_none());

@@ -11,7 +11,9 @@ impl Table {
         let header: Vec<String> = self.columns.iter().map(|c| quote(&c.header())).collect();
         push_record(&mut out, &header);
         for r in &self.rows {
-            let fields: Vec<String> = (0..self.columns.len()).map(|c| quote(&machine_text(Table::cell(r, c)))).collect();
+            let fields: Vec<String> = (0..self.columns.len())
+                .map(|c| quote(&machine_text(Table::cell(r, c))))
+                .collect();
             push_record(&mut out, &fields);
         }
         out
@@ -86,7 +88,13 @@ mod tests {
             Column::right("Start").with_unit("ms"),
             Column::right("N"),
         ]);
-        t.push_row(vec![Cell::text("operator<<(a, b)"), Cell::ns(1_500_000), Cell::Percent(12.345678), Cell::float(1.0, 3), Cell::Int(-2)]);
+        t.push_row(vec![
+            Cell::text("operator<<(a, b)"),
+            Cell::ns(1_500_000),
+            Cell::Percent(12.345678),
+            Cell::float(1.0, 3),
+            Cell::Int(-2),
+        ]);
         t.push_row(vec![Cell::Empty]);
         t.push_note("notes are not part of CSV");
         assert_eq!(t.to_csv(), "Function,Time,Share,Start (ms),N\n\"operator<<(a, b)\",1500000,12.3457,1.000,-2\n,,,,\n");

@@ -15,7 +15,10 @@ pub struct Section {
 
 impl Section {
     pub fn new(title: impl Into<String>) -> Section {
-        Section { title: Some(title.into()), entries: Vec::new() }
+        Section {
+            title: Some(title.into()),
+            entries: Vec::new(),
+        }
     }
     /// Appends an entry.
     pub fn push(&mut self, key: impl Into<String>, value: Cell) {
@@ -25,7 +28,11 @@ impl Section {
     fn as_table(&self) -> Table {
         let mut t = Table::new(vec![Column::left("Key"), Column::left("Value")]);
         t.title = self.title.clone();
-        t.rows = self.entries.iter().map(|(k, v)| vec![Cell::text(k.clone()), v.clone()]).collect();
+        t.rows = self
+            .entries
+            .iter()
+            .map(|(k, v)| vec![Cell::text(k.clone()), v.clone()])
+            .collect();
         t
     }
 }
@@ -46,7 +53,10 @@ pub struct Document {
 
 impl Document {
     pub fn new(title: impl Into<String>) -> Document {
-        Document { title: Some(title.into()), blocks: Vec::new() }
+        Document {
+            title: Some(title.into()),
+            blocks: Vec::new(),
+        }
     }
     pub fn push_table(&mut self, t: Table) {
         self.blocks.push(Block::Table(t));
@@ -108,7 +118,10 @@ impl Document {
     /// JSON: `{"title": ..., "blocks": [{"kind": "section", "title": ..., "values": {k: v}},
     /// {"kind": "table", "title": ..., "rows": [...], "notes": [...]}]}`.
     pub fn to_json(&self) -> String {
-        let opt = |s: &Option<String>| s.as_deref().map_or_else(|| "null".to_string(), json::string);
+        let opt = |s: &Option<String>| {
+            s.as_deref()
+                .map_or_else(|| "null".to_string(), json::string)
+        };
         let mut out = format!("{{\n\"title\": {},\n\"blocks\": [", opt(&self.title));
         for (i, b) in self.blocks.iter().enumerate() {
             out.push_str(if i == 0 { "\n" } else { ",\n" });
@@ -134,7 +147,11 @@ impl Document {
                 }
             }
         }
-        out.push_str(if self.blocks.is_empty() { "]\n}\n" } else { "\n]\n}\n" });
+        out.push_str(if self.blocks.is_empty() {
+            "]\n}\n"
+        } else {
+            "\n]\n}\n"
+        });
         out
     }
 }
@@ -145,12 +162,20 @@ fn section_text(s: &Section, max_width: usize) -> String {
         out.push_str(t);
         out.push('\n');
     }
-    let key_w = s.entries.iter().map(|(k, _)| k.chars().count() + 1).max().unwrap_or(0);
+    let key_w = s
+        .entries
+        .iter()
+        .map(|(k, _)| k.chars().count() + 1)
+        .max()
+        .unwrap_or(0);
     for (k, v) in &s.entries {
         // Each value picks its own duration unit: section values are not compared.
         let unit = DurUnit::for_values(std::iter::once(v));
         let key = format!("{k}:");
-        let line = format!("  {key:<key_w$}  {}", truncate(&cell_text(v, unit), max_width));
+        let line = format!(
+            "  {key:<key_w$}  {}",
+            truncate(&cell_text(v, unit), max_width)
+        );
         out.push_str(line.trim_end());
         out.push('\n');
     }
@@ -169,7 +194,8 @@ mod tests {
         s.push("Samples", Cell::UInt(3));
         s.push("Note", Cell::Empty);
         d.push_section(s);
-        let mut t = Table::new(vec![Column::left("Function"), Column::right("Share")]).with_title("Top");
+        let mut t =
+            Table::new(vec![Column::left("Function"), Column::right("Share")]).with_title("Top");
         t.push_row(vec![Cell::text("main"), Cell::Percent(100.0)]);
         t.push_note("1 function");
         d.push_table(t);
@@ -213,7 +239,8 @@ main      100.00%
         assert!(v["blocks"][0]["values"]["Note"].is_null());
         assert_eq!(v["blocks"][1]["rows"][0]["Share"], 100.0);
         assert_eq!(v["blocks"][1]["notes"][0], "1 function");
-        let empty: serde_json::Value = serde_json::from_str(&Document::default().to_json()).expect("valid json");
+        let empty: serde_json::Value =
+            serde_json::from_str(&Document::default().to_json()).expect("valid json");
         assert!(empty["title"].is_null());
         assert_eq!(Document::default().to_text(), "");
         assert_eq!(Document::default().to_csv(), "");

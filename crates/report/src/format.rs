@@ -59,7 +59,11 @@ mod tests {
         }
         assert_eq!(" JSON ".parse::<Format>(), Ok(Format::Json));
         assert_eq!("txt".parse::<Format>(), Ok(Format::Text));
-        let err = "xml".parse::<Format>().err().map(|e| e.to_string()).unwrap_or_default();
+        let err = "xml"
+            .parse::<Format>()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert_eq!(err, "unknown format `xml`; valid formats: text, csv, json");
     }
 }

@@ -21,7 +21,9 @@ const MAX_LCS_CELLS: usize = 4_000_000;
 /// autocrlf still matches.
 #[allow(clippy::panic)] // a failing assertion is the point of this test helper
 pub fn assert_golden(path: &Path, actual: &str) {
-    let expected = std::fs::read_to_string(path).ok().map(|s| s.replace("\r\n", "\n"));
+    let expected = std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.replace("\r\n", "\n"));
     let bless = std::env::var("KAIROS_BLESS").is_ok_and(|v| v == "1");
     let actual_path = {
         let mut p = path.as_os_str().to_owned();
@@ -50,9 +52,17 @@ pub fn assert_golden(path: &Path, actual: &str) {
     let pkg = std::env::var("CARGO_PKG_NAME").unwrap_or_else(|_| "<package>".to_string());
     let bless_cmd = format!("KAIROS_BLESS=1 cargo test --release -p {pkg}");
     match expected {
-        None => panic!("golden file {} is missing ({written}).\nTo create it, run: {bless_cmd}", path.display()),
+        None => panic!(
+            "golden file {} is missing ({written}).\nTo create it, run: {bless_cmd}",
+            path.display()
+        ),
         Some(expected) => {
-            let diff = line_diff(&expected, actual, &path.display().to_string(), &actual_path.display().to_string());
+            let diff = line_diff(
+                &expected,
+                actual,
+                &path.display().to_string(),
+                &actual_path.display().to_string(),
+            );
             panic!("golden file {} does not match ({written}):\n{diff}\nIf the new output is right, run: {bless_cmd}", path.display())
         }
     }
@@ -106,7 +116,13 @@ pub fn line_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> String
         let end = (last + CONTEXT + 1).min(ops.len());
         let (oi, nj) = pos[start];
         let (oe, ne) = pos[end];
-        out.push_str(&format!("@@ -{},{} +{},{} @@\n", oi + 1, oe - oi, nj + 1, ne - nj));
+        out.push_str(&format!(
+            "@@ -{},{} +{},{} @@\n",
+            oi + 1,
+            oe - oi,
+            nj + 1,
+            ne - nj
+        ));
         for op_idx in start..end {
             let (oi, nj) = pos[op_idx];
             match ops[op_idx] {
@@ -123,7 +139,12 @@ pub fn line_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> String
 /// alignment of the middle (golden files are small, so O(n·m) is fine; see MAX_LCS_CELLS).
 fn diff_ops(a: &[&str], b: &[&str]) -> Vec<Op> {
     let pre = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let suf = a[pre..].iter().rev().zip(b[pre..].iter().rev()).take_while(|(x, y)| x == y).count();
+    let suf = a[pre..]
+        .iter()
+        .rev()
+        .zip(b[pre..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
     let (am, bm) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
     let mut ops = vec![Op::Equal; pre];
     let (n, m) = (am.len(), bm.len());
@@ -136,7 +157,11 @@ fn diff_ops(a: &[&str], b: &[&str]) -> Vec<Op> {
         let mut lcs = vec![0u32; (n + 1) * w];
         for i in (0..n).rev() {
             for j in (0..m).rev() {
-                lcs[i * w + j] = if am[i] == bm[j] { lcs[(i + 1) * w + j + 1] + 1 } else { lcs[(i + 1) * w + j].max(lcs[i * w + j + 1]) };
+                lcs[i * w + j] = if am[i] == bm[j] {
+                    lcs[(i + 1) * w + j + 1] + 1
+                } else {
+                    lcs[(i + 1) * w + j].max(lcs[i * w + j + 1])
+                };
             }
         }
         let (mut i, mut j) = (0, 0);
@@ -171,11 +196,19 @@ mod tests {
         let expected = "--- old\n+++ new\n@@ -1,7 +1,7 @@\n a\n b\n c\n-d\n+D\n e\n f\n g\n@@ -9,3 +9,4 @@\n i\n j\n k\n+l\n";
         assert_eq!(d, expected);
         // 6 equal lines apart: one hunk.
-        let d = line_diff("a\nb\nc\nd\ne\nf\ng\nh\n", "A\nb\nc\nd\ne\nf\ng\nH\n", "o", "n");
+        let d = line_diff(
+            "a\nb\nc\nd\ne\nf\ng\nh\n",
+            "A\nb\nc\nd\ne\nf\ng\nH\n",
+            "o",
+            "n",
+        );
         assert_eq!(d.matches("@@ -").count(), 1, "{d}");
         assert_eq!(line_diff("x\n", "x\n", "o", "n"), "");
         assert!(line_diff("x\n", "x", "o", "n").contains("trailing newline"));
-        assert_eq!(line_diff("", "a\n", "o", "n"), "--- o\n+++ n\n@@ -1,0 +1,1 @@\n+a\n");
+        assert_eq!(
+            line_diff("", "a\n", "o", "n"),
+            "--- o\n+++ n\n@@ -1,0 +1,1 @@\n+a\n"
+        );
     }
 
     #[test]
@@ -189,12 +222,20 @@ mod tests {
         if std::env::var("KAIROS_BLESS").is_err() {
             let r = std::panic::catch_unwind(|| assert_golden(&path, "one\n"));
             assert!(r.is_err());
-            assert_eq!(std::fs::read_to_string(dir.join("t.txt.actual")).ok().as_deref(), Some("one\n"));
+            assert_eq!(
+                std::fs::read_to_string(dir.join("t.txt.actual"))
+                    .ok()
+                    .as_deref(),
+                Some("one\n")
+            );
             std::fs::write(&path, "one\r\ntwo\r\n").expect("write");
             assert_golden(&path, "one\ntwo\n"); // CRLF normalised
             assert!(!dir.join("t.txt.actual").exists());
             let r = std::panic::catch_unwind(|| assert_golden(&path, "one\nthree\n"));
-            let msg = r.err().and_then(|e| e.downcast_ref::<String>().cloned()).unwrap_or_default();
+            let msg = r
+                .err()
+                .and_then(|e| e.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
             assert!(msg.contains("-two\n+three"), "{msg}");
             assert!(msg.contains("KAIROS_BLESS=1 cargo test"), "{msg}");
         }

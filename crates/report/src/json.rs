@@ -13,7 +13,14 @@ impl Table {
         let mut out = String::from("[");
         for (i, r) in self.rows.iter().enumerate() {
             out.push_str(if i == 0 { "\n  " } else { ",\n  " });
-            out.push_str(&row_object(&self.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), r));
+            out.push_str(&row_object(
+                &self
+                    .columns
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>(),
+                r,
+            ));
         }
         out.push_str(if self.rows.is_empty() { "]\n" } else { "\n]\n" });
         out
@@ -79,8 +86,18 @@ mod tests {
 
     #[test]
     fn rows_become_objects_in_column_order() {
-        let mut t = Table::new(vec![Column::left("Zeta"), Column::right("Alpha").with_unit("ms"), Column::right("P"), Column::right("F")]);
-        t.push_row(vec![Cell::text("a\"b\\c\n\u{1}"), Cell::ns(42), Cell::Percent(33.333333333), Cell::float(f64::INFINITY, 2)]);
+        let mut t = Table::new(vec![
+            Column::left("Zeta"),
+            Column::right("Alpha").with_unit("ms"),
+            Column::right("P"),
+            Column::right("F"),
+        ]);
+        t.push_row(vec![
+            Cell::text("a\"b\\c\n\u{1}"),
+            Cell::ns(42),
+            Cell::Percent(33.333333333),
+            Cell::float(f64::INFINITY, 2),
+        ]);
         t.push_row(vec![Cell::Int(-1), Cell::UInt(u64::MAX), Cell::Empty]);
         let json = t.to_json();
         assert_eq!(
@@ -96,7 +113,8 @@ mod tests {
     #[test]
     fn empty_table_is_empty_array() {
         assert_eq!(Table::new(vec![Column::left("A")]).to_json(), "[]\n");
-        let v: serde_json::Value = serde_json::from_str(&Table::default().to_json()).expect("valid json");
+        let v: serde_json::Value =
+            serde_json::from_str(&Table::default().to_json()).expect("valid json");
         assert!(v.as_array().is_some_and(|a| a.is_empty()));
     }
 }

@@ -20,11 +20,19 @@ pub struct Column {
 impl Column {
     /// A left-aligned column (names, labels).
     pub fn left(name: impl Into<String>) -> Column {
-        Column { name: name.into(), align: Align::Left, unit: None }
+        Column {
+            name: name.into(),
+            align: Align::Left,
+            unit: None,
+        }
     }
     /// A right-aligned column (numbers).
     pub fn right(name: impl Into<String>) -> Column {
-        Column { name: name.into(), align: Align::Right, unit: None }
+        Column {
+            name: name.into(),
+            align: Align::Right,
+            unit: None,
+        }
     }
     /// Sets the unit shown in text and CSV headers.
     pub fn with_unit(mut self, unit: impl Into<String>) -> Column {
@@ -48,11 +56,16 @@ pub enum Cell {
     UInt(u64),
     /// A float shown with `decimals` digits after the point (in every format, so that
     /// golden files do not depend on the last bits of a computation).
-    Float { value: f64, decimals: u8 },
+    Float {
+        value: f64,
+        decimals: u8,
+    },
     /// Percentage points: 12.5 means 12.5 %.
     Percent(f64),
     /// A duration; text scales it (ns/us/ms/s per column), CSV and JSON give integer ns.
-    Duration { ns: u64 },
+    Duration {
+        ns: u64,
+    },
     Empty,
 }
 
@@ -86,7 +99,10 @@ pub struct Table {
 impl Table {
     /// An empty table with these columns.
     pub fn new(columns: Vec<Column>) -> Table {
-        Table { columns, ..Table::default() }
+        Table {
+            columns,
+            ..Table::default()
+        }
     }
     /// Sets the title.
     pub fn with_title(mut self, title: impl Into<String>) -> Table {

@@ -27,14 +27,28 @@ impl Table {
             let units: Vec<DurUnit> = (0..self.columns.len())
                 .map(|c| DurUnit::for_values(self.rows.iter().map(|r| Table::cell(r, c))))
                 .collect();
-            let header: Vec<String> = self.columns.iter().map(|c| truncate(&c.header(), max_width)).collect();
+            let header: Vec<String> = self
+                .columns
+                .iter()
+                .map(|c| truncate(&c.header(), max_width))
+                .collect();
             let body: Vec<Vec<String>> = self
                 .rows
                 .iter()
-                .map(|r| (0..self.columns.len()).map(|c| truncate(&cell_text(Table::cell(r, c), units[c]), max_width)).collect())
+                .map(|r| {
+                    (0..self.columns.len())
+                        .map(|c| truncate(&cell_text(Table::cell(r, c), units[c]), max_width))
+                        .collect()
+                })
                 .collect();
             let widths: Vec<usize> = (0..self.columns.len())
-                .map(|c| body.iter().map(|r| width(&r[c])).chain([width(&header[c])]).max().unwrap_or(0))
+                .map(|c| {
+                    body.iter()
+                        .map(|r| width(&r[c]))
+                        .chain([width(&header[c])])
+                        .max()
+                        .unwrap_or(0)
+                })
                 .collect();
             let aligns: Vec<Align> = self.columns.iter().map(|c| c.align).collect();
             push_line(&mut out, &header, &widths, &aligns);
@@ -105,7 +119,16 @@ pub(crate) enum DurUnit {
 
 impl DurUnit {
     pub(crate) fn for_values<'a>(cells: impl Iterator<Item = &'a Cell>) -> DurUnit {
-        let max = cells.filter_map(|c| if let Cell::Duration { ns } = c { Some(*ns) } else { None }).max().unwrap_or(0);
+        let max = cells
+            .filter_map(|c| {
+                if let Cell::Duration { ns } = c {
+                    Some(*ns)
+                } else {
+                    None
+                }
+            })
+            .max()
+            .unwrap_or(0);
         match max {
             m if m >= 1_000_000_000 => DurUnit::S,
             m if m >= 1_000_000 => DurUnit::Ms,
@@ -150,10 +173,25 @@ mod tests {
     use crate::{Column, Table};
 
     fn sample() -> Table {
-        let mut t = Table::new(vec![Column::left("Function"), Column::right("Samples"), Column::right("Time"), Column::right("Share")])
-            .with_title("Hot");
-        t.push_row(vec![Cell::text("main"), Cell::UInt(12), Cell::ns(12_000_000), Cell::Percent(60.0)]);
-        t.push_row(vec![Cell::text("a_really_long_function_name"), Cell::UInt(8), Cell::ns(500_000), Cell::Percent(40.0)]);
+        let mut t = Table::new(vec![
+            Column::left("Function"),
+            Column::right("Samples"),
+            Column::right("Time"),
+            Column::right("Share"),
+        ])
+        .with_title("Hot");
+        t.push_row(vec![
+            Cell::text("main"),
+            Cell::UInt(12),
+            Cell::ns(12_000_000),
+            Cell::Percent(60.0),
+        ]);
+        t.push_row(vec![
+            Cell::text("a_really_long_function_name"),
+            Cell::UInt(8),
+            Cell::ns(500_000),
+            Cell::Percent(40.0),
+        ]);
         t.push_note("2 groups");
         t
     }

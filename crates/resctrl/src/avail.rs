@@ -44,7 +44,11 @@ impl DomainUse {
 /// Ways marked as filled by hardware in a bit_usage string (highest way first).
 pub fn hw_bits(usage: &str) -> Cbm {
     let n = usage.chars().count() as u32;
-    usage.chars().enumerate().filter(|(_, c)| matches!(c, 'H' | 'X')).fold(0, |m, (i, _)| m | 1u64 << (n - 1 - i as u32))
+    usage
+        .chars()
+        .enumerate()
+        .filter(|(_, c)| matches!(c, 'H' | 'X'))
+        .fold(0, |m, (i, _)| m | 1u64 << (n - 1 - i as u32))
 }
 
 /// Every cache resource and domain of `tree`.
@@ -52,7 +56,12 @@ pub fn domains(tree: &Tree) -> Result<Vec<DomainUse>, Error> {
     let mut out = Vec::new();
     for res in &tree.caps.caches {
         for d in tree.domains(&res.name) {
-            let usage = res.bit_usage.iter().find(|(id, _)| *id == d).map(|(_, u)| hw_bits(u)).unwrap_or(0);
+            let usage = res
+                .bit_usage
+                .iter()
+                .find(|(id, _)| *id == d)
+                .map(|(_, u)| hw_bits(u))
+                .unwrap_or(0);
             let io = (res.shareable_bits | usage) & res.cbm_mask;
             let mut masks = Vec::new();
             for g in &tree.groups {
@@ -76,10 +85,23 @@ pub fn domains(tree: &Tree) -> Result<Vec<DomainUse>, Error> {
                     if io & m != 0 {
                         shared_with.push(IO.to_string());
                     }
-                    GroupUse { group: name.clone(), mode: mode.clone(), mask: *m, exclusive: m & !others & !io, shared_with }
+                    GroupUse {
+                        group: name.clone(),
+                        mode: mode.clone(),
+                        mask: *m,
+                        exclusive: m & !others & !io,
+                        shared_with,
+                    }
                 })
                 .collect();
-            out.push(DomainUse { resource: res.name.clone(), domain: d, width: res.ways(), way_bytes: tree.way_bytes(&res.name, d), io, groups });
+            out.push(DomainUse {
+                resource: res.name.clone(),
+                domain: d,
+                width: res.ways(),
+                way_bytes: tree.way_bytes(&res.name, d),
+                io,
+                groups,
+            });
         }
     }
     Ok(out)
@@ -104,9 +126,17 @@ pub fn per_cpu(tree: &Tree, topo: &CacheTopology, uses: &[DomainUse]) -> Option<
         let level = u.resource.get(1..2).and_then(|c| c.parse::<u8>().ok())?;
         for cpu in topo.cpus_of(level, u.domain) {
             // A CPU belongs to the one group whose cpus list has it, else the default.
-            let owner = tree.groups.iter().skip(1).find(|g| g.cpus.contains(&cpu)).map_or("default", |g| g.label());
+            let owner = tree
+                .groups
+                .iter()
+                .skip(1)
+                .find(|g| g.cpus.contains(&cpu))
+                .map_or("default", |g| g.label());
             let Some(g) = u.group(owner) else { continue };
-            match rows.iter_mut().find(|r| r.resource == u.resource && r.domain == u.domain && r.group == owner) {
+            match rows
+                .iter_mut()
+                .find(|r| r.resource == u.resource && r.domain == u.domain && r.group == owner)
+            {
                 Some(r) => r.cpus.push(cpu),
                 None => rows.push(CpuRow {
                     cpus: vec![cpu],

@@ -44,7 +44,10 @@ impl FakeKernel {
                 std::thread::sleep(Duration::from_millis(2));
             }
         });
-        FakeKernel { stop, thread: Some(thread) }
+        FakeKernel {
+            stop,
+            thread: Some(thread),
+        }
     }
 }
 
@@ -62,7 +65,13 @@ fn groups(root: &Path) -> Vec<PathBuf> {
         .map(|rd| {
             rd.filter_map(Result::ok)
                 .map(|e| e.path())
-                .filter(|p| p.is_dir() && !matches!(p.file_name().and_then(|n| n.to_str()), Some("info" | "mon_groups" | "mon_data")))
+                .filter(|p| {
+                    p.is_dir()
+                        && !matches!(
+                            p.file_name().and_then(|n| n.to_str()),
+                            Some("info" | "mon_groups" | "mon_data")
+                        )
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -70,21 +79,47 @@ fn groups(root: &Path) -> Vec<PathBuf> {
 
 fn populate(root: &Path, seen: &mut std::collections::HashSet<PathBuf>) {
     let caps = Caps::read(root).unwrap_or_default();
-    let def = std::fs::read_to_string(root.join("schemata")).ok().and_then(|s| Schemata::parse(&s).ok()).unwrap_or_default();
+    let def = std::fs::read_to_string(root.join("schemata"))
+        .ok()
+        .and_then(|s| Schemata::parse(&s).ok())
+        .unwrap_or_default();
     for g in groups(root) {
         if !seen.insert(g.clone()) || g.join("schemata").exists() {
             continue;
         }
         let mut s = Schemata::default();
         for l in &def.lines {
-            let full = caps.cache(&l.resource).map(|c| mask::format_cbm(c.cbm_mask, c.cbm_mask));
-            s.set_line(Line { resource: l.resource.clone(), domains: l.domains.iter().map(|(d, v)| (*d, full.clone().unwrap_or_else(|| v.clone()))).collect() });
+            let full = caps
+                .cache(&l.resource)
+                .map(|c| mask::format_cbm(c.cbm_mask, c.cbm_mask));
+            s.set_line(Line {
+                resource: l.resource.clone(),
+                domains: l
+                    .domains
+                    .iter()
+                    .map(|(d, v)| (*d, full.clone().unwrap_or_else(|| v.clone())))
+                    .collect(),
+            });
         }
-        for (f, v) in [("mode", "shareable\n"), ("tasks", ""), ("cpus", "0\n"), ("cpus_list", "\n")] {
+        for (f, v) in [
+            ("mode", "shareable\n"),
+            ("tasks", ""),
+            ("cpus", "0\n"),
+            ("cpus_list", "\n"),
+        ] {
             let _ = std::fs::write(g.join(f), v);
         }
         if caps.mon.is_some() {
-            let doms = caps.caches.iter().find(|c| c.level() == Some(3)).map(|c| def.line(&c.name).map(|l| l.domains.iter().map(|(d, _)| *d).collect()).unwrap_or_default()).unwrap_or_else(|| vec![0]);
+            let doms = caps
+                .caches
+                .iter()
+                .find(|c| c.level() == Some(3))
+                .map(|c| {
+                    def.line(&c.name)
+                        .map(|l| l.domains.iter().map(|(d, _)| *d).collect())
+                        .unwrap_or_default()
+                })
+                .unwrap_or_else(|| vec![0]);
             for d in doms {
                 let m = g.join(format!("mon_data/mon_L3_{d:02}"));
                 let _ = std::fs::create_dir_all(&m);
@@ -101,16 +136,26 @@ fn populate(root: &Path, seen: &mut std::collections::HashSet<PathBuf>) {
 fn count(root: &Path) {
     for g in groups(root) {
         let busy = std::fs::read_to_string(g.join("tasks")).is_ok_and(|t| !t.trim().is_empty());
-        let Ok(rd) = std::fs::read_dir(g.join("mon_data")) else { continue };
+        let Ok(rd) = std::fs::read_dir(g.join("mon_data")) else {
+            continue;
+        };
         for m in rd.filter_map(Result::ok).map(|e| e.path()) {
             if !busy {
                 continue;
             }
             let bump = |f: &str, by: u64| {
-                let old = std::fs::read_to_string(m.join(f)).ok().and_then(|s| s.trim().parse::<u64>().ok()).unwrap_or(0);
+                let old = std::fs::read_to_string(m.join(f))
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                    .unwrap_or(0);
                 // Never create: the group may be going away.
-                if let Ok(mut file) = std::fs::OpenOptions::new().write(true).truncate(true).open(m.join(f)) {
-                    let _ = std::io::Write::write_all(&mut file, format!("{}\n", old + by).as_bytes());
+                if let Ok(mut file) = std::fs::OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .open(m.join(f))
+                {
+                    let _ =
+                        std::io::Write::write_all(&mut file, format!("{}\n", old + by).as_bytes());
                 }
             };
             bump("llc_occupancy", 65536);

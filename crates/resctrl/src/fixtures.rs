@@ -12,11 +12,17 @@ use crate::schemata::Schemata;
 pub fn dir() -> Result<PathBuf, String> {
     let d = std::env::var_os("KAIROS_RESCTRL_FIXTURES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/resctrl/goresctrl"));
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../../shared/fixtures/resctrl/goresctrl")
+        });
     if d.is_dir() {
         Ok(d)
     } else {
-        Err(format!("resctrl fixtures not found at {}; set KAIROS_RESCTRL_FIXTURES", d.display()))
+        Err(format!(
+            "resctrl fixtures not found at {}; set KAIROS_RESCTRL_FIXTURES",
+            d.display()
+        ))
     }
 }
 
@@ -45,7 +51,11 @@ pub fn snapshot(dir: &Path) -> io::Result<BTreeMap<String, String>> {
 fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) -> io::Result<()> {
     for e in std::fs::read_dir(dir)? {
         let p = e?.path();
-        let rel = p.strip_prefix(base).map_err(io::Error::other)?.display().to_string();
+        let rel = p
+            .strip_prefix(base)
+            .map_err(io::Error::other)?
+            .display()
+            .to_string();
         if p.is_dir() {
             out.insert(rel.clone() + "/", String::new());
             walk(base, &p, out)?;

@@ -78,13 +78,19 @@ impl Caps {
     pub fn read(root: &Path) -> Result<Caps, Error> {
         let info = root.join("info");
         let rd = std::fs::read_dir(&info).map_err(|_| Error::NotResctrl(root.to_path_buf()))?;
-        let mut names: Vec<String> = rd.filter_map(Result::ok).filter(|e| e.path().is_dir()).filter_map(|e| e.file_name().into_string().ok()).collect();
+        let mut names: Vec<String> = rd
+            .filter_map(Result::ok)
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
         names.sort();
         let mut caps = Caps::default();
         for name in names {
             let dir = info.join(&name);
             if name.ends_with("_MON") {
-                let features = read_opt(&dir.join("mon_features")).map(|s| s.split_whitespace().map(String::from).collect()).unwrap_or_default();
+                let features = read_opt(&dir.join("mon_features"))
+                    .map(|s| s.split_whitespace().map(String::from).collect())
+                    .unwrap_or_default();
                 caps.mon = Some(MonInfo {
                     num_rmids: num_opt(&dir.join("num_rmids"))?,
                     features,
@@ -99,7 +105,8 @@ impl Caps {
                     min_bandwidth: num_opt(&dir.join("min_bandwidth"))?,
                     delay_linear: num_opt::<u32>(&dir.join("delay_linear"))?.map(|v| v == 1),
                     num_closids: num_opt(&dir.join("num_closids"))?,
-                    thread_throttle_mode: read_opt(&dir.join("thread_throttle_mode")).map(|s| s.trim().to_string()),
+                    thread_throttle_mode: read_opt(&dir.join("thread_throttle_mode"))
+                        .map(|s| s.trim().to_string()),
                 });
             }
         }
@@ -109,7 +116,10 @@ impl Caps {
     /// The resources that partition cache level `level`: `[L3]`, or `[L3CODE, L3DATA]`
     /// when mounted with CDP.
     pub fn level(&self, level: u8) -> Vec<&CacheResource> {
-        self.caches.iter().filter(|c| c.level() == Some(level)).collect()
+        self.caches
+            .iter()
+            .filter(|c| c.level() == Some(level))
+            .collect()
     }
     pub fn cache(&self, name: &str) -> Option<&CacheResource> {
         self.caches.iter().find(|c| c.name == name)
@@ -122,20 +132,25 @@ impl Caps {
         c.chain(b).min()
     }
     pub fn monitors(&self, feature: &str) -> bool {
-        self.mon.as_ref().is_some_and(|m| m.features.iter().any(|f| f == feature))
+        self.mon
+            .as_ref()
+            .is_some_and(|m| m.features.iter().any(|f| f == feature))
     }
 }
 
 fn cache_resource(dir: &Path, name: &str) -> Result<CacheResource, Error> {
     let cbm_mask = mask::parse_cbm(&read(dir, "cbm_mask")?)?;
     if cbm_mask == 0 || !mask::is_contiguous(cbm_mask) {
-        return Err(Error::Parse(format!("info/{name}/cbm_mask {cbm_mask:x} is not a run of ways")));
+        return Err(Error::Parse(format!(
+            "info/{name}/cbm_mask {cbm_mask:x} is not a run of ways"
+        )));
     }
     Ok(CacheResource {
         name: name.to_string(),
         cbm_mask,
         min_cbm_bits: num_opt(&dir.join("min_cbm_bits"))?.unwrap_or(1),
-        num_closids: num_opt(&dir.join("num_closids"))?.ok_or_else(|| Error::Parse(format!("info/{name}/num_closids is missing")))?,
+        num_closids: num_opt(&dir.join("num_closids"))?
+            .ok_or_else(|| Error::Parse(format!("info/{name}/num_closids is missing")))?,
         shareable_bits: match read_opt(&dir.join("shareable_bits")) {
             Some(s) => mask::parse_cbm(&s)?,
             None => 0,
@@ -161,6 +176,12 @@ pub(crate) fn read_opt(p: &Path) -> Option<String> {
 pub(crate) fn num_opt<T: std::str::FromStr>(p: &Path) -> Result<Option<T>, Error> {
     match read_opt(p) {
         None => Ok(None),
-        Some(s) => s.trim().parse::<T>().map(Some).map_err(|_| Error::Parse(format!("{} holds '{}', not a number", p.display(), s.trim()))),
+        Some(s) => s.trim().parse::<T>().map(Some).map_err(|_| {
+            Error::Parse(format!(
+                "{} holds '{}', not a number",
+                p.display(),
+                s.trim()
+            ))
+        }),
     }
 }

@@ -24,7 +24,7 @@ pub mod fake;
 #[cfg(any(test, feature = "fake-kernel"))]
 pub mod fixtures;
 
-pub use info::{Caps, CacheResource, MbResource, MonInfo};
+pub use info::{CacheResource, Caps, MbResource, MonInfo};
 pub use tree::{Group, RootKind, Tree};
 
 use std::path::PathBuf;
@@ -44,7 +44,11 @@ pub enum Error {
     #[error("resctrl: {0}")]
     Parse(String),
     #[error("cannot {what} {}: {source}", .path.display())]
-    Io { what: &'static str, path: PathBuf, source: std::io::Error },
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The request cannot be met on this machine; the sentence says why.
     #[error("{0}")]
     Refused(String),
@@ -54,7 +58,15 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn io(what: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Error {
-        Error::Io { what, path: path.into(), source }
+    pub(crate) fn io(
+        what: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Error {
+        Error::Io {
+            what,
+            path: path.into(),
+            source,
+        }
     }
 }

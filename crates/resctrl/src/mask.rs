@@ -11,9 +11,12 @@ pub fn parse_cbm(s: &str) -> Result<Cbm, Error> {
     let t = s.trim();
     let t = t.strip_prefix("0x").unwrap_or(t);
     if t.is_empty() || t.len() > 16 {
-        return Err(Error::Parse(format!("'{s}' is not a cache bitmask (hex digits, at most 64 bits)")));
+        return Err(Error::Parse(format!(
+            "'{s}' is not a cache bitmask (hex digits, at most 64 bits)"
+        )));
     }
-    u64::from_str_radix(t, 16).map_err(|_| Error::Parse(format!("'{s}' is not a cache bitmask (hex digits)")))
+    u64::from_str_radix(t, 16)
+        .map_err(|_| Error::Parse(format!("'{s}' is not a cache bitmask (hex digits)")))
 }
 
 /// Number of ways in a mask.
@@ -47,7 +50,10 @@ pub fn format_cbm(m: Cbm, full: Cbm) -> String {
 
 /// Ways as a picture, highest way first (as bit_usage prints them): `#` set, `.` clear.
 pub fn picture(m: Cbm, width: u32) -> String {
-    (0..width).rev().map(|i| if m >> i & 1 == 1 { '#' } else { '.' }).collect()
+    (0..width)
+        .rev()
+        .map(|i| if m >> i & 1 == 1 { '#' } else { '.' })
+        .collect()
 }
 
 /// Way numbers as a compact list: `0-3,8`.
@@ -59,8 +65,12 @@ pub fn way_list(m: Cbm) -> String {
 /// Parses a CPU list (`0-3,8,10-11`; empty = none), sorted and without repeats: the
 /// kernel's cpulist syntax as kairos-platform reads it.
 pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, Error> {
-    let mut out = kairos_platform::numa::parse_cpulist(s)
-        .ok_or_else(|| Error::Parse(format!("CPU list '{}' is not CPU numbers and ranges like 0-3,8", s.trim())))?;
+    let mut out = kairos_platform::numa::parse_cpulist(s).ok_or_else(|| {
+        Error::Parse(format!(
+            "CPU list '{}' is not CPU numbers and ranges like 0-3,8",
+            s.trim()
+        ))
+    })?;
     out.sort_unstable();
     out.dedup();
     Ok(out)
@@ -75,7 +85,11 @@ pub fn format_list(v: &[u32]) -> String {
         while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
             j += 1;
         }
-        parts.push(if i == j { v[i].to_string() } else { format!("{}-{}", v[i], v[j]) });
+        parts.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
         i = j + 1;
     }
     parts.join(",")
@@ -102,7 +116,10 @@ mod tests {
 
     #[test]
     fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0-3,8, 10-11\n").ok(), Some(vec![0, 1, 2, 3, 8, 10, 11]));
+        assert_eq!(
+            parse_cpu_list("0-3,8, 10-11\n").ok(),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
         assert_eq!(parse_cpu_list("").ok(), Some(vec![]));
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("a").is_err());

@@ -30,9 +30,24 @@ pub fn read(group: &Path) -> Result<Vec<Reading>, Error> {
     let mut out = Vec::new();
     for e in rd.filter_map(Result::ok) {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(domain) = name.strip_prefix("mon_L3_").and_then(|d| d.parse::<u32>().ok()) else { continue };
-        let f = |file: &str| std::fs::read_to_string(e.path().join(file)).ok().as_deref().and_then(value);
-        out.push(Reading { domain, llc_occupancy: f("llc_occupancy"), mbm_total_bytes: f("mbm_total_bytes"), mbm_local_bytes: f("mbm_local_bytes") });
+        let Some(domain) = name
+            .strip_prefix("mon_L3_")
+            .and_then(|d| d.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let f = |file: &str| {
+            std::fs::read_to_string(e.path().join(file))
+                .ok()
+                .as_deref()
+                .and_then(value)
+        };
+        out.push(Reading {
+            domain,
+            llc_occupancy: f("llc_occupancy"),
+            mbm_total_bytes: f("mbm_total_bytes"),
+            mbm_local_bytes: f("mbm_local_bytes"),
+        });
     }
     out.sort_by_key(|r| r.domain);
     Ok(out)
@@ -40,7 +55,9 @@ pub fn read(group: &Path) -> Result<Vec<Reading>, Error> {
 
 /// Sum of occupancy over the domains that report it (None when none does).
 pub fn total_occupancy(r: &[Reading]) -> Option<u64> {
-    r.iter().filter_map(|x| x.llc_occupancy).reduce(|a, b| a + b)
+    r.iter()
+        .filter_map(|x| x.llc_occupancy)
+        .reduce(|a, b| a + b)
 }
 
 /// What happened to a cumulative counter between two reads.
@@ -60,7 +77,9 @@ pub enum Delta {
 pub fn delta(prev: Option<u64>, now: Option<u64>, width: u32) -> Delta {
     match (prev, now) {
         (Some(p), Some(n)) if n >= p => Delta::Bytes(n - p),
-        (Some(p), Some(n)) if width < 64 && p < 1u64 << width && n < 1u64 << width => Delta::Bytes((1u64 << width) - p + n),
+        (Some(p), Some(n)) if width < 64 && p < 1u64 << width && n < 1u64 << width => {
+            Delta::Bytes((1u64 << width) - p + n)
+        }
         (Some(_), Some(_)) => Delta::Reset,
         _ => Delta::Unknown,
     }

@@ -48,7 +48,11 @@ pub struct Plan {
 fn resources<'a>(tree: &'a Tree, level: &str) -> Result<Vec<&'a CacheResource>, Error> {
     let caps = &tree.caps;
     let have: Vec<&str> = caps.caches.iter().map(|c| c.name.as_str()).collect();
-    let have_txt = if have.is_empty() { "no cache allocation at all (info/ lists no L2 or L3)".to_string() } else { format!("cache allocation for {}", have.join(", ")) };
+    let have_txt = if have.is_empty() {
+        "no cache allocation at all (info/ lists no L2 or L3)".to_string()
+    } else {
+        format!("cache allocation for {}", have.join(", "))
+    };
     let (lvl, half) = match level {
         "L2" => (2, None),
         "L3" => (3, None),
@@ -81,18 +85,28 @@ pub fn plan(tree: &Tree, req: &Request) -> Result<Plan, Error> {
     let res = resources(tree, &req.level)?;
     let first = res[0];
     let (width, min) = (first.ways(), first.min_cbm_bits);
-    let name = res.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join("/");
+    let name = res
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect::<Vec<_>>()
+        .join("/");
     if req.ways == 0 {
         return Err(Error::Refused("--cache-ways must be at least 1".into()));
     }
     if req.ways > width {
-        return Err(Error::Refused(format!("{name} has {width} ways per cache (cbm_mask {:x}); {} do not fit", first.cbm_mask, req.ways)));
+        return Err(Error::Refused(format!(
+            "{name} has {width} ways per cache (cbm_mask {:x}); {} do not fit",
+            first.cbm_mask, req.ways
+        )));
     }
     if req.ways < min {
         return Err(Error::Refused(format!("{name} needs at least {min} ways in a mask (info/{}/min_cbm_bits); ask for {min} or more", first.name)));
     }
     if tree.group(&req.group).is_some() {
-        return Err(Error::Refused(format!("a group named {} exists already; remove it or pick another name", req.group)));
+        return Err(Error::Refused(format!(
+            "a group named {} exists already; remove it or pick another name",
+            req.group
+        )));
     }
     if let Some(limit) = tree.caps.closid_limit() {
         if tree.groups.len() as u32 >= limit {
@@ -109,11 +123,19 @@ pub fn plan(tree: &Tree, req: &Request) -> Result<Plan, Error> {
     }
     let doms: Vec<u32> = match req.lock_domain {
         Some(d) if tree.domains(&first.name).contains(&d) => vec![d],
-        Some(d) => return Err(Error::Refused(format!("{name} has no domain {d}; its domains are {}", mask::format_list(&tree.domains(&first.name))))),
+        Some(d) => {
+            return Err(Error::Refused(format!(
+                "{name} has no domain {d}; its domains are {}",
+                mask::format_list(&tree.domains(&first.name))
+            )))
+        }
         None => tree.domains(&first.name),
     };
     if doms.is_empty() {
-        return Err(Error::Refused(format!("the default group's schemata has no {} line", first.name)));
+        return Err(Error::Refused(format!(
+            "the default group's schemata has no {} line",
+            first.name
+        )));
     }
     let mut domains = Vec::new();
     for d in doms {
@@ -141,7 +163,11 @@ fn plan_domain(tree: &Tree, res: &[&CacheResource], d: u32, n: u32) -> Result<Do
         if let Some((_, u)) = r.bit_usage.iter().find(|(id, _)| *id == d) {
             io |= hw_bits(u);
             let cnt = u.chars().count() as u32;
-            locked |= u.chars().enumerate().filter(|(_, c)| *c == 'P').fold(0, |m, (i, _)| m | 1u64 << (cnt - 1 - i as u32));
+            locked |= u
+                .chars()
+                .enumerate()
+                .filter(|(_, c)| *c == 'P')
+                .fold(0, |m, (i, _)| m | 1u64 << (cnt - 1 - i as u32));
         }
         for g in tree.groups.iter().skip(1) {
             if let Some(m) = g.cbm(&r.name, d)? {
@@ -156,19 +182,39 @@ fn plan_domain(tree: &Tree, res: &[&CacheResource], d: u32, n: u32) -> Result<Do
     let others: Cbm = taken.iter().fold(locked, |a, (_, m)| a | m);
     let defaults: Vec<(String, Cbm)> = res
         .iter()
-        .map(|r| Ok((r.name.clone(), tree.default_group().cbm(&r.name, d)?.unwrap_or(r.cbm_mask))))
+        .map(|r| {
+            Ok((
+                r.name.clone(),
+                tree.default_group().cbm(&r.name, d)?.unwrap_or(r.cbm_mask),
+            ))
+        })
         .collect::<Result<_, Error>>()?;
     let default_ok = |m: Cbm| mask::ways(m) >= min.max(1) && (sparse || mask::is_contiguous(m));
     let fits = |k: u32| {
-        (0..=width.saturating_sub(k)).map(|low| mask::run(low, k)).find(|&w| {
-            w & (others | io) == 0 && defaults.iter().all(|(_, dm)| dm & w == 0 || default_ok(dm & !w))
-        })
+        (0..=width.saturating_sub(k))
+            .map(|low| mask::run(low, k))
+            .find(|&w| {
+                w & (others | io) == 0
+                    && defaults
+                        .iter()
+                        .all(|(_, dm)| dm & w == 0 || default_ok(dm & !w))
+            })
     };
     // Prefer ways nobody uses; else shrink the default group.
-    let free = (0..=width - n).map(|low| mask::run(low, n)).find(|&w| w & (others | io) == 0 && defaults.iter().all(|(_, dm)| dm & w == 0));
+    let free = (0..=width - n)
+        .map(|low| mask::run(low, n))
+        .find(|&w| w & (others | io) == 0 && defaults.iter().all(|(_, dm)| dm & w == 0));
     if let Some(w) = free.or_else(|| fits(n)) {
-        let shrink = defaults.iter().filter(|(_, dm)| dm & w != 0).map(|(r, dm)| (r.clone(), *dm, dm & !w)).collect();
-        return Ok(DomainPlan { domain: d, mask: w, shrink });
+        let shrink = defaults
+            .iter()
+            .filter(|(_, dm)| dm & w != 0)
+            .map(|(r, dm)| (r.clone(), *dm, dm & !w))
+            .collect();
+        return Ok(DomainPlan {
+            domain: d,
+            mask: w,
+            shrink,
+        });
     }
     // Refused: say what is in the way and what would fit.
     let best = (1..n).rev().find(|&k| k >= min && fits(k).is_some());
@@ -185,7 +231,11 @@ fn plan_domain(tree: &Tree, res: &[&CacheResource], d: u32, n: u32) -> Result<Do
         }
     }
     for (m, gs) in by_mask.iter().filter(|(m, _)| *m != 0) {
-        let who = if gs.len() == 1 { format!("group {}", gs[0]) } else { format!("groups {}", gs.join(", ")) };
+        let who = if gs.len() == 1 {
+            format!("group {}", gs[0])
+        } else {
+            format!("groups {}", gs.join(", "))
+        };
         parts.push(format!("ways {} belong to {who}", mask::way_list(*m)));
     }
     if locked != 0 {
@@ -203,7 +253,10 @@ fn plan_domain(tree: &Tree, res: &[&CacheResource], d: u32, n: u32) -> Result<Do
     };
     Err(Error::Refused(format!(
         "{n} exclusive ways do not fit in {} domain {d} ({width} ways): {}; {fit}",
-        res.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join("/"),
+        res.iter()
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>()
+            .join("/"),
         parts.join("; ")
     )))
 }

@@ -23,40 +23,77 @@ fn opt<T: Into<u64>>(v: Option<T>) -> Cell {
 
 /// Builds the document. `topo` maps CPUs to cache domains (empty: per-CPU table omitted).
 pub fn document(tree: &Tree, topo: &CacheTopology) -> Result<Document, Error> {
-    let mut doc = Document::new(format!("Cache allocation (resctrl at {})", tree.root.display()));
+    let mut doc = Document::new(format!(
+        "Cache allocation (resctrl at {})",
+        tree.root.display()
+    ));
     let caps = &tree.caps;
     let mut s = Section::new("resctrl");
-    s.push("Root", Cell::text(match tree.kind {
-        RootKind::Kernel => "kernel file system",
-        RootKind::Directory => "a plain directory (a copy of a tree): read as if mounted",
-    }));
-    s.push("Code/data prioritisation (CDP)", Cell::text(if tree.cdp_mounted { "on" } else { "off" }));
-    s.push("Classes of service (CLOS)", match caps.closid_limit() {
-        Some(l) => Cell::text(format!("{} of {l} in use", tree.groups.len())),
-        None => Cell::text("no allocation resource"),
-    });
-    s.push("Monitoring", match &caps.mon {
-        Some(m) => Cell::text(format!("{} ({} RMIDs)", m.features.join(", "), m.num_rmids.map_or("?".into(), |n| n.to_string()))),
-        None => Cell::text("none"),
-    });
+    s.push(
+        "Root",
+        Cell::text(match tree.kind {
+            RootKind::Kernel => "kernel file system",
+            RootKind::Directory => "a plain directory (a copy of a tree): read as if mounted",
+        }),
+    );
+    s.push(
+        "Code/data prioritisation (CDP)",
+        Cell::text(if tree.cdp_mounted { "on" } else { "off" }),
+    );
+    s.push(
+        "Classes of service (CLOS)",
+        match caps.closid_limit() {
+            Some(l) => Cell::text(format!("{} of {l} in use", tree.groups.len())),
+            None => Cell::text("no allocation resource"),
+        },
+    );
+    s.push(
+        "Monitoring",
+        match &caps.mon {
+            Some(m) => Cell::text(format!(
+                "{} ({} RMIDs)",
+                m.features.join(", "),
+                m.num_rmids.map_or("?".into(), |n| n.to_string())
+            )),
+            None => Cell::text("none"),
+        },
+    );
     if let Some(st) = &tree.last_cmd_status {
         s.push("Last command status", Cell::text(st.clone()));
     }
     doc.push_section(s);
 
     let mut t = Table::new(vec![
-        Column::left("Resource"), Column::left("Domains"), Column::right("Ways"), Column::left("cbm_mask"),
-        Column::right("Way size").with_unit("bytes"), Column::right("Min ways"), Column::right("CLOS"),
-        Column::left("I/O ways (shareable_bits)"), Column::left("Sparse masks"),
+        Column::left("Resource"),
+        Column::left("Domains"),
+        Column::right("Ways"),
+        Column::left("cbm_mask"),
+        Column::right("Way size").with_unit("bytes"),
+        Column::right("Min ways"),
+        Column::right("CLOS"),
+        Column::left("I/O ways (shareable_bits)"),
+        Column::left("Sparse masks"),
     ])
     .with_title("Cache allocation resources");
     for c in &caps.caches {
         let doms = tree.domains(&c.name);
         t.push_row(vec![
-            Cell::text(c.name.clone()), Cell::text(mask::format_list(&doms)), Cell::UInt(c.ways().into()),
-            Cell::text(mask::format_cbm(c.cbm_mask, c.cbm_mask)), opt(doms.first().and_then(|d| tree.way_bytes(&c.name, *d))),
-            Cell::UInt(c.min_cbm_bits.into()), Cell::UInt(c.num_closids.into()),
-            Cell::text(if c.shareable_bits == 0 { "-".into() } else { format!("{} ({:x})", mask::way_list(c.shareable_bits), c.shareable_bits) }),
+            Cell::text(c.name.clone()),
+            Cell::text(mask::format_list(&doms)),
+            Cell::UInt(c.ways().into()),
+            Cell::text(mask::format_cbm(c.cbm_mask, c.cbm_mask)),
+            opt(doms.first().and_then(|d| tree.way_bytes(&c.name, *d))),
+            Cell::UInt(c.min_cbm_bits.into()),
+            Cell::UInt(c.num_closids.into()),
+            Cell::text(if c.shareable_bits == 0 {
+                "-".into()
+            } else {
+                format!(
+                    "{} ({:x})",
+                    mask::way_list(c.shareable_bits),
+                    c.shareable_bits
+                )
+            }),
             Cell::text(if c.sparse_masks { "yes" } else { "no" }),
         ]);
     }
@@ -67,33 +104,72 @@ pub fn document(tree: &Tree, topo: &CacheTopology) -> Result<Document, Error> {
 
     if !caps.bandwidth.is_empty() {
         let mut t = Table::new(vec![
-            Column::left("Resource"), Column::left("Unit"), Column::right("Granularity"), Column::right("Minimum"),
-            Column::left("Linear"), Column::right("CLOS"), Column::left("Throttle mode"),
+            Column::left("Resource"),
+            Column::left("Unit"),
+            Column::right("Granularity"),
+            Column::right("Minimum"),
+            Column::left("Linear"),
+            Column::right("CLOS"),
+            Column::left("Throttle mode"),
         ])
         .with_title("Memory bandwidth allocation");
         for b in &caps.bandwidth {
-            let unit = if tree.mba_mbps && b.name == "MB" { "MBps (mba_MBps)" } else { "percent" };
+            let unit = if tree.mba_mbps && b.name == "MB" {
+                "MBps (mba_MBps)"
+            } else {
+                "percent"
+            };
             t.push_row(vec![
-                Cell::text(b.name.clone()), Cell::text(unit), opt(b.bandwidth_gran), opt(b.min_bandwidth),
-                b.delay_linear.map_or(Cell::Empty, |l| Cell::text(if l { "yes" } else { "no" })), opt(b.num_closids),
-                b.thread_throttle_mode.clone().map_or(Cell::Empty, Cell::text),
+                Cell::text(b.name.clone()),
+                Cell::text(unit),
+                opt(b.bandwidth_gran),
+                opt(b.min_bandwidth),
+                b.delay_linear
+                    .map_or(Cell::Empty, |l| Cell::text(if l { "yes" } else { "no" })),
+                opt(b.num_closids),
+                b.thread_throttle_mode
+                    .clone()
+                    .map_or(Cell::Empty, Cell::text),
             ]);
         }
         doc.push_table(t);
     }
 
-    let mut t = Table::new(vec![Column::left("Group"), Column::left("Mode"), Column::right("Tasks"), Column::left("CPUs"), Column::left("Schemata")])
-        .with_title("Control groups");
+    let mut t = Table::new(vec![
+        Column::left("Group"),
+        Column::left("Mode"),
+        Column::right("Tasks"),
+        Column::left("CPUs"),
+        Column::left("Schemata"),
+    ])
+    .with_title("Control groups");
     for g in &tree.groups {
         t.push_row(vec![
-            Cell::text(g.label()), g.mode.clone().map_or(Cell::Empty, Cell::text), Cell::UInt(g.tasks.len() as u64),
-            Cell::text(if g.cpus.is_empty() { "-".into() } else { mask::format_list(&g.cpus) }),
-            Cell::text(g.schemata.lines.iter().map(|l| l.render()).collect::<Vec<_>>().join(" ")),
+            Cell::text(g.label()),
+            g.mode.clone().map_or(Cell::Empty, Cell::text),
+            Cell::UInt(g.tasks.len() as u64),
+            Cell::text(if g.cpus.is_empty() {
+                "-".into()
+            } else {
+                mask::format_list(&g.cpus)
+            }),
+            Cell::text(
+                g.schemata
+                    .lines
+                    .iter()
+                    .map(|l| l.render())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
         ]);
     }
     // A Kairos killed with SIGKILL cannot undo its group: point at what it left.
     for g in &tree.groups {
-        if let Some(pid) = g.name.strip_prefix("kairos-").and_then(|p| p.parse::<u32>().ok()) {
+        if let Some(pid) = g
+            .name
+            .strip_prefix("kairos-")
+            .and_then(|p| p.parse::<u32>().ok())
+        {
             if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
                 t.push_note(format!(
                     "group {} was left by a Kairos that no longer runs (pid {pid}); remove it with rmdir {} and check the default group's schemata",
@@ -111,18 +187,33 @@ pub fn document(tree: &Tree, topo: &CacheTopology) -> Result<Document, Error> {
     match avail::per_cpu(tree, topo, &uses) {
         Some(rows) => {
             let mut t = Table::new(vec![
-                Column::left("CPUs"), Column::left("Resource"), Column::right("Domain"), Column::left("Group"),
-                Column::left("May fill"), Column::right("Exclusive ways"), Column::left("Shared with"),
+                Column::left("CPUs"),
+                Column::left("Resource"),
+                Column::right("Domain"),
+                Column::left("Group"),
+                Column::left("May fill"),
+                Column::right("Exclusive ways"),
+                Column::left("Shared with"),
             ])
             .with_title("Cache availability per CPU (tasks of the default group running there)");
             for r in rows {
-                let width = uses.iter().find(|u| u.resource == r.resource).map_or(0, |u| u.width);
+                let width = uses
+                    .iter()
+                    .find(|u| u.resource == r.resource)
+                    .map_or(0, |u| u.width);
                 t.push_row(vec![
-                    Cell::text(mask::format_list(&r.cpus)), Cell::text(r.resource), Cell::UInt(r.domain.into()), Cell::text(r.group),
-                    Cell::text(avail::describe(r.mask, width)), Cell::UInt(mask::ways(r.exclusive).into()), list(&r.shared_with),
+                    Cell::text(mask::format_list(&r.cpus)),
+                    Cell::text(r.resource),
+                    Cell::UInt(r.domain.into()),
+                    Cell::text(r.group),
+                    Cell::text(avail::describe(r.mask, width)),
+                    Cell::UInt(mask::ways(r.exclusive).into()),
+                    list(&r.shared_with),
                 ]);
             }
-            t.push_note("tasks moved into a group fill that group's ways on whichever CPU they run");
+            t.push_note(
+                "tasks moved into a group fill that group's ways on whichever CPU they run",
+            );
             doc.push_table(t);
         }
         None if !uses.is_empty() => {
@@ -134,15 +225,26 @@ pub fn document(tree: &Tree, topo: &CacheTopology) -> Result<Document, Error> {
     }
 
     let mut t = Table::new(vec![
-        Column::left("Group"), Column::right("Domain"), Column::right("LLC occupancy").with_unit("bytes"),
-        Column::right("MBM total").with_unit("bytes"), Column::right("MBM local").with_unit("bytes"),
+        Column::left("Group"),
+        Column::right("Domain"),
+        Column::right("LLC occupancy").with_unit("bytes"),
+        Column::right("MBM total").with_unit("bytes"),
+        Column::right("MBM local").with_unit("bytes"),
     ])
     .with_title("Monitoring counters now (occupancy; bandwidth counters are cumulative)");
     for g in tree.groups.iter().filter(|g| g.has_mon_data) {
-        let Ok(rs) = monitor::read(&g.path) else { continue };
+        let Ok(rs) = monitor::read(&g.path) else {
+            continue;
+        };
         for r in rs {
             let c = |v: Option<u64>| v.map_or(Cell::text("Unavailable"), Cell::UInt);
-            t.push_row(vec![Cell::text(g.label()), Cell::UInt(r.domain.into()), c(r.llc_occupancy), c(r.mbm_total_bytes), c(r.mbm_local_bytes)]);
+            t.push_row(vec![
+                Cell::text(g.label()),
+                Cell::UInt(r.domain.into()),
+                c(r.llc_occupancy),
+                c(r.mbm_total_bytes),
+                c(r.mbm_local_bytes),
+            ]);
         }
     }
     if !t.rows.is_empty() {
@@ -154,8 +256,14 @@ pub fn document(tree: &Tree, topo: &CacheTopology) -> Result<Document, Error> {
 /// One row per group and run of domains whose ways look the same.
 fn ways_table(uses: &[DomainUse]) -> Table {
     let mut t = Table::new(vec![
-        Column::left("Resource"), Column::left("Domains"), Column::left("Group"), Column::left("Ways (highest first)"),
-        Column::left("Mask"), Column::right("Ways"), Column::right("Exclusive"), Column::left("Shared with"),
+        Column::left("Resource"),
+        Column::left("Domains"),
+        Column::left("Group"),
+        Column::left("Ways (highest first)"),
+        Column::left("Mask"),
+        Column::right("Ways"),
+        Column::right("Exclusive"),
+        Column::left("Shared with"),
     ])
     .with_title("Ways per domain (# = may fill; I/O = ways DDIO or other hardware fills too)");
     let mut i = 0;
@@ -170,16 +278,26 @@ fn ways_table(uses: &[DomainUse]) -> Table {
         let full = mask::run(0, u.width);
         if u.io != 0 {
             t.push_row(vec![
-                Cell::text(u.resource.clone()), Cell::text(mask::format_list(&doms)), Cell::text(avail::IO),
-                Cell::text(mask::picture(u.io, u.width)), Cell::text(mask::format_cbm(u.io, full)), Cell::UInt(mask::ways(u.io).into()),
-                Cell::Empty, Cell::Empty,
+                Cell::text(u.resource.clone()),
+                Cell::text(mask::format_list(&doms)),
+                Cell::text(avail::IO),
+                Cell::text(mask::picture(u.io, u.width)),
+                Cell::text(mask::format_cbm(u.io, full)),
+                Cell::UInt(mask::ways(u.io).into()),
+                Cell::Empty,
+                Cell::Empty,
             ]);
         }
         for g in &u.groups {
             t.push_row(vec![
-                Cell::text(u.resource.clone()), Cell::text(mask::format_list(&doms)), Cell::text(g.group.clone()),
-                Cell::text(mask::picture(g.mask, u.width)), Cell::text(mask::format_cbm(g.mask, full)), Cell::UInt(mask::ways(g.mask).into()),
-                Cell::UInt(mask::ways(g.exclusive).into()), list(&g.shared_with),
+                Cell::text(u.resource.clone()),
+                Cell::text(mask::format_list(&doms)),
+                Cell::text(g.group.clone()),
+                Cell::text(mask::picture(g.mask, u.width)),
+                Cell::text(mask::format_cbm(g.mask, full)),
+                Cell::UInt(mask::ways(g.mask).into()),
+                Cell::UInt(mask::ways(g.exclusive).into()),
+                list(&g.shared_with),
             ]);
         }
         i += 1;

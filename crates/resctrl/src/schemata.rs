@@ -13,11 +13,18 @@ pub struct Line {
 
 impl Line {
     pub fn get(&self, domain: u32) -> Option<&str> {
-        self.domains.iter().find(|(d, _)| *d == domain).map(|(_, v)| v.as_str())
+        self.domains
+            .iter()
+            .find(|(d, _)| *d == domain)
+            .map(|(_, v)| v.as_str())
     }
     /// The line as written to the kernel.
     pub fn render(&self) -> String {
-        let doms: Vec<String> = self.domains.iter().map(|(d, v)| format!("{d}={v}")).collect();
+        let doms: Vec<String> = self
+            .domains
+            .iter()
+            .map(|(d, v)| format!("{d}={v}"))
+            .collect();
         format!("{}:{}", self.resource, doms.join(";"))
     }
 }
@@ -33,10 +40,13 @@ impl Schemata {
     pub fn parse(text: &str) -> Result<Schemata, Error> {
         let mut lines = Vec::new();
         for raw in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let (res, rest) = raw
-                .split_once(':')
-                .ok_or_else(|| Error::Parse(format!("schemata line '{raw}' has no 'RESOURCE:' prefix")))?;
-            lines.push(Line { resource: res.trim().to_string(), domains: parse_domains(rest)? });
+            let (res, rest) = raw.split_once(':').ok_or_else(|| {
+                Error::Parse(format!("schemata line '{raw}' has no 'RESOURCE:' prefix"))
+            })?;
+            lines.push(Line {
+                resource: res.trim().to_string(),
+                domains: parse_domains(rest)?,
+            });
         }
         Ok(Schemata { lines })
     }
@@ -64,9 +74,15 @@ pub fn parse_domains(s: &str) -> Result<Vec<(u32, String)>, Error> {
         let (id, v) = part
             .split_once('=')
             .ok_or_else(|| Error::Parse(format!("'{part}' is not DOMAIN=VALUE")))?;
-        let id = id.trim().parse::<u32>().map_err(|_| Error::Parse(format!("domain id '{}' is not a number", id.trim())))?;
+        let id = id
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| Error::Parse(format!("domain id '{}' is not a number", id.trim())))?;
         if out.iter().any(|(d, _)| *d == id) {
-            return Err(Error::Parse(format!("domain {id} appears twice in '{}'", s.trim())));
+            return Err(Error::Parse(format!(
+                "domain {id} appears twice in '{}'",
+                s.trim()
+            )));
         }
         out.push((id, v.trim().to_string()));
     }
@@ -79,9 +95,13 @@ mod tests {
 
     #[test]
     fn parses_kernel_padding_and_sparse_ids() {
-        let s = Schemata::parse("    MB:0=  100;1=  100\n    L3:0=fffff;1=fffff\n").unwrap_or_default();
+        let s =
+            Schemata::parse("    MB:0=  100;1=  100\n    L3:0=fffff;1=fffff\n").unwrap_or_default();
         assert_eq!(s.line("MB").and_then(|l| l.get(1)), Some("100"));
-        assert_eq!(s.line("L3").map(|l| l.render()).as_deref(), Some("L3:0=fffff;1=fffff"));
+        assert_eq!(
+            s.line("L3").map(|l| l.render()).as_deref(),
+            Some("L3:0=fffff;1=fffff")
+        );
         let amd = Schemata::parse("L3:0=ffff;7=ffff;16=ffff;23=ffff").unwrap_or_default();
         let ids: Vec<u32> = amd.lines[0].domains.iter().map(|(d, _)| *d).collect();
         assert_eq!(ids, vec![0, 7, 16, 23]);

@@ -68,7 +68,10 @@ impl Group {
         }
     }
     pub fn is_exclusive(&self) -> bool {
-        matches!(self.mode.as_deref(), Some("exclusive") | Some("pseudo-locked") | Some("pseudo-locksetup"))
+        matches!(
+            self.mode.as_deref(),
+            Some("exclusive") | Some("pseudo-locked") | Some("pseudo-locksetup")
+        )
     }
 }
 
@@ -102,14 +105,31 @@ impl Tree {
         for n in names {
             groups.push(read_group(&root.join(&n), n)?);
         }
-        let mount_opts = if kind == RootKind::Kernel { mount_options(root) } else { None };
+        let mount_opts = if kind == RootKind::Kernel {
+            mount_options(root)
+        } else {
+            None
+        };
         // A copy of a tree has no mount options: MBps mode shows in values above 100 %.
         let mba_mbps = match &mount_opts {
             Some(o) => o.split(',').any(|x| x == "mba_MBps"),
-            None => groups[0].schemata.line("MB").is_some_and(|l| l.domains.iter().any(|(_, v)| v.parse::<u64>().is_ok_and(|x| x > 100))),
+            None => groups[0].schemata.line("MB").is_some_and(|l| {
+                l.domains
+                    .iter()
+                    .any(|(_, v)| v.parse::<u64>().is_ok_and(|x| x > 100))
+            }),
         };
         let cdp_mounted = caps.caches.iter().any(|c| c.is_cdp());
-        Ok(Tree { root: root.to_path_buf(), kind, caps, groups, mba_mbps, cdp_mounted, last_cmd_status: read_opt(&root.join("info/last_cmd_status")).map(|s| s.trim().to_string()) })
+        Ok(Tree {
+            root: root.to_path_buf(),
+            kind,
+            caps,
+            groups,
+            mba_mbps,
+            cdp_mounted,
+            last_cmd_status: read_opt(&root.join("info/last_cmd_status"))
+                .map(|s| s.trim().to_string()),
+        })
     }
 
     pub fn default_group(&self) -> &Group {
@@ -120,7 +140,11 @@ impl Tree {
     }
     /// Domain ids of `resource`, from the default group's schemata.
     pub fn domains(&self, resource: &str) -> Vec<u32> {
-        self.default_group().schemata.line(resource).map(|l| l.domains.iter().map(|(d, _)| *d).collect()).unwrap_or_default()
+        self.default_group()
+            .schemata
+            .line(resource)
+            .map(|l| l.domains.iter().map(|(d, _)| *d).collect())
+            .unwrap_or_default()
     }
     /// Bytes per way of `resource` in `domain`: the default group's `size` over its ways.
     pub fn way_bytes(&self, resource: &str, domain: u32) -> Option<u64> {
@@ -134,15 +158,25 @@ impl Tree {
 fn read_group(dir: &Path, name: String) -> Result<Group, Error> {
     let sp = dir.join("schemata");
     let text = std::fs::read_to_string(&sp).map_err(|e| Error::io("read", &sp, e))?;
-    let schemata = Schemata::parse(&text).map_err(|e| Error::Parse(format!("{}: {e}", sp.display())))?;
-    let tasks = read_opt(&dir.join("tasks")).map(|s| s.split_whitespace().filter_map(|t| t.parse().ok()).collect()).unwrap_or_default();
+    let schemata =
+        Schemata::parse(&text).map_err(|e| Error::Parse(format!("{}: {e}", sp.display())))?;
+    let tasks = read_opt(&dir.join("tasks"))
+        .map(|s| {
+            s.split_whitespace()
+                .filter_map(|t| t.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
     let cpus = match read_opt(&dir.join("cpus_list")) {
         Some(s) => mask::parse_cpu_list(&s)?,
         None => Vec::new(),
     };
     let mon_groups = match std::fs::read_dir(dir.join("mon_groups")) {
         Ok(rd) => {
-            let mut v: Vec<String> = rd.filter_map(Result::ok).filter_map(|e| e.file_name().into_string().ok()).collect();
+            let mut v: Vec<String> = rd
+                .filter_map(Result::ok)
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect();
             v.sort();
             v
         }
@@ -151,7 +185,9 @@ fn read_group(dir: &Path, name: String) -> Result<Group, Error> {
     Ok(Group {
         name,
         path: dir.to_path_buf(),
-        mode: read_opt(&dir.join("mode")).map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
+        mode: read_opt(&dir.join("mode"))
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty()),
         tasks,
         cpus,
         schemata,

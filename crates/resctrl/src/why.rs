@@ -23,10 +23,26 @@ pub struct Absence {
 
 /// Explains why `root` holds no resctrl tree; `config` is the kernel's build
 /// configuration where readable (it tells a kernel without resctrl from a CPU without RDT).
-pub fn explain(cpuinfo: &str, filesystems: &str, mounts: &str, config: Option<&KernelConfig>, root: &Path) -> Absence {
-    let support = ResctrlSupport::new(&parse_cpuinfo(cpuinfo), &parse_filesystems(filesystems), config);
-    let mounted_at = parse_mounts(mounts).into_iter().find(|m| m.fstype == "resctrl").map(|m| m.target);
-    let mut causes: Vec<String> = [support.cpu_cause(), support.kernel_cause()].into_iter().flatten().collect();
+pub fn explain(
+    cpuinfo: &str,
+    filesystems: &str,
+    mounts: &str,
+    config: Option<&KernelConfig>,
+    root: &Path,
+) -> Absence {
+    let support = ResctrlSupport::new(
+        &parse_cpuinfo(cpuinfo),
+        &parse_filesystems(filesystems),
+        config,
+    );
+    let mounted_at = parse_mounts(mounts)
+        .into_iter()
+        .find(|m| m.fstype == "resctrl")
+        .map(|m| m.target);
+    let mut causes: Vec<String> = [support.cpu_cause(), support.kernel_cause()]
+        .into_iter()
+        .flatten()
+        .collect();
     match &mounted_at {
         Some(m) if Path::new(m) != root => causes.push(format!("resctrl is mounted at {m}, not at {}: give --resctrl-root {m}", root.display())),
         Some(_) => {}
@@ -38,14 +54,25 @@ pub fn explain(cpuinfo: &str, filesystems: &str, mounts: &str, config: Option<&K
     if causes.is_empty() {
         causes.push(format!("{} has no info/ directory", root.display()));
     }
-    Absence { cpu_flags: support.cpu_flags, kernel_has_resctrl: support.registered, mounted_at, causes }
+    Absence {
+        cpu_flags: support.cpu_flags,
+        kernel_has_resctrl: support.registered,
+        mounted_at,
+        causes,
+    }
 }
 
 /// The live system's explanation.
 pub fn explain_live(root: &Path) -> Absence {
     let r = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let config = KernelConfig::read(&kairos_platform::SystemRoot::live());
-    explain(&r("/proc/cpuinfo"), &r("/proc/filesystems"), &r("/proc/mounts"), config.as_ref(), root)
+    explain(
+        &r("/proc/cpuinfo"),
+        &r("/proc/filesystems"),
+        &r("/proc/mounts"),
+        config.as_ref(),
+        root,
+    )
 }
 
 /// What works without resctrl.
@@ -68,18 +95,42 @@ mod tests {
         let no = KernelConfig::parse("# CONFIG_X86_CPU_RESCTRL is not set\n", "/proc/config.gz");
         let a = explain(VM, FS_NO, "", Some(&no), Path::new(ROOT));
         assert_eq!(a.causes.len(), 2, "{a:?}");
-        assert!(a.causes[0].contains("none of the RDT flags rdt_a, cat_l3") && a.causes[0].contains("virtual machine"));
+        assert!(
+            a.causes[0].contains("none of the RDT flags rdt_a, cat_l3")
+                && a.causes[0].contains("virtual machine")
+        );
         assert!(a.causes[1].contains("built without resctrl"));
         // A guest whose kernel has resctrl: only the CPU is to blame.
         let yes = KernelConfig::parse("CONFIG_X86_CPU_RESCTRL=y\n", "/boot/config-6.1.0");
         let a = explain(VM, FS_NO, "", Some(&yes), Path::new(ROOT));
         assert_eq!(a.causes.len(), 1, "{a:?}");
-        let a = explain(INTEL, FS_YES, "sysfs /sys sysfs rw 0 0\n", None, Path::new(ROOT));
-        assert_eq!(a.cpu_flags, ["rdt_a", "cat_l3", "mba", "cqm_llc", "cqm_occup_llc"]);
+        let a = explain(
+            INTEL,
+            FS_YES,
+            "sysfs /sys sysfs rw 0 0\n",
+            None,
+            Path::new(ROOT),
+        );
+        assert_eq!(
+            a.cpu_flags,
+            ["rdt_a", "cat_l3", "mba", "cqm_llc", "cqm_occup_llc"]
+        );
         assert_eq!(a.causes.len(), 1);
-        assert!(a.causes[0].contains("not mounted; as root: mount -t resctrl resctrl /sys/fs/resctrl"), "{a:?}");
-        let a = explain(INTEL, FS_YES, "resctrl /mnt/rc resctrl rw 0 0\n", None, Path::new(ROOT));
-        assert!(a.causes[0].contains("mounted at /mnt/rc") && a.causes[0].contains("--resctrl-root /mnt/rc"));
+        assert!(
+            a.causes[0].contains("not mounted; as root: mount -t resctrl resctrl /sys/fs/resctrl"),
+            "{a:?}"
+        );
+        let a = explain(
+            INTEL,
+            FS_YES,
+            "resctrl /mnt/rc resctrl rw 0 0\n",
+            None,
+            Path::new(ROOT),
+        );
+        assert!(
+            a.causes[0].contains("mounted at /mnt/rc")
+                && a.causes[0].contains("--resctrl-root /mnt/rc")
+        );
         let a = explain(INTEL, FS_NO, "", None, Path::new(ROOT));
         assert_eq!(a.causes.len(), 1);
         assert!(a.causes[0].contains("built without resctrl"));

@@ -34,7 +34,12 @@ pub struct Journal {
 
 impl Journal {
     pub fn new(tree: &Tree) -> Journal {
-        Journal { root: tree.root.clone(), kind: tree.kind, steps: Vec::new(), log: Vec::new() }
+        Journal {
+            root: tree.root.clone(),
+            kind: tree.kind,
+            steps: Vec::new(),
+            log: Vec::new(),
+        }
     }
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
@@ -57,12 +62,25 @@ impl Journal {
                     });
                     match r {
                         Ok(()) => self.log.push(format!("removed group {}", dir.display())),
-                        Err(e) => failed.push(format!("could not remove {} ({e}); as root: rmdir {}", dir.display(), dir.display())),
+                        Err(e) => failed.push(format!(
+                            "could not remove {} ({e}); as root: rmdir {}",
+                            dir.display(),
+                            dir.display()
+                        )),
                     }
                 }
                 Step::Schemata(file, old) => match write_file(&file, &old) {
-                    Ok(()) => self.log.push(format!("restored {} to {}", file.display(), old.trim().replace('\n', " "))),
-                    Err(e) => failed.push(format!("could not restore {} ({e}); as root: printf '{}' > {}", file.display(), old.replace('\n', "\\n"), file.display())),
+                    Ok(()) => self.log.push(format!(
+                        "restored {} to {}",
+                        file.display(),
+                        old.trim().replace('\n', " ")
+                    )),
+                    Err(e) => failed.push(format!(
+                        "could not restore {} ({e}); as root: printf '{}' > {}",
+                        file.display(),
+                        old.replace('\n', "\\n"),
+                        file.display()
+                    )),
                 },
             }
         }
@@ -80,15 +98,34 @@ impl Journal {
             let old = Schemata::parse(&old)?.render();
             self.steps.push(Step::Schemata(file.to_path_buf(), old));
         }
-        write_file(file, &text).map_err(|e| self.kernel_error(format!("write {} to {}", text.trim().replace('\n', " "), file.display()), e))?;
-        self.log.push(format!("wrote {} to {}", text.trim().replace('\n', " "), file.display()));
+        write_file(file, &text).map_err(|e| {
+            self.kernel_error(
+                format!(
+                    "write {} to {}",
+                    text.trim().replace('\n', " "),
+                    file.display()
+                ),
+                e,
+            )
+        })?;
+        self.log.push(format!(
+            "wrote {} to {}",
+            text.trim().replace('\n', " "),
+            file.display()
+        ));
         Ok(())
     }
 
     /// A failed write, with the kernel's own explanation from info/last_cmd_status.
     fn kernel_error(&self, what: String, e: std::io::Error) -> Error {
-        let status = std::fs::read_to_string(self.root.join("info/last_cmd_status")).map(|s| s.trim().to_string()).unwrap_or_default();
-        let status = if status.is_empty() || status == "ok" { e.to_string() } else { format!("{status} ({e})") };
+        let status = std::fs::read_to_string(self.root.join("info/last_cmd_status"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
+        let status = if status.is_empty() || status == "ok" {
+            e.to_string()
+        } else {
+            format!("{status} ({e})")
+        };
         Error::Kernel { what, status }
     }
 }
@@ -120,7 +157,9 @@ pub fn apply(tree: &Tree, plan: &Plan, journal: &mut Journal) -> Result<Applied,
     let mut root = tree.default_group().schemata.clone();
     let mut changed = false;
     for r in &plan.resources {
-        let Some(line) = root.line(r).cloned() else { continue };
+        let Some(line) = root.line(r).cloned() else {
+            continue;
+        };
         let mut line = line;
         for dp in &plan.domains {
             if let Some((_, _, new)) = dp.shrink.iter().find(|(res, _, _)| res == r) {
@@ -136,22 +175,41 @@ pub fn apply(tree: &Tree, plan: &Plan, journal: &mut Journal) -> Result<Applied,
     // 2. The group. EEXIST / ENOSPC come with the kernel's reason.
     let dir = tree.root.join(&plan.group);
     std::fs::create_dir(&dir).map_err(|e| {
-        let why = if e.raw_os_error() == Some(libc::ENOSPC) { "no class of service (CLOS) or monitoring id (RMID) is free".to_string() } else { e.to_string() };
-        journal.kernel_error(format!("create group {}", dir.display()), std::io::Error::other(why))
+        let why = if e.raw_os_error() == Some(libc::ENOSPC) {
+            "no class of service (CLOS) or monitoring id (RMID) is free".to_string()
+        } else {
+            e.to_string()
+        };
+        journal.kernel_error(
+            format!("create group {}", dir.display()),
+            std::io::Error::other(why),
+        )
     })?;
     journal.steps.push(Step::Created(dir.clone()));
     journal.log.push(format!("created group {}", dir.display()));
     wait_for(tree.kind, &dir.join("schemata"))?;
     if plan.lock {
-        write_file(&dir.join("mode"), "pseudo-locksetup\n").map_err(|e| journal.kernel_error("enter pseudo-locksetup mode".into(), e))?;
-        journal.log.push(format!("wrote pseudo-locksetup to {}", dir.join("mode").display()));
+        write_file(&dir.join("mode"), "pseudo-locksetup\n")
+            .map_err(|e| journal.kernel_error("enter pseudo-locksetup mode".into(), e))?;
+        journal.log.push(format!(
+            "wrote pseudo-locksetup to {}",
+            dir.join("mode").display()
+        ));
     }
     // 3. Its masks: the kernel's initial schemata with our lines replaced. A region to
     // pseudo-lock gets exactly one line with one domain, as the kernel demands.
-    let initial = std::fs::read_to_string(dir.join("schemata")).map_err(|e| Error::io("read", dir.join("schemata"), e))?;
-    let mut ours = if plan.lock { Schemata::default() } else { Schemata::parse(&initial)? };
+    let initial = std::fs::read_to_string(dir.join("schemata"))
+        .map_err(|e| Error::io("read", dir.join("schemata"), e))?;
+    let mut ours = if plan.lock {
+        Schemata::default()
+    } else {
+        Schemata::parse(&initial)?
+    };
     for r in &plan.resources {
-        let mut line = ours.line(r).cloned().unwrap_or(Line { resource: r.clone(), domains: Vec::new() });
+        let mut line = ours.line(r).cloned().unwrap_or(Line {
+            resource: r.clone(),
+            domains: Vec::new(),
+        });
         for dp in &plan.domains {
             set_dom(&mut line, dp.domain, &mask::format_cbm(dp.mask, full));
         }
@@ -162,18 +220,29 @@ pub fn apply(tree: &Tree, plan: &Plan, journal: &mut Journal) -> Result<Applied,
     let now = Schemata::parse(&std::fs::read_to_string(dir.join("schemata")).unwrap_or_default())?;
     for r in &plan.resources {
         for dp in &plan.domains {
-            let got = now.line(r).and_then(|l| l.get(dp.domain)).and_then(|v| mask::parse_cbm(v).ok());
+            let got = now
+                .line(r)
+                .and_then(|l| l.get(dp.domain))
+                .and_then(|v| mask::parse_cbm(v).ok());
             if got != Some(dp.mask) {
-                return Err(Error::Kernel { what: format!("set {r}:{}={:x}", dp.domain, dp.mask), status: format!("the group's schemata shows {got:x?}") });
+                return Err(Error::Kernel {
+                    what: format!("set {r}:{}={:x}", dp.domain, dp.mask),
+                    status: format!("the group's schemata shows {got:x?}"),
+                });
             }
         }
     }
-    let mut applied = Applied { path: dir.clone(), exclusive_mode: Ok(()), lock_device: None };
+    let mut applied = Applied {
+        path: dir.clone(),
+        exclusive_mode: Ok(()),
+        lock_device: None,
+    };
     if plan.lock {
         let mode = std::fs::read_to_string(dir.join("mode")).unwrap_or_default();
         let dev = PathBuf::from("/dev/pseudo_lock").join(&plan.group);
         if mode.trim() != "pseudo-locked" || !dev.exists() {
-            let st = std::fs::read_to_string(tree.root.join("info/last_cmd_status")).unwrap_or_default();
+            let st =
+                std::fs::read_to_string(tree.root.join("info/last_cmd_status")).unwrap_or_default();
             return Err(Error::Kernel {
                 what: "pseudo-lock the region".into(),
                 status: format!(
@@ -188,19 +257,28 @@ pub fn apply(tree: &Tree, plan: &Plan, journal: &mut Journal) -> Result<Applied,
     } else {
         // Kernel exclusive mode also keeps groups made later off our ways; it is refused
         // when the group shares another resource (e.g. the other cache level).
-        applied.exclusive_mode = write_file(&dir.join("mode"), "exclusive\n").map_err(|e| journal.kernel_error("set exclusive mode".into(), e).to_string());
+        applied.exclusive_mode = write_file(&dir.join("mode"), "exclusive\n").map_err(|e| {
+            journal
+                .kernel_error("set exclusive mode".into(), e)
+                .to_string()
+        });
     }
     Ok(applied)
 }
 
 /// Moves a task into a group (children it forks later follow it).
 pub fn move_task(group: &Path, pid: u32) -> Result<(), Error> {
-    append(&group.join("tasks"), &format!("{pid}\n")).map_err(|e| Error::io("write a task id to", group.join("tasks"), e))
+    append(&group.join("tasks"), &format!("{pid}\n"))
+        .map_err(|e| Error::io("write a task id to", group.join("tasks"), e))
 }
 
 /// Assigns CPUs to a group: default-group tasks running there use its masks.
 pub fn assign_cpus(group: &Path, cpus: &[u32]) -> Result<(), Error> {
-    write_file(&group.join("cpus_list"), &format!("{}\n", mask::format_list(cpus))).map_err(|e| Error::io("write", group.join("cpus_list"), e))
+    write_file(
+        &group.join("cpus_list"),
+        &format!("{}\n", mask::format_list(cpus)),
+    )
+    .map_err(|e| Error::io("write", group.join("cpus_list"), e))
 }
 
 fn set_dom(line: &mut Line, d: u32, v: &str) {
@@ -212,7 +290,10 @@ fn set_dom(line: &mut Line, d: u32, v: &str) {
 
 /// One write(2) of the whole text, as the kernel parses each write on its own.
 fn write_file(p: &Path, text: &str) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new().write(true).truncate(true).open(p)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(p)?;
     f.write_all(text.as_bytes())
 }
 
@@ -228,7 +309,10 @@ fn wait_for(kind: RootKind, file: &Path) -> Result<(), Error> {
     let until = Instant::now() + Duration::from_secs(if kind == RootKind::Kernel { 0 } else { 3 });
     while !file.exists() {
         if Instant::now() >= until {
-            return Err(Error::Refused(format!("{} did not appear after creating the group: is this a resctrl file system?", file.display())));
+            return Err(Error::Refused(format!(
+                "{} did not appear after creating the group: is this a resctrl file system?",
+                file.display()
+            )));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -237,5 +321,7 @@ fn wait_for(kind: RootKind, file: &Path) -> Result<(), Error> {
 
 /// Schemata values as masks, for callers checking a tree.
 pub fn cbm_of(s: &Schemata, resource: &str, domain: u32) -> Option<Cbm> {
-    s.line(resource).and_then(|l| l.get(domain)).and_then(|v| mask::parse_cbm(v).ok())
+    s.line(resource)
+        .and_then(|l| l.get(domain))
+        .and_then(|v| mask::parse_cbm(v).ok())
 }

@@ -54,13 +54,21 @@ pub(crate) fn write(root: &Path, p: &Profile) -> Result<Option<TableInfo>> {
         Ok(vec![
             Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.sample))),
             Arc::new(UInt16Array::from_iter_values(s.iter().map(|x| x.position))),
-            Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.from_address))),
-            Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.to_address))),
+            Arc::new(UInt64Array::from_iter_values(
+                s.iter().map(|x| x.from_address),
+            )),
+            Arc::new(UInt64Array::from_iter_values(
+                s.iter().map(|x| x.to_address),
+            )),
             Arc::new(UInt32Array::from_iter(s.iter().map(|x| x.from_frame))),
             Arc::new(UInt32Array::from_iter(s.iter().map(|x| x.to_frame))),
-            Arc::new(StringArray::from_iter_values(s.iter().map(|x| x.kind.as_str()))),
+            Arc::new(StringArray::from_iter_values(
+                s.iter().map(|x| x.kind.as_str()),
+            )),
             Arc::new(UInt32Array::from_iter(s.iter().map(|x| x.cycles))),
-            Arc::new(BooleanArray::from_iter(s.iter().map(|x| Some(x.mispredicted)))),
+            Arc::new(BooleanArray::from_iter(
+                s.iter().map(|x| Some(x.mispredicted)),
+            )),
             Arc::new(BooleanArray::from_iter(s.iter().map(|x| Some(x.is_new)))),
         ])
     })?;
@@ -73,13 +81,31 @@ pub(crate) fn read(dir: &ResultDir, p: &mut Profile) -> Result<()> {
     p.branch_info = dir.manifest().branch_info.clone();
     let root = dir.path();
     let listed = dir.manifest().table(NAME).is_some();
-    if !listed && !root.join(TABLES_DIR).join(format!("{NAME}.parquet")).exists() {
+    if !listed
+        && !root
+            .join(TABLES_DIR)
+            .join(format!("{NAME}.parquet"))
+            .exists()
+    {
         return Ok(());
     }
     read_table(dir, root, &BRANCHES, |c| {
-        let (sample, position, from, to) = (c.u32("sample")?, c.u16("position")?, c.u64("from_address")?, c.u64("to_address")?);
-        let (from_frame, to_frame, kind, cycles) = (c.opt_u32("from_frame")?, c.opt_u32("to_frame")?, c.str("kind")?, c.opt_u32("cycles")?);
-        let (mispred, is_new) = (c.col::<BooleanArray>("mispredicted", false, "Boolean")?, c.col::<BooleanArray>("is_new", false, "Boolean")?);
+        let (sample, position, from, to) = (
+            c.u32("sample")?,
+            c.u16("position")?,
+            c.u64("from_address")?,
+            c.u64("to_address")?,
+        );
+        let (from_frame, to_frame, kind, cycles) = (
+            c.opt_u32("from_frame")?,
+            c.opt_u32("to_frame")?,
+            c.str("kind")?,
+            c.opt_u32("cycles")?,
+        );
+        let (mispred, is_new) = (
+            c.col::<BooleanArray>("mispredicted", false, "Boolean")?,
+            c.col::<BooleanArray>("is_new", false, "Boolean")?,
+        );
         p.branches.reserve(c.rows);
         for i in 0..c.rows {
             p.branches.push(BranchRecord {
@@ -103,14 +129,20 @@ pub(crate) fn read(dir: &ResultDir, p: &mut Profile) -> Result<()> {
 pub(crate) fn check(p: &Profile) -> std::result::Result<(), String> {
     for (i, b) in p.branches.iter().enumerate() {
         if b.sample as usize >= p.samples.len() {
-            return Err(format!("{NAME}: record {i} refers to sample {}, but there are {}", b.sample, p.samples.len()));
+            return Err(format!(
+                "{NAME}: record {i} refers to sample {}, but there are {}",
+                b.sample,
+                p.samples.len()
+            ));
         }
         for fr in [b.from_frame, b.to_frame].into_iter().flatten() {
             if fr as usize >= p.frames.len() {
-                return Err(format!("{NAME}: record {i} refers to frame {fr}, but there are {}", p.frames.len()));
+                return Err(format!(
+                    "{NAME}: record {i} refers to frame {fr}, but there are {}",
+                    p.frames.len()
+                ));
             }
         }
     }
     Ok(())
 }
-

@@ -61,11 +61,22 @@ pub(crate) fn write(root: &Path, p: &Profile) -> Result<Option<TableInfo>> {
 pub(crate) fn read(dir: &ResultDir, p: &mut Profile) -> Result<()> {
     let root = dir.path();
     let listed = dir.manifest().table(NAME).is_some();
-    if !listed && !root.join(TABLES_DIR).join(format!("{NAME}.parquet")).exists() {
+    if !listed
+        && !root
+            .join(TABLES_DIR)
+            .join(format!("{NAME}.parquet"))
+            .exists()
+    {
         return Ok(());
     }
     read_table(dir, root, &CALLS, |c| {
-        let (thread, frame, start, end, depth) = (c.u32("thread")?, c.u32("frame")?, c.u64("start_ns")?, c.u64("end_ns")?, c.u16("depth")?);
+        let (thread, frame, start, end, depth) = (
+            c.u32("thread")?,
+            c.u32("frame")?,
+            c.u64("start_ns")?,
+            c.u64("end_ns")?,
+            c.u16("depth")?,
+        );
         p.calls.reserve(c.rows);
         for i in 0..c.rows {
             p.calls.push(Call {
@@ -85,13 +96,24 @@ pub(crate) fn read(dir: &ResultDir, p: &mut Profile) -> Result<()> {
 pub(crate) fn check(p: &Profile) -> std::result::Result<(), String> {
     for (i, c) in p.calls.iter().enumerate() {
         if c.thread as usize >= p.threads.len() {
-            return Err(format!("calls: call {i} refers to thread {}, but there are {}", c.thread, p.threads.len()));
+            return Err(format!(
+                "calls: call {i} refers to thread {}, but there are {}",
+                c.thread,
+                p.threads.len()
+            ));
         }
         if c.frame as usize >= p.frames.len() {
-            return Err(format!("calls: call {i} refers to frame {}, but there are {}", c.frame, p.frames.len()));
+            return Err(format!(
+                "calls: call {i} refers to frame {}, but there are {}",
+                c.frame,
+                p.frames.len()
+            ));
         }
         if c.end_ns < c.start_ns {
-            return Err(format!("calls: call {i} ends at {} before it starts at {}", c.end_ns, c.start_ns));
+            return Err(format!(
+                "calls: call {i} ends at {} before it starts at {}",
+                c.end_ns, c.start_ns
+            ));
         }
     }
     Ok(())

@@ -20,19 +20,19 @@
 //! Nothing here panics on any input: damaged directories, manifests and tables give a
 //! typed [`Error`] naming the file at fault.
 
+mod branch_table;
+mod call_table;
 mod dir;
 mod error;
 mod manifest;
 mod sample_table;
-mod branch_table;
-mod call_table;
 mod table_io;
 mod tables;
 
 pub use dir::{next_result_dir, ResultDir, MANIFEST_FILE, TABLES_DIR};
 pub use error::{Error, Result};
 pub use manifest::{
-    rfc3339_utc, Capability, Counts, Event, EventSummary, Host, Manifest, Source, TableInfo, Target, TargetExit,
-    FORMAT_VERSION,
+    rfc3339_utc, Capability, Counts, Event, EventSummary, Host, Manifest, Source, TableInfo,
+    Target, TargetExit, FORMAT_VERSION,
 };
 pub use tables::{read_profile, read_profile_of_event, write_profile, TABLES};

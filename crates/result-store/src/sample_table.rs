@@ -57,17 +57,28 @@ const THREADS: usize = 2;
 pub(crate) fn write(root: &Path, p: &Profile) -> Result<TableInfo> {
     let rows = p.samples.len();
     let path = root.join(SAMPLES.file());
-    let bytes = kairos_table::write_parallel(&path, (SAMPLES.schema)(), rows, &SAMPLES.options(GROUP_ROWS), THREADS, |r| {
-        let s = slice(&p.samples, &r);
-        Ok(vec![
-            Arc::new(UInt64Array::from_iter_values(s.iter().map(|s| s.time_ns))) as ArrayRef,
-            Arc::new(UInt32Array::from_iter_values(s.iter().map(|s| s.thread))),
-            Arc::new(UInt32Array::from_iter_values(s.iter().map(|s| s.cpu))),
-            Arc::new(Int64Array::from_iter(s.iter().map(|s| s.stack.map(i64::from)))),
-            Arc::new(UInt64Array::from_iter_values(s.iter().map(|s| s.weight))),
-            Arc::new(UInt16Array::from_iter_values(r.clone().map(|i| p.event_of(i)))),
-        ])
-    })
+    let bytes = kairos_table::write_parallel(
+        &path,
+        (SAMPLES.schema)(),
+        rows,
+        &SAMPLES.options(GROUP_ROWS),
+        THREADS,
+        |r| {
+            let s = slice(&p.samples, &r);
+            Ok(vec![
+                Arc::new(UInt64Array::from_iter_values(s.iter().map(|s| s.time_ns))) as ArrayRef,
+                Arc::new(UInt32Array::from_iter_values(s.iter().map(|s| s.thread))),
+                Arc::new(UInt32Array::from_iter_values(s.iter().map(|s| s.cpu))),
+                Arc::new(Int64Array::from_iter(
+                    s.iter().map(|s| s.stack.map(i64::from)),
+                )),
+                Arc::new(UInt64Array::from_iter_values(s.iter().map(|s| s.weight))),
+                Arc::new(UInt16Array::from_iter_values(
+                    r.clone().map(|i| p.event_of(i)),
+                )),
+            ])
+        },
+    )
     .map_err(|e| SAMPLES.error(e))?;
     Ok(SAMPLES.info(rows, bytes))
 }
@@ -91,7 +102,9 @@ pub(crate) fn read(dir: &ResultDir, root: &Path) -> Result<(Vec<Sample>, Vec<u16
 /// (read it in one go instead) when the manifest does not say how many rows to expect or
 /// the file's row groups do not add up to that.
 fn read_parallel(dir: &ResultDir, root: &Path) -> Result<Option<(Vec<Sample>, Vec<u16>)>> {
-    let Some(expected) = dir.manifest().table(SAMPLES.name).map(|t| t.rows) else { return Ok(None) };
+    let Some(expected) = dir.manifest().table(SAMPLES.name).map(|t| t.rows) else {
+        return Ok(None);
+    };
     let path = root.join(SAMPLES.file());
     // Above MAX_RESERVE the serial read is faster: filling the whole vector before the
     // threads start costs a pass of page faults on one core (measured at 100M rows),
@@ -102,7 +115,8 @@ fn read_parallel(dir: &ResultDir, root: &Path) -> Result<Option<(Vec<Sample>, Ve
         return Ok(None);
     }
     let groups = kairos_table::row_groups(&path).map_err(|e| SAMPLES.error(e))?;
-    if groups.len() < 2 || groups.iter().try_fold(0u64, |a, &n| a.checked_add(n)) != Some(expected) {
+    if groups.len() < 2 || groups.iter().try_fold(0u64, |a, &n| a.checked_add(n)) != Some(expected)
+    {
         return Ok(None);
     }
     let n = expected as usize;
@@ -128,11 +142,19 @@ fn read_parallel(dir: &ResultDir, root: &Path) -> Result<Option<(Vec<Sample>, Ve
     let results: Vec<Result<()>> = std::thread::scope(|scope| {
         let mut parts = parts.into_iter();
         let mine = parts.next().unwrap_or_default();
-        let others: Vec<_> = parts.map(|part| std::thread::Builder::new().name("kairos-read-samples".into()).spawn_scoped(scope, move || read_groups(dir, root, part))).collect();
+        let others: Vec<_> = parts
+            .map(|part| {
+                std::thread::Builder::new()
+                    .name("kairos-read-samples".into())
+                    .spawn_scoped(scope, move || read_groups(dir, root, part))
+            })
+            .collect();
         let mut results = vec![read_groups(dir, root, mine)];
         for t in others {
             results.push(match t {
-                Ok(t) => t.join().unwrap_or_else(|_| Err(crate::tables::thread_failed(root, "reading"))),
+                Ok(t) => t
+                    .join()
+                    .unwrap_or_else(|_| Err(crate::tables::thread_failed(root, "reading"))),
                 Err(_) => Err(crate::tables::thread_failed(root, "reading")),
             });
         }
@@ -159,7 +181,13 @@ fn read_groups(dir: &ResultDir, root: &Path, part: Part<'_>) -> Result<()> {
             Ok(())
         })?;
         if rows as usize != samples.len() {
-            return Err(SAMPLES.error(kairos_table::TableError::Damaged { path: root.join(SAMPLES.file()), detail: format!("row group {g} has {rows} rows, but its footer says {}", samples.len()) }));
+            return Err(SAMPLES.error(kairos_table::TableError::Damaged {
+                path: root.join(SAMPLES.file()),
+                detail: format!(
+                    "row group {g} has {rows} rows, but its footer says {}",
+                    samples.len()
+                ),
+            }));
         }
     }
     Ok(())
@@ -167,10 +195,21 @@ fn read_groups(dir: &ResultDir, root: &Path, part: Part<'_>) -> Result<()> {
 
 /// One batch into `samples` and `events` (of the batch's length).
 fn fill(c: &Cols<'_>, samples: &mut [Sample], events: &mut [u16]) -> Result<()> {
-    let (time, thread, cpu, weight) = (c.u64("time_ns")?, c.u32("thread")?, c.u32("cpu")?, c.u64("weight")?);
+    let (time, thread, cpu, weight) = (
+        c.u64("time_ns")?,
+        c.u32("thread")?,
+        c.u32("cpu")?,
+        c.u64("weight")?,
+    );
     let stack = c.opt_i64("stack")?;
     // Slices rather than value(i): this is the one table that is millions of rows.
-    let (time, thread, cpu, weight, stack_vals) = (time.values(), thread.values(), cpu.values(), weight.values(), stack.values());
+    let (time, thread, cpu, weight, stack_vals) = (
+        time.values(),
+        thread.values(),
+        cpu.values(),
+        weight.values(),
+        stack.values(),
+    );
     // Results written before events were kept apart have no event column: all event 0.
     if c.has("event") {
         events.copy_from_slice(c.u16("event")?.values());
@@ -181,9 +220,18 @@ fn fill(c: &Cols<'_>, samples: &mut [Sample], events: &mut [u16]) -> Result<()> 
             None
         } else {
             let v = stack_vals[i];
-            Some(u32::try_from(v).map_err(|_| c.damaged(format!("stack {v} is not a valid stack id")))?)
+            Some(
+                u32::try_from(v)
+                    .map_err(|_| c.damaged(format!("stack {v} is not a valid stack id")))?,
+            )
         };
-        *out = Sample { time_ns: time[i], thread: thread[i], cpu: cpu[i], stack: st, weight: weight[i] };
+        *out = Sample {
+            time_ns: time[i],
+            thread: thread[i],
+            cpu: cpu[i],
+            stack: st,
+            weight: weight[i],
+        };
     }
     Ok(())
 }
@@ -192,7 +240,11 @@ fn fill(c: &Cols<'_>, samples: &mut [Sample], events: &mut [u16]) -> Result<()> 
 fn read_serial(dir: &ResultDir, root: &Path) -> Result<(Vec<Sample>, Vec<u16>)> {
     // One allocation of the right size: the manifest's count (checked after reading),
     // bounded so that a damaged manifest cannot ask for an absurd amount.
-    let expected = dir.manifest().table(SAMPLES.name).map_or(0, |t| t.rows).min(MAX_RESERVE) as usize;
+    let expected = dir
+        .manifest()
+        .table(SAMPLES.name)
+        .map_or(0, |t| t.rows)
+        .min(MAX_RESERVE) as usize;
     let mut samples: Vec<Sample> = Vec::with_capacity(expected);
     let mut events: Vec<u16> = Vec::with_capacity(expected);
     read_table(dir, root, &SAMPLES, |c| {

@@ -5,7 +5,10 @@
 use std::ops::Range;
 use std::path::Path;
 
-use arrow_array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray, UInt16Array, UInt32Array, UInt64Array};
+use arrow_array::{
+    Array, ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray, UInt16Array, UInt32Array,
+    UInt64Array,
+};
 use arrow_schema::{DataType, Field, Schema};
 use kairos_table::{TableError, WriteOptions};
 
@@ -53,7 +56,13 @@ impl TableDef {
             uncompressed: self.uncompressed,
             batch_rows: WRITE_BATCH_ROWS,
             row_group_rows,
-            metadata: vec![("kairos.table".to_owned(), self.name.to_owned()), ("kairos.format_version".to_owned(), FORMAT_VERSION.to_string())],
+            metadata: vec![
+                ("kairos.table".to_owned(), self.name.to_owned()),
+                (
+                    "kairos.format_version".to_owned(),
+                    FORMAT_VERSION.to_string(),
+                ),
+            ],
             created_by: format!("kairos {}", env!("CARGO_PKG_VERSION")),
         }
     }
@@ -63,21 +72,45 @@ impl TableDef {
         let table = self.name.to_owned();
         match e {
             TableError::Missing { path } => Error::MissingTable { table, path },
-            TableError::Damaged { path, detail } => Error::DamagedTable { table, path, detail },
+            TableError::Damaged { path, detail } => Error::DamagedTable {
+                table,
+                path,
+                detail,
+            },
             TableError::Io { path, source } => Error::Io { path, source },
-            TableError::Write { path, detail } => Error::Io { path, source: std::io::Error::other(detail) },
+            TableError::Write { path, detail } => Error::Io {
+                path,
+                source: std::io::Error::other(detail),
+            },
         }
     }
 
     pub(crate) fn info(&self, rows: usize, bytes: u64) -> TableInfo {
-        TableInfo { name: self.name.to_owned(), file: self.file(), rows: rows as u64, bytes }
+        TableInfo {
+            name: self.name.to_owned(),
+            file: self.file(),
+            rows: rows as u64,
+            bytes,
+        }
     }
 }
 
 /// Writes one table through a temporary file, in batches of [`WRITE_BATCH_ROWS`] built
 /// by `columns`.
-pub(crate) fn write_table(root: &Path, def: &TableDef, rows: usize, columns: impl Fn(Range<usize>) -> Result<Vec<ArrayRef>, String>) -> Result<TableInfo> {
-    let bytes = kairos_table::write(&root.join(def.file()), (def.schema)(), rows, &def.options(ROW_GROUP_ROWS), columns).map_err(|e| def.error(e))?;
+pub(crate) fn write_table(
+    root: &Path,
+    def: &TableDef,
+    rows: usize,
+    columns: impl Fn(Range<usize>) -> Result<Vec<ArrayRef>, String>,
+) -> Result<TableInfo> {
+    let bytes = kairos_table::write(
+        &root.join(def.file()),
+        (def.schema)(),
+        rows,
+        &def.options(ROW_GROUP_ROWS),
+        columns,
+    )
+    .map_err(|e| def.error(e))?;
     Ok(def.info(rows, bytes))
 }
 
@@ -98,7 +131,12 @@ impl<'a> Cols<'a> {
         }
     }
 
-    pub(crate) fn col<T: Array + 'static>(&self, name: &str, nullable: bool, want: &str) -> Result<&'a T> {
+    pub(crate) fn col<T: Array + 'static>(
+        &self,
+        name: &str,
+        nullable: bool,
+        want: &str,
+    ) -> Result<&'a T> {
         let c = self
             .batch
             .column_by_name(name)
@@ -161,21 +199,40 @@ impl<'a> Cols<'a> {
 
 /// Reads one table batch by batch into `each`, and checks its row count against the
 /// manifest. Panics of the Parquet decoder on crafted input become [`Error::DamagedTable`].
-pub(crate) fn read_table(dir: &ResultDir, root: &Path, def: &TableDef, each: impl FnMut(&Cols<'_>) -> Result<()>) -> Result<()> {
+pub(crate) fn read_table(
+    dir: &ResultDir,
+    root: &Path,
+    def: &TableDef,
+    each: impl FnMut(&Cols<'_>) -> Result<()>,
+) -> Result<()> {
     read_table_part(dir, root, def, None, each).map(|_| ())
 }
 
 /// [`read_table`] of one row group only (`Some(group)`), without the check of the row
 /// count; returns the rows read.
-pub(crate) fn read_table_part(dir: &ResultDir, root: &Path, def: &TableDef, group: Option<usize>, mut each: impl FnMut(&Cols<'_>) -> Result<()>) -> Result<u64> {
+pub(crate) fn read_table_part(
+    dir: &ResultDir,
+    root: &Path,
+    def: &TableDef,
+    group: Option<usize>,
+    mut each: impl FnMut(&Cols<'_>) -> Result<()>,
+) -> Result<u64> {
     let path = root.join(def.file());
     // Errors of `each` are this crate's: they travel out of kairos-table's reader aside.
     let mut failed: Option<Error> = None;
     let mut visit = |b: &kairos_table::Batch<'_>| {
-        let cols = Cols { table: def.name, path: &path, batch: b.batch, rows: b.rows };
+        let cols = Cols {
+            table: def.name,
+            path: &path,
+            batch: b.batch,
+            rows: b.rows,
+        };
         each(&cols).map_err(|e| {
             failed = Some(e);
-            TableError::Damaged { path: path.clone(), detail: String::new() }
+            TableError::Damaged {
+                path: path.clone(),
+                detail: String::new(),
+            }
         })
     };
     let read = match group {
@@ -189,7 +246,11 @@ pub(crate) fn read_table_part(dir: &ResultDir, root: &Path, def: &TableDef, grou
     if group.is_none() {
         if let Some(t) = dir.manifest().table(def.name) {
             if t.rows != rows {
-                return Err(Error::DamagedTable { table: def.name.to_owned(), path, detail: format!("{rows} rows, but the manifest records {}", t.rows) });
+                return Err(Error::DamagedTable {
+                    table: def.name.to_owned(),
+                    path,
+                    detail: format!("{rows} rows, but the manifest records {}", t.rows),
+                });
             }
         }
     }

@@ -10,7 +10,9 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Int32Array, StringArray, UInt16Array, UInt32Array, UInt64Array};
+use arrow_array::{
+    Array, ArrayRef, Int32Array, StringArray, UInt16Array, UInt32Array, UInt64Array,
+};
 use arrow_schema::{DataType, Schema};
 use kairos_model::{Frame, Mode, Module, Profile, Stack, Thread};
 
@@ -88,7 +90,6 @@ const STACKS: TableDef = TableDef {
     uncompressed: &[],
 };
 
-
 /// Writes `profile` as the Parquet tables of `dir`, then records the tables and the
 /// sample/loss counts in the manifest and saves it. Returns what was written.
 ///
@@ -103,10 +104,14 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
     let p = profile;
     // The samples table takes as long as all the others: it is written meanwhile.
     let (small, samples) = std::thread::scope(|scope| {
-        let samples = std::thread::Builder::new().name("kairos-write-samples".into()).spawn_scoped(scope, || sample_table::write(&root, p));
+        let samples = std::thread::Builder::new()
+            .name("kairos-write-samples".into())
+            .spawn_scoped(scope, || sample_table::write(&root, p));
         let small = write_small_tables(&root, p);
         let samples = match samples {
-            Ok(thread) => thread.join().unwrap_or_else(|_| Err(thread_failed(&root, "writing"))),
+            Ok(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(thread_failed(&root, "writing"))),
             Err(_) => sample_table::write(&root, p),
         };
         (small, samples)
@@ -121,7 +126,10 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
 }
 
 pub(crate) fn thread_failed(root: &Path, what: &str) -> Error {
-    Error::Io { path: root.join(sample_table::SAMPLES.file()), source: std::io::Error::other(format!("the thread {what} the samples table failed")) }
+    Error::Io {
+        path: root.join(sample_table::SAMPLES.file()),
+        source: std::io::Error::other(format!("the thread {what} the samples table failed")),
+    }
 }
 
 /// Threads, modules, frames and stacks, in this order.
@@ -183,7 +191,11 @@ fn write_small_tables(root: &Path, p: &Profile) -> Result<Vec<TableInfo>> {
 /// Records the tables, counts and events in the manifest (saved by the caller).
 fn update_manifest(dir: &mut ResultDir, p: &Profile, infos: &[TableInfo]) {
     let m = dir.manifest_mut();
-    m.tables.retain(|t| !TABLES.contains(&t.name.as_str()) && t.name != crate::branch_table::NAME && t.name != crate::call_table::NAME);
+    m.tables.retain(|t| {
+        !TABLES.contains(&t.name.as_str())
+            && t.name != crate::branch_table::NAME
+            && t.name != crate::call_table::NAME
+    });
     m.tables.extend(infos.iter().cloned());
     m.branch_info = p.branch_info.clone();
     m.counts = Some(Counts::new(p.samples.len() as u64, p.losses));
@@ -194,7 +206,12 @@ fn update_manifest(dir: &mut ResultDir, p: &Profile, infos: &[TableInfo]) {
             .events
             .iter()
             .zip(totals)
-            .map(|(e, t)| crate::EventSummary { name: e.name.clone(), time: e.time, samples: t.samples, weight: t.weight })
+            .map(|(e, t)| crate::EventSummary {
+                name: e.name.clone(),
+                time: e.time,
+                samples: t.samples,
+                weight: t.weight,
+            })
             .collect();
     }
 }
@@ -212,16 +229,27 @@ pub fn read_profile(dir: &ResultDir) -> Result<Profile> {
     let mut p = Profile {
         losses: m.losses(),
         weight_event: m.weight_event.clone(),
-        events: m.events.iter().map(|e| kairos_model::EventDef { name: e.name.clone(), time: e.time }).collect(),
+        events: m
+            .events
+            .iter()
+            .map(|e| kairos_model::EventDef {
+                name: e.name.clone(),
+                time: e.time,
+            })
+            .collect(),
         ..Default::default()
     };
 
     // The samples table is as much work as all the others: it is read meanwhile.
     let (small, samples) = std::thread::scope(|scope| {
-        let samples = std::thread::Builder::new().name("kairos-read-samples".into()).spawn_scoped(scope, || sample_table::read(dir, root));
+        let samples = std::thread::Builder::new()
+            .name("kairos-read-samples".into())
+            .spawn_scoped(scope, || sample_table::read(dir, root));
         let small = read_small_tables(dir, root, &mut p);
         let samples = match samples {
-            Ok(thread) => thread.join().unwrap_or_else(|_| Err(thread_failed(root, "reading"))),
+            Ok(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(thread_failed(root, "reading"))),
             Err(_) => sample_table::read(dir, root),
         };
         (small, samples)
@@ -316,7 +344,6 @@ fn ids(r: &Range<usize>) -> ArrayRef {
     Arc::new(UInt32Array::from_iter_values(r.clone().map(|i| i as u32)))
 }
 
-
 /// Reads the profile and keeps the samples of one event: `name` (as perf names it, with
 /// or without its `:u`-style modifiers), or the first event that has samples.
 pub fn read_profile_of_event(dir: &ResultDir, name: Option<&str>) -> Result<Profile> {
@@ -372,8 +399,15 @@ pub(crate) fn check_profile(p: &Profile) -> Result<(), String> {
     crate::branch_table::check(p)?;
     crate::call_table::check(p)?;
     let events = p.events.len().max(1);
-    if let Some((i, e)) = p.sample_events.iter().enumerate().find(|(_, &e)| e as usize >= events) {
-        return Err(format!("samples: sample {i} refers to event {e}, but there are {events}"));
+    if let Some((i, e)) = p
+        .sample_events
+        .iter()
+        .enumerate()
+        .find(|(_, &e)| e as usize >= events)
+    {
+        return Err(format!(
+            "samples: sample {i} refers to event {e}, but there are {events}"
+        ));
     }
     for (i, s) in p.samples.iter().enumerate() {
         if s.thread as usize >= p.threads.len() {

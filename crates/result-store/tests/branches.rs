@@ -8,7 +8,12 @@ use kairos_result::*;
 
 fn with_branches() -> kairos_model::Profile {
     let mut p = common::small_profile();
-    let kinds = [BranchKind::Call, BranchKind::Return, BranchKind::Other, BranchKind::Unknown];
+    let kinds = [
+        BranchKind::Call,
+        BranchKind::Return,
+        BranchKind::Other,
+        BranchKind::Unknown,
+    ];
     for s in 0..p.samples.len() as u32 {
         for pos in 0..4u16 {
             p.branches.push(BranchRecord {
@@ -42,7 +47,10 @@ fn branches_round_trip_exactly() {
     let p = with_branches();
     let mut dir = ResultDir::create(tmp.path().join("r000hs")).unwrap();
     let infos = write_profile(&mut dir, &p).unwrap();
-    assert!(infos.iter().any(|t| t.name == "branches" && t.rows == 40), "{infos:?}");
+    assert!(
+        infos.iter().any(|t| t.name == "branches" && t.rows == 40),
+        "{infos:?}"
+    );
     assert!(dir.path().join("tables/branches.parquet").is_file());
     let opened = ResultDir::open(dir.path()).unwrap();
     assert_eq!(opened.manifest().branch_info, p.branch_info);
@@ -53,7 +61,10 @@ fn branches_round_trip_exactly() {
     let plain = common::small_profile();
     write_profile(&mut dir, &plain).unwrap();
     assert!(!dir.path().join("tables/branches.parquet").exists());
-    assert_eq!(read_profile(&ResultDir::open(dir.path()).unwrap()).unwrap(), plain);
+    assert_eq!(
+        read_profile(&ResultDir::open(dir.path()).unwrap()).unwrap(),
+        plain
+    );
 }
 
 #[test]

@@ -261,10 +261,18 @@ fn samples_in_several_row_groups_round_trip_and_keep_their_events() {
     let tmp = tempfile::tempdir().unwrap();
     let mut p = common::generated_profile(600_000, 9);
     p.events = vec![
-        kairos_model::EventDef { name: "cpu-clock".into(), time: true },
-        kairos_model::EventDef { name: "page-faults".into(), time: false },
+        kairos_model::EventDef {
+            name: "cpu-clock".into(),
+            time: true,
+        },
+        kairos_model::EventDef {
+            name: "page-faults".into(),
+            time: false,
+        },
     ];
-    p.sample_events = (0..p.samples.len()).map(|i| u16::from(i % 7 == 3)).collect();
+    p.sample_events = (0..p.samples.len())
+        .map(|i| u16::from(i % 7 == 3))
+        .collect();
     let mut dir = ResultDir::create(tmp.path().join("r000hs")).unwrap();
     write_profile(&mut dir, &p).unwrap();
     let back = read_profile(&ResultDir::open(dir.path()).unwrap()).unwrap();
@@ -279,7 +287,10 @@ fn samples_in_several_row_groups_round_trip_and_keep_their_events() {
     }
     dir.save_manifest().unwrap();
     let err = read_profile(&ResultDir::open(dir.path()).unwrap()).unwrap_err();
-    assert!(err.to_string().contains("rows, but the manifest records"), "{err}");
+    assert!(
+        err.to_string().contains("rows, but the manifest records"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -298,5 +309,8 @@ fn a_manifest_claiming_more_samples_than_the_file_holds_is_an_error_not_an_alloc
     }
     dir.save_manifest().unwrap();
     let err = read_profile(&ResultDir::open(dir.path()).unwrap()).unwrap_err();
-    assert!(err.to_string().contains("rows, but the manifest records"), "{err}");
+    assert!(
+        err.to_string().contains("rows, but the manifest records"),
+        "{err}"
+    );
 }

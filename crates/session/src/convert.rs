@@ -16,12 +16,22 @@ use crate::result::{save, PERF_DATA};
 /// How a recording made on this machine is converted: kernel frames symbolised when the
 /// collection kept a kallsyms copy (`finish_collection`), user frames from the binaries.
 pub fn convert_options(kallsyms: Option<std::path::PathBuf>) -> ConvertOptions {
-    ConvertOptions { kernel_symbols: kallsyms.is_some(), symbolizer: kairos_symbolize::SymbolizerOptions { kallsyms, ..Default::default() } }
+    ConvertOptions {
+        kernel_symbols: kallsyms.is_some(),
+        symbolizer: kairos_symbolize::SymbolizerOptions {
+            kallsyms,
+            ..Default::default()
+        },
+    }
 }
 
 /// Decodes, converts and symbolises `dir/perf.data`, writes the tables and fills the
 /// manifest's counts, event and notes.
-pub fn convert_result(dir: &mut ResultDir, opts: &ConvertOptions, quiet: bool) -> Result<Profile, Failure> {
+pub fn convert_result(
+    dir: &mut ResultDir,
+    opts: &ConvertOptions,
+    quiet: bool,
+) -> Result<Profile, Failure> {
     convert_inner(dir, opts, &Background::default(), quiet).map(|c| c.profile)
 }
 
@@ -41,20 +51,35 @@ pub struct Conversion {
 }
 
 /// As [`convert_result_with`], returning everything the converter found.
-pub fn convert_result_full(dir: &mut ResultDir, opts: &ConvertOptions, background: &Background, quiet: bool) -> Result<Conversion, Failure> {
+pub fn convert_result_full(
+    dir: &mut ResultDir,
+    opts: &ConvertOptions,
+    background: &Background,
+    quiet: bool,
+) -> Result<Conversion, Failure> {
     convert_inner(dir, opts, background, quiet)
 }
 
 /// As [`convert_result`], with more work for the converter's symbolising thread, which
 /// runs while records are decoded (the kallsyms snapshot of `kairos import`).
-pub fn convert_result_with(dir: &mut ResultDir, opts: &ConvertOptions, background: &Background, quiet: bool) -> Result<Profile, Failure> {
+pub fn convert_result_with(
+    dir: &mut ResultDir,
+    opts: &ConvertOptions,
+    background: &Background,
+    quiet: bool,
+) -> Result<Profile, Failure> {
     convert_inner(dir, opts, background, quiet).map(|c| c.profile)
 }
 
 /// As [`convert_result`], also returning the side samples (page faults, tracepoints) and
 /// the event names by attr, which the system overview turns into kernel entries.
-pub fn convert_result_with_side(dir: &mut ResultDir, opts: &ConvertOptions, quiet: bool) -> Result<(Profile, Vec<SideSample>, Vec<String>), Failure> {
-    convert_inner(dir, opts, &Background::default(), quiet).map(|c| (c.profile, c.side_samples, c.events))
+pub fn convert_result_with_side(
+    dir: &mut ResultDir,
+    opts: &ConvertOptions,
+    quiet: bool,
+) -> Result<(Profile, Vec<SideSample>, Vec<String>), Failure> {
+    convert_inner(dir, opts, &Background::default(), quiet)
+        .map(|c| (c.profile, c.side_samples, c.events))
 }
 
 fn convert_inner(
@@ -65,10 +90,22 @@ fn convert_inner(
 ) -> Result<Conversion, Failure> {
     let perf_data = dir.path().join(PERF_DATA);
     let file = PerfFile::open(&perf_data).map_err(|e| {
-        Failure::failed(format!("cannot read {}: {e}; is it a perf.data file written by perf record or kairos?", perf_data.display()))
+        Failure::failed(format!(
+            "cannot read {}: {e}; is it a perf.data file written by perf record or kairos?",
+            perf_data.display()
+        ))
     })?;
     let bar = bytes_bar(quiet, file.data_size());
-    let Converted { mut profile, decode_error, notes, events, side_samples, data_accesses, unresolved_accesses, left_out } = kairos_convert::convert_with(&file, opts, background, &mut |p: Progress| {
+    let Converted {
+        mut profile,
+        decode_error,
+        notes,
+        events,
+        side_samples,
+        data_accesses,
+        unresolved_accesses,
+        left_out,
+    } = kairos_convert::convert_with(&file, opts, background, &mut |p: Progress| {
         bar.set_length(p.total.max(1));
         bar.set_position(p.done);
     });
@@ -76,14 +113,23 @@ fn convert_inner(
 
     let m = dir.manifest_mut();
     if let Some(e) = &decode_error {
-        m.notes.push(format!("the recording is damaged: {e}; everything before that point was kept"));
+        m.notes.push(format!(
+            "the recording is damaged: {e}; everything before that point was kept"
+        ));
     }
     m.notes.extend(notes);
     if m.event.is_none() {
         // The event reports show by default: the first that has samples.
         if let Some(name) = events.get(profile.default_event() as usize) {
-            let reason = if events.len() > 1 { "the first recorded event with samples" } else { "as recorded in the perf.data file" };
-            m.event = Some(Event { name: name.clone(), reason: Some(reason.into()) });
+            let reason = if events.len() > 1 {
+                "the first recorded event with samples"
+            } else {
+                "as recorded in the perf.data file"
+            };
+            m.event = Some(Event {
+                name: name.clone(),
+                reason: Some(reason.into()),
+            });
         }
     }
     let mut counts = Counts::new(profile.samples.len() as u64, profile.losses);
@@ -92,7 +138,10 @@ fn convert_inner(
     }
     m.counts = Some(counts);
     let tables = kairos_result::write_profile(dir, &profile).map_err(|e| {
-        Failure::failed(format!("cannot write the result tables in {}: {e}; check free disk space and permissions", dir.path().display()))
+        Failure::failed(format!(
+            "cannot write the result tables in {}: {e}; check free disk space and permissions",
+            dir.path().display()
+        ))
     })?;
     dir.manifest_mut().tables = tables;
     save(dir)?;
@@ -105,5 +154,11 @@ fn convert_inner(
     // The analyses that run now see one event, as reports do; the tables keep them all.
     let default = profile.default_event();
     profile.select_event(default);
-    Ok(Conversion { profile, side_samples, events, data_accesses, unresolved_accesses })
+    Ok(Conversion {
+        profile,
+        side_samples,
+        events,
+        data_accesses,
+        unresolved_accesses,
+    })
 }

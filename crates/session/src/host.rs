@@ -9,17 +9,26 @@ pub fn this_host() -> kairos_result::Host {
     // SAFETY: uname fills the struct it is given; on failure the fields stay zeroed.
     let ok = unsafe { libc::uname(&mut uts) } == 0;
     let field = |f: &[libc::c_char]| -> Option<String> {
-        let bytes: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
         (ok && !bytes.is_empty()).then(|| String::from_utf8_lossy(&bytes).into_owned())
     };
-    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string()));
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
+        s.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    });
     kairos_result::Host {
         name: field(&uts.nodename),
         cpu_model,
         kernel_release: field(&uts.release),
-        nr_cpus: std::thread::available_parallelism().ok().map(|n| n.get() as u32),
+        nr_cpus: std::thread::available_parallelism()
+            .ok()
+            .map(|n| n.get() as u32),
     }
 }
 

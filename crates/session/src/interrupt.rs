@@ -28,7 +28,12 @@ pub fn wait(child: &mut Child) -> std::io::Result<(ExitStatus, Option<i32>)> {
     RECEIVED.store(0, Ordering::SeqCst);
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: installs a handler that only stores to an atomic.
-    let old = unsafe { [libc::signal(libc::SIGINT, handler), libc::signal(libc::SIGTERM, handler)] };
+    let old = unsafe {
+        [
+            libc::signal(libc::SIGINT, handler),
+            libc::signal(libc::SIGTERM, handler),
+        ]
+    };
     let result = wait_loop(child);
     // SAFETY: puts back what was there.
     unsafe {

@@ -13,9 +13,19 @@ mod recording;
 mod result;
 mod target;
 
-pub use convert::{convert_options, convert_result, convert_result_full, convert_result_with, convert_result_with_side, Conversion};
+pub use convert::{
+    convert_options, convert_result, convert_result_full, convert_result_with,
+    convert_result_with_side, Conversion,
+};
 pub use host::{children_rusage, snapshot_kallsyms, this_host};
 pub use progress::spinner;
-pub use recording::{collect_error, exit_of, finish_collection, paranoid_advice, stop_reason, warn_write_error};
-pub use result::{create_result_dir, meta, open, open_event, open_result, platform_capabilities, print_notes, report_format, save, start_manifest, PERF_DATA};
-pub use target::{check_duration, describe, launched, refuse_target_step, resolve_program, target, target_hook};
+pub use recording::{
+    collect_error, exit_of, finish_collection, paranoid_advice, stop_reason, warn_write_error,
+};
+pub use result::{
+    create_result_dir, meta, open, open_event, open_result, platform_capabilities, print_notes,
+    report_format, save, start_manifest, PERF_DATA,
+};
+pub use target::{
+    check_duration, describe, launched, refuse_target_step, resolve_program, target, target_hook,
+};

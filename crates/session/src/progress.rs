@@ -26,7 +26,9 @@ pub(crate) fn bytes_bar(quiet: bool, total: u64) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(total.max(1));
-    if let Ok(style) = ProgressStyle::with_template("converting {bar:40} {bytes}/{total_bytes} {eta}") {
+    if let Ok(style) =
+        ProgressStyle::with_template("converting {bar:40} {bytes}/{total_bytes} {eta}")
+    {
         bar.set_style(style);
     }
     bar

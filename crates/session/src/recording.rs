@@ -13,7 +13,10 @@ use crate::host::snapshot_kallsyms;
 /// On failure removes the empty result (nothing was recorded; it would only confuse later
 /// runs), else keeps a copy of kallsyms and records the event, duration, why it stopped
 /// and how the target ended. Returns the summary and the kallsyms copy, if any.
-pub fn finish_collection(dir: &mut ResultDir, summary: Result<CollectSummary, CollectError>) -> Result<(CollectSummary, Option<PathBuf>), Failure> {
+pub fn finish_collection(
+    dir: &mut ResultDir,
+    summary: Result<CollectSummary, CollectError>,
+) -> Result<(CollectSummary, Option<PathBuf>), Failure> {
     let summary = match summary {
         Ok(s) => s,
         Err(e) => {
@@ -24,12 +27,17 @@ pub fn finish_collection(dir: &mut ResultDir, summary: Result<CollectSummary, Co
     let kallsyms = match snapshot_kallsyms(dir.path()) {
         Ok(p) => Some(p),
         Err(why) => {
-            dir.manifest_mut().notes.push(format!("no kernel symbols: {why}"));
+            dir.manifest_mut()
+                .notes
+                .push(format!("no kernel symbols: {why}"));
             None
         }
     };
     let m = dir.manifest_mut();
-    m.event = Some(Event { name: summary.event_name.clone(), reason: Some(summary.event_reason.clone()) });
+    m.event = Some(Event {
+        name: summary.event_name.clone(),
+        reason: Some(summary.event_reason.clone()),
+    });
     m.duration_secs = Some(summary.wall_seconds);
     m.stopped_by = Some(stop_reason(&summary.stopped_by));
     m.target_exit = Some(match summary.target_exit {
@@ -94,7 +102,9 @@ pub fn collect_error(e: CollectError) -> Failure {
 
 /// Explains perf_event_paranoid in one sentence, for permission failures.
 pub fn paranoid_advice(paranoid: Option<i32>) -> String {
-    let level = paranoid.map(|p| p.to_string()).unwrap_or_else(|| "unknown".into());
+    let level = paranoid
+        .map(|p| p.to_string())
+        .unwrap_or_else(|| "unknown".into());
     format!(
         "kernel.perf_event_paranoid is {level} (it limits who may profile: 2 = own user-space code only, \
          1 = also kernel, 0 = also CPU-wide, -1 = everything); run as root, grant CAP_PERFMON, or lower it with \

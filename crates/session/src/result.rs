@@ -29,13 +29,21 @@ pub fn create_result_dir(explicit: Option<&Path>, suffix: &str) -> Result<Result
 
 pub fn save(dir: &ResultDir) -> Result<(), Failure> {
     dir.save_manifest().map_err(|e| {
-        Failure::failed(format!("cannot write the manifest of {}: {e}; check free disk space and permissions", dir.path().display()))
+        Failure::failed(format!(
+            "cannot write the manifest of {}: {e}; check free disk space and permissions",
+            dir.path().display()
+        ))
     })
 }
 
 /// What every collected result's manifest starts with: its kind, the command line, the
 /// target, the knobs, the start time, this host.
-pub fn start_manifest(dir: &mut ResultDir, kind: &str, knobs: &Knobs, target: kairos_result::Target) {
+pub fn start_manifest(
+    dir: &mut ResultDir,
+    kind: &str,
+    knobs: &Knobs,
+    target: kairos_result::Target,
+) {
     let m = dir.manifest_mut();
     m.kind = Some(kind.to_string());
     m.command_line = Some(std::env::args().collect());
@@ -45,7 +53,9 @@ pub fn start_manifest(dir: &mut ResultDir, kind: &str, knobs: &Knobs, target: ka
     m.host = Some(crate::host::this_host());
     m.source = Some(Source::Collected);
     // The sockets, nodes and devices, so topology reports work on another machine later.
-    if let Err(e) = kairos_platform::Platform::read(&kairos_platform::SystemRoot::live()).write(dir.path()) {
+    if let Err(e) =
+        kairos_platform::Platform::read(&kairos_platform::SystemRoot::live()).write(dir.path())
+    {
         dir.manifest_mut().notes.push(format!("no platform snapshot: {e}; `kairos report topology` will not know this machine's devices"));
     }
 }
@@ -55,18 +65,30 @@ pub fn platform_capabilities() -> Vec<Capability> {
     kairos_platform::detect()
         .items
         .into_iter()
-        .map(|c| Capability { name: c.name, available: c.available, detail: Some(c.detail), reason: c.reason })
+        .map(|c| Capability {
+            name: c.name,
+            available: c.available,
+            detail: Some(c.detail),
+            reason: c.reason,
+        })
         .collect()
 }
 
 /// `--format` of a report: text, csv or json.
 pub fn report_format(req: &ReportRequest) -> Result<kairos_report::Format, Failure> {
-    req.format.parse().map_err(|e| Failure::usage(format!("{e}")))
+    req.format
+        .parse()
+        .map_err(|e| Failure::usage(format!("{e}")))
 }
 
 /// A result directory for a report that reads its own tables.
 pub fn open_result(path: &Path) -> Result<ResultDir, Failure> {
-    ResultDir::open(path).map_err(|e| Failure::failed(format!("cannot open result {}: {e}; give a directory made by `kairos collect`", path.display())))
+    ResultDir::open(path).map_err(|e| {
+        Failure::failed(format!(
+            "cannot open result {}: {e}; give a directory made by `kairos collect`",
+            path.display()
+        ))
+    })
 }
 
 /// The result and the samples of its default event (the first that has samples).
@@ -80,8 +102,13 @@ pub fn open_event(path: &Path, event: Option<&str>) -> Result<(ResultDir, Profil
         Failure::failed(format!("cannot open result {}: {e}; give a directory made by `kairos collect` or `kairos import`", path.display()))
     })?;
     let profile = kairos_result::read_profile_of_event(&dir, event).map_err(|e| match e {
-        kairos_result::Error::UnknownEvent { .. } => Failure::usage(format!("{e}; choose one with --event NAME")),
-        e => Failure::failed(format!("result {} is damaged: {e}; collect or import it again", path.display())),
+        kairos_result::Error::UnknownEvent { .. } => {
+            Failure::usage(format!("{e}; choose one with --event NAME"))
+        }
+        e => Failure::failed(format!(
+            "result {} is damaged: {e}; collect or import it again",
+            path.display()
+        )),
     })?;
     Ok((dir, profile))
 }
@@ -93,28 +120,50 @@ pub fn meta(dir: &ResultDir) -> Vec<(String, String)> {
     let mut meta = Vec::new();
     let mut push = |k: &str, v: String| meta.push((k.to_string(), v));
     if let Some(t) = &m.target {
-        push("Target", match t {
-            kairos_result::Target::Program { program, args } => format!("{program} {}", args.join(" ")).trim_end().to_string(),
-            kairos_result::Target::Pid { pid } => format!("PID {pid}"),
-            kairos_result::Target::SystemWide => "system-wide".into(),
-            kairos_result::Target::Unknown => "unknown".into(),
-        });
+        push(
+            "Target",
+            match t {
+                kairos_result::Target::Program { program, args } => {
+                    format!("{program} {}", args.join(" "))
+                        .trim_end()
+                        .to_string()
+                }
+                kairos_result::Target::Pid { pid } => format!("PID {pid}"),
+                kairos_result::Target::SystemWide => "system-wide".into(),
+                kairos_result::Target::Unknown => "unknown".into(),
+            },
+        );
     }
     if let Some(s) = &m.source {
         push("Source", s.to_string());
     }
     if let Some(e) = &m.event {
-        push("Event", match &e.reason {
-            Some(r) => format!("{} ({r})", e.name),
-            None => e.name.clone(),
-        });
+        push(
+            "Event",
+            match &e.reason {
+                Some(r) => format!("{} ({r})", e.name),
+                None => e.name.clone(),
+            },
+        );
     }
     // A recording of several events: each with its samples and total, reports show one.
-    let sampled: Vec<&kairos_result::EventSummary> = m.events.iter().filter(|e| e.samples > 0).collect();
+    let sampled: Vec<&kairos_result::EventSummary> =
+        m.events.iter().filter(|e| e.samples > 0).collect();
     if sampled.len() > 1 {
         for e in &sampled {
-            let total = if e.time { format!("{:.3} s of CPU time", e.weight as f64 / 1e9) } else { format!("{} events", kairos_report::thousands(e.weight)) };
-            push("Events", format!("{}: {} samples, {total}", e.name, kairos_report::thousands(e.samples)));
+            let total = if e.time {
+                format!("{:.3} s of CPU time", e.weight as f64 / 1e9)
+            } else {
+                format!("{} events", kairos_report::thousands(e.weight))
+            };
+            push(
+                "Events",
+                format!(
+                    "{}: {} samples, {total}",
+                    e.name,
+                    kairos_report::thousands(e.samples)
+                ),
+            );
         }
     }
     if let Some(i) = m.knobs.get("sampling-interval-us") {
@@ -128,8 +177,12 @@ pub fn meta(dir: &ResultDir) -> Vec<(String, String)> {
     }
     if let Some(x) = &m.target_exit {
         match x {
-            kairos_result::TargetExit::Code { code } => push("Target exit", format!("status {code}")),
-            kairos_result::TargetExit::Signal { signal } => push("Target exit", format!("killed by signal {signal}")),
+            kairos_result::TargetExit::Code { code } => {
+                push("Target exit", format!("status {code}"))
+            }
+            kairos_result::TargetExit::Signal { signal } => {
+                push("Target exit", format!("killed by signal {signal}"))
+            }
             _ => {}
         }
     }

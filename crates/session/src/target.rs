@@ -52,7 +52,9 @@ fn not_ours(pid: i32, owner: u32) -> Result<(), Failure> {
 pub fn check_duration(req: &CollectRequest) -> Result<Option<std::time::Duration>, Failure> {
     match req.duration {
         Some(d) if d > 0.0 && d.is_finite() => Ok(Some(std::time::Duration::from_secs_f64(d))),
-        Some(d) => Err(Failure::usage(format!("-d {d} is not a duration; give a positive number of seconds"))),
+        Some(d) => Err(Failure::usage(format!(
+            "-d {d} is not a duration; give a positive number of seconds"
+        ))),
         None => Ok(None),
     }
 }
@@ -60,12 +62,16 @@ pub fn check_duration(req: &CollectRequest) -> Result<Option<std::time::Duration
 /// The program of an analysis that launches it itself (no `-p`, `-a`): its resolved path,
 /// or the sentence for a name that is not a program. `nothing` is the sentence for none.
 pub fn launched(req: &CollectRequest, nothing: &str) -> Result<PathBuf, Failure> {
-    let Some(first) = req.program.first() else { return Err(Failure::usage(nothing)) };
+    let Some(first) = req.program.first() else {
+        return Err(Failure::usage(nothing));
+    };
     resolve_program(Path::new(first)).ok_or_else(|| not_found(first))
 }
 
 fn not_found(name: &str) -> Failure {
-    Failure::failed(format!("program '{name}' was not found; give a path to an executable or a command on PATH"))
+    Failure::failed(format!(
+        "program '{name}' was not found; give a path to an executable or a command on PATH"
+    ))
 }
 
 /// Finds the program like execvp would, so a typo fails before a result is created.
@@ -74,7 +80,9 @@ pub fn resolve_program(program: &Path) -> Option<PathBuf> {
         return program.is_file().then(|| program.to_path_buf());
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
 }
 
 /// For analyses that launch their target themselves (without the collector): a cache
@@ -90,7 +98,9 @@ pub fn refuse_target_step(req: &CollectRequest, analysis: &str) -> Result<(), Fa
 
 /// The request's step on the target (`-k cache-group`), in the collector's terms.
 pub fn target_hook(req: &CollectRequest) -> Option<kairos_collector::TargetHook> {
-    req.on_target.as_ref().map(|s| kairos_collector::TargetHook(s.0.clone()))
+    req.on_target
+        .as_ref()
+        .map(|s| kairos_collector::TargetHook(s.0.clone()))
 }
 
 /// The collector's target as the manifest describes it.
@@ -98,7 +108,10 @@ pub fn describe(target: &Target) -> kairos_result::Target {
     match target {
         Target::Launch { program, args } => kairos_result::Target::Program {
             program: program.display().to_string(),
-            args: args.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+            args: args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
         },
         Target::Pid(pid) => kairos_result::Target::Pid { pid: *pid },
         Target::SystemWide => kairos_result::Target::SystemWide,
@@ -110,7 +123,12 @@ pub fn describe(target: &Target) -> kairos_result::Target {
 mod tests {
     use super::*;
 
-    fn req(program: &[&str], pid: Option<i32>, system_wide: bool, duration: Option<f64>) -> CollectRequest {
+    fn req(
+        program: &[&str],
+        pid: Option<i32>,
+        system_wide: bool,
+        duration: Option<f64>,
+    ) -> CollectRequest {
         CollectRequest {
             knobs: kairos_analysis_api::Knobs::parse("x", &[], &[]).unwrap(),
             program: program.iter().map(|s| s.to_string()).collect(),
@@ -125,23 +143,44 @@ mod tests {
 
     #[test]
     fn exactly_one_target_with_a_sentence_otherwise() {
-        assert!(matches!(target(&req(&["sh", "-c", "true"], None, false, None), "x"), Ok(Target::Launch { .. })));
-        assert!(matches!(target(&req(&[], None, true, None), "x"), Ok(Target::SystemWide)));
+        assert!(matches!(
+            target(&req(&["sh", "-c", "true"], None, false, None), "x"),
+            Ok(Target::Launch { .. })
+        ));
+        assert!(matches!(
+            target(&req(&[], None, true, None), "x"),
+            Ok(Target::SystemWide)
+        ));
         let e = target(&req(&[], None, false, None), "some-analysis").unwrap_err();
-        assert!(e.is_usage() && e.to_string().contains("kairos collect some-analysis -- ./app"), "{e}");
-        assert!(target(&req(&["true"], None, true, None), "x").unwrap_err().is_usage());
+        assert!(
+            e.is_usage()
+                && e.to_string()
+                    .contains("kairos collect some-analysis -- ./app"),
+            "{e}"
+        );
+        assert!(target(&req(&["true"], None, true, None), "x")
+            .unwrap_err()
+            .is_usage());
         let e = target(&req(&["/no/such/program"], None, false, None), "x").unwrap_err();
-        assert!(!e.is_usage() && e.to_string().contains("was not found"), "{e}");
+        assert!(
+            !e.is_usage() && e.to_string().contains("was not found"),
+            "{e}"
+        );
         let e = launched(&req(&[], None, false, None), "nothing here").unwrap_err();
         assert_eq!(e, Failure::usage("nothing here"));
     }
 
     #[test]
     fn durations_are_positive_seconds() {
-        assert_eq!(check_duration(&req(&[], None, false, Some(0.5))).unwrap(), Some(std::time::Duration::from_millis(500)));
+        assert_eq!(
+            check_duration(&req(&[], None, false, Some(0.5))).unwrap(),
+            Some(std::time::Duration::from_millis(500))
+        );
         assert_eq!(check_duration(&req(&[], None, false, None)).unwrap(), None);
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            assert!(check_duration(&req(&[], None, false, Some(bad))).unwrap_err().is_usage());
+            assert!(check_duration(&req(&[], None, false, Some(bad)))
+                .unwrap_err()
+                .is_usage());
         }
     }
 }

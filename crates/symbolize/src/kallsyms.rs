@@ -73,7 +73,11 @@ fn ranges_of(text: &[(u64, &str)]) -> Vec<(u64, u64, String)> {
         }
         let end = next_start.unwrap_or_else(|| addr.saturating_add(LAST_SYMBOL_SPAN));
         // Kernel names are plain C; only the rare mangled one (Rust in the kernel) pays.
-        let name = if name.starts_with("_R") || name.starts_with("_Z") { demangle(name) } else { name.to_owned() };
+        let name = if name.starts_with("_R") || name.starts_with("_Z") {
+            demangle(name)
+        } else {
+            name.to_owned()
+        };
         ranges.push((addr, end, name));
     }
     // Built from the end, so aliases come last-listed first; AddrTable keeps the last of
@@ -113,8 +117,14 @@ impl Kallsyms {
         let mut text_syms: Vec<(u64, &str)> = Vec::new();
         for line in text.lines() {
             let mut fields = line.split_ascii_whitespace();
-            let (Some(addr), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next()) else { continue };
-            let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+            let (Some(addr), Some(kind), Some(name)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            let Ok(addr) = u64::from_str_radix(addr, 16) else {
+                continue;
+            };
             if kind.len() != 1 {
                 continue;
             }
@@ -125,7 +135,10 @@ impl Kallsyms {
             }
         }
         text_syms.sort_by_key(|e| e.0);
-        Self { table: AddrTable::new(ranges_of(&text_syms)), hidden: any && !nonzero }
+        Self {
+            table: AddrTable::new(ranges_of(&text_syms)),
+            hidden: any && !nonzero,
+        }
     }
 
     /// Function holding the absolute kernel address `addr`.
@@ -192,7 +205,14 @@ ffffffff81004000 TT bad
         let text = format!("{SAMPLE}ffffffff81003000 T alias_of_last\nffffffff81005000 t _ZN4core3fmt5write17h0123456789abcdefE\n");
         let (a, b) = (Kallsyms::new(&parse(&text).0), Kallsyms::from_text(&text));
         assert_eq!(a.len(), b.len());
-        for addr in [0x10, 0xffffffff81000010, 0xffffffff81002010, 0xffffffff81003010, 0xffffffff81005001, 0xffffffffc0a00040] {
+        for addr in [
+            0x10,
+            0xffffffff81000010,
+            0xffffffff81002010,
+            0xffffffff81003010,
+            0xffffffff81005001,
+            0xffffffffc0a00040,
+        ] {
             assert_eq!(a.lookup(addr), b.lookup(addr), "{addr:x}");
         }
         assert_eq!(b.lookup(0xffffffff81003010), Some("last_fn"));

@@ -299,7 +299,8 @@ impl Symbolizer {
             .unwrap_or_else(|| PathBuf::from("/proc/kallsyms"));
         let text = match std::fs::read(&path) {
             // Valid UTF-8 (always, in practice) is taken as is, without a copy.
-            Ok(bytes) => String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            Ok(bytes) => String::from_utf8(bytes)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
             Err(e) => {
                 self.notes.push(format!(
                     "no kernel symbols: cannot read {}: {e}",

@@ -314,7 +314,12 @@ fn debug_info_compressed(bin: &Path) -> bool {
     let out = run(Command::new("readelf").arg("-SW").arg(bin));
     out.lines()
         .find(|l| l.contains(" .debug_info "))
-        .is_some_and(|l| l.split_whitespace().rev().nth(3).is_some_and(|flags| flags.contains('C')))
+        .is_some_and(|l| {
+            l.split_whitespace()
+                .rev()
+                .nth(3)
+                .is_some_and(|flags| flags.contains('C'))
+        })
 }
 
 /// Distributions ship debug files with zlib-compressed DWARF (Debian's libc6-dbg under
@@ -329,7 +334,10 @@ fn zlib_compressed_debug_sections_are_read() {
         .arg("--compress-debug-sections=zlib")
         .arg(&full)
         .arg(&packed));
-    assert!(debug_info_compressed(&packed), "objcopy did not compress .debug_info");
+    assert!(
+        debug_info_compressed(&packed),
+        "objcopy did not compress .debug_info"
+    );
     let mut sym = Symbolizer::new(opts(vec![]));
     assert!(check_outer_against_addr2line(&mut sym, &key(&packed, None), &full) > 0);
     assert!(sym.notes().is_empty(), "{:?}", sym.notes());
@@ -347,7 +355,11 @@ fn zlib_compressed_debug_sections_are_read() {
         .arg(&dbg));
     assert!(debug_info_compressed(&dbg));
     let bin = dir.path().join("stripped");
-    run(Command::new("strip").arg("--strip-all").arg("-o").arg(&bin).arg(&full));
+    run(Command::new("strip")
+        .arg("--strip-all")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&full));
     let mut sym = Symbolizer::new(opts(vec![debug_root]));
     assert!(check_outer_against_addr2line(&mut sym, &key(&bin, None), &full) > 0);
     assert!(sym.notes().is_empty(), "{:?}", sym.notes());

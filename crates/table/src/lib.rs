@@ -28,7 +28,10 @@ pub enum TableError {
     #[error("cannot write {}: {detail}", path.display())]
     Write { path: PathBuf, detail: String },
     #[error("cannot read {}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{} is damaged: {detail}", path.display())]
     Damaged { path: PathBuf, detail: String },
 }
@@ -53,7 +56,15 @@ pub struct WriteOptions<'a> {
 
 impl Default for WriteOptions<'_> {
     fn default() -> Self {
-        WriteOptions { dictionary: &[], delta: &[], uncompressed: &[], batch_rows: 1 << 17, row_group_rows: 1 << 20, metadata: Vec::new(), created_by: "kairos".into() }
+        WriteOptions {
+            dictionary: &[],
+            delta: &[],
+            uncompressed: &[],
+            batch_rows: 1 << 17,
+            row_group_rows: 1 << 20,
+            metadata: Vec::new(),
+            created_by: "kairos".into(),
+        }
     }
 }
 
@@ -69,7 +80,12 @@ impl WriteOptions<'_> {
             .set_statistics_enabled(EnabledStatistics::Chunk)
             .set_created_by(self.created_by.clone());
         if !self.metadata.is_empty() {
-            b = b.set_key_value_metadata(Some(self.metadata.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())).collect()));
+            b = b.set_key_value_metadata(Some(
+                self.metadata
+                    .iter()
+                    .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+                    .collect(),
+            ));
         }
         for c in self.dictionary {
             b = b.set_column_dictionary_enabled(ColumnPath::from(*c), true);
@@ -92,19 +108,27 @@ pub fn write(
     opts: &WriteOptions<'_>,
     columns: impl Fn(Range<usize>) -> Result<Vec<ArrayRef>, String>,
 ) -> Result<u64, TableError> {
-    let fail = |detail: String| TableError::Write { path: path.to_path_buf(), detail };
+    let fail = |detail: String| TableError::Write {
+        path: path.to_path_buf(),
+        detail,
+    };
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
     }
     let tmp = tmp_path(path);
     let schema: SchemaRef = Arc::new(schema);
-    let out = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(|e| fail(e.to_string()))?);
-    let mut w = ArrowWriter::try_new(out, schema.clone(), Some(opts.props())).map_err(|e| fail(e.to_string()))?;
+    let out = BufWriter::with_capacity(
+        1 << 20,
+        File::create(&tmp).map_err(|e| fail(e.to_string()))?,
+    );
+    let mut w = ArrowWriter::try_new(out, schema.clone(), Some(opts.props()))
+        .map_err(|e| fail(e.to_string()))?;
     let step = opts.batch_rows.max(1);
     let mut start = 0;
     while start < rows {
         let end = rows.min(start + step);
-        let batch = RecordBatch::try_new(schema.clone(), columns(start..end).map_err(&fail)?).map_err(|e| fail(e.to_string()))?;
+        let batch = RecordBatch::try_new(schema.clone(), columns(start..end).map_err(&fail)?)
+            .map_err(|e| fail(e.to_string()))?;
         w.write(&batch).map_err(|e| fail(e.to_string()))?;
         start = end;
     }
@@ -125,7 +149,10 @@ pub struct Batch<'a> {
 
 impl<'a> Batch<'a> {
     pub fn damaged(&self, detail: impl Into<String>) -> TableError {
-        TableError::Damaged { path: self.path.to_path_buf(), detail: detail.into() }
+        TableError::Damaged {
+            path: self.path.to_path_buf(),
+            detail: detail.into(),
+        }
     }
 
     /// Whether the batch has column `name` (columns added later are optional).
@@ -135,8 +162,14 @@ impl<'a> Batch<'a> {
 
     /// Column `name` as array type `T`; `nullable` false refuses nulls.
     pub fn col<T: Array + 'static>(&self, name: &str, nullable: bool) -> Result<&'a T, TableError> {
-        let c = self.batch.column_by_name(name).ok_or_else(|| self.damaged(format!("no column {name}")))?;
-        let a = c.as_any().downcast_ref::<T>().ok_or_else(|| self.damaged(format!("column {name} has type {}", c.data_type())))?;
+        let c = self
+            .batch
+            .column_by_name(name)
+            .ok_or_else(|| self.damaged(format!("no column {name}")))?;
+        let a = c
+            .as_any()
+            .downcast_ref::<T>()
+            .ok_or_else(|| self.damaged(format!("column {name} has type {}", c.data_type())))?;
         if !nullable && a.null_count() > 0 {
             return Err(self.damaged(format!("column {name} has nulls")));
         }
@@ -145,12 +178,19 @@ impl<'a> Batch<'a> {
 }
 
 /// The value of row `i`, None when null.
-pub fn opt<T: arrow_array::ArrowPrimitiveType>(a: &PrimitiveArray<T>, i: usize) -> Option<T::Native> {
+pub fn opt<T: arrow_array::ArrowPrimitiveType>(
+    a: &PrimitiveArray<T>,
+    i: usize,
+) -> Option<T::Native> {
     (!a.is_null(i)).then(|| a.value(i))
 }
 
 /// Reads `path` batch by batch into `each`; returns the rows read.
-pub fn read(path: &Path, batch_rows: usize, each: impl FnMut(&Batch<'_>) -> Result<(), TableError>) -> Result<u64, TableError> {
+pub fn read(
+    path: &Path,
+    batch_rows: usize,
+    each: impl FnMut(&Batch<'_>) -> Result<(), TableError>,
+) -> Result<u64, TableError> {
     read_groups(path, batch_rows, None, each)
 }
 
@@ -164,18 +204,35 @@ pub fn tmp_path(path: &Path) -> PathBuf {
 
 fn open(path: &Path) -> Result<File, TableError> {
     File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => TableError::Missing { path: path.to_path_buf() },
-        _ => TableError::Io { path: path.to_path_buf(), source: e },
+        std::io::ErrorKind::NotFound => TableError::Missing {
+            path: path.to_path_buf(),
+        },
+        _ => TableError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        },
     })
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
-    panic.downcast_ref::<String>().map(String::as_str).or_else(|| panic.downcast_ref::<&str>().copied()).unwrap_or("it panicked")
+    panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("it panicked")
 }
 
 /// [`read`] of some row groups only (all when `groups` is `None`).
-fn read_groups(path: &Path, batch_rows: usize, groups: Option<Vec<usize>>, mut each: impl FnMut(&Batch<'_>) -> Result<(), TableError>) -> Result<u64, TableError> {
-    let damaged = |detail: String| TableError::Damaged { path: path.to_path_buf(), detail };
+fn read_groups(
+    path: &Path,
+    batch_rows: usize,
+    groups: Option<Vec<usize>>,
+    mut each: impl FnMut(&Batch<'_>) -> Result<(), TableError>,
+) -> Result<u64, TableError> {
+    let damaged = |detail: String| TableError::Damaged {
+        path: path.to_path_buf(),
+        detail,
+    };
     let file = open(path)?;
     // The parquet crate is not hardened against every malformed file: a panic inside it
     // must not take the program down.
@@ -194,12 +251,21 @@ fn read_groups(path: &Path, batch_rows: usize, groups: Option<Vec<usize>>, mut e
         let mut rows = 0u64;
         for batch in reader {
             let batch = batch.map_err(|e| damaged(e.to_string()))?;
-            each(&Batch { path, batch: &batch, rows: batch.num_rows() })?;
+            each(&Batch {
+                path,
+                batch: &batch,
+                rows: batch.num_rows(),
+            })?;
             rows += batch.num_rows() as u64;
         }
         Ok(rows)
     }));
-    outcome.unwrap_or_else(|panic| Err(damaged(format!("Parquet decoder failed: {}", panic_message(&*panic)))))
+    outcome.unwrap_or_else(|panic| {
+        Err(damaged(format!(
+            "Parquet decoder failed: {}",
+            panic_message(&*panic)
+        )))
+    })
 }
 
 #[cfg(test)]
@@ -209,7 +275,10 @@ mod tests {
     use arrow_schema::{DataType, Field};
 
     fn schema() -> Schema {
-        Schema::new(vec![Field::new("t", DataType::UInt64, false), Field::new("s", DataType::Utf8, true)])
+        Schema::new(vec![
+            Field::new("t", DataType::UInt64, false),
+            Field::new("s", DataType::Utf8, true),
+        ])
     }
 
     #[test]
@@ -217,11 +286,20 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("tables/x.parquet");
         let n = 1000;
-        let opts = WriteOptions { dictionary: &["s"], delta: &["t"], batch_rows: 64, ..WriteOptions::default() };
+        let opts = WriteOptions {
+            dictionary: &["s"],
+            delta: &["t"],
+            batch_rows: 64,
+            ..WriteOptions::default()
+        };
         let bytes = write(&path, schema(), n, &opts, |r| {
             Ok(vec![
-                Arc::new(UInt64Array::from_iter_values(r.clone().map(|i| i as u64 * 3))) as ArrayRef,
-                Arc::new(StringArray::from_iter(r.map(|i| (i % 2 == 0).then(|| format!("s{}", i % 5))))),
+                Arc::new(UInt64Array::from_iter_values(
+                    r.clone().map(|i| i as u64 * 3),
+                )) as ArrayRef,
+                Arc::new(StringArray::from_iter(
+                    r.map(|i| (i % 2 == 0).then(|| format!("s{}", i % 5))),
+                )),
             ])
         })
         .expect("written");
@@ -232,14 +310,26 @@ mod tests {
             let s = b.col::<StringArray>("s", true)?;
             sum += t.values().iter().sum::<u64>();
             nulls += s.null_count();
-            assert!(b.col::<UInt64Array>("s", true).is_err(), "wrong type is refused");
+            assert!(
+                b.col::<UInt64Array>("s", true).is_err(),
+                "wrong type is refused"
+            );
             assert!(!b.has("nope"));
             Ok(())
         })
         .expect("read");
-        assert_eq!((rows, sum, nulls), (n as u64, 3 * (n as u64 - 1) * n as u64 / 2, n / 2));
+        assert_eq!(
+            (rows, sum, nulls),
+            (n as u64, 3 * (n as u64 - 1) * n as u64 / 2, n / 2)
+        );
         std::fs::write(&path, b"PAR1 not really").expect("junk");
-        assert!(matches!(read(&path, 100, |_| Ok(())), Err(TableError::Damaged { .. })));
-        assert!(matches!(read(&dir.path().join("none.parquet"), 100, |_| Ok(())), Err(TableError::Missing { .. })));
+        assert!(matches!(
+            read(&path, 100, |_| Ok(())),
+            Err(TableError::Damaged { .. })
+        ));
+        assert!(matches!(
+            read(&dir.path().join("none.parquet"), 100, |_| Ok(())),
+            Err(TableError::Missing { .. })
+        ));
     }
 }

@@ -31,28 +31,44 @@ pub fn write_parallel(
     threads: usize,
     columns: impl Fn(Range<usize>) -> Result<Vec<ArrayRef>, String> + Sync,
 ) -> Result<u64, TableError> {
-    let fail = |detail: String| TableError::Write { path: path.to_path_buf(), detail };
+    let fail = |detail: String| TableError::Write {
+        path: path.to_path_buf(),
+        detail,
+    };
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
     }
     let tmp = crate::tmp_path(path);
     let schema: SchemaRef = Arc::new(schema);
-    let out = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(|e| fail(e.to_string()))?);
+    let out = BufWriter::with_capacity(
+        1 << 20,
+        File::create(&tmp).map_err(|e| fail(e.to_string()))?,
+    );
     // The high-level writer sets up the file (schema, Arrow metadata, properties); its
     // low-level parts then take the row groups encoded elsewhere.
-    let w = ArrowWriter::try_new(out, schema.clone(), Some(opts.props())).map_err(|e| fail(e.to_string()))?;
-    let (mut file, factory) = w.into_serialized_writer().map_err(|e| fail(e.to_string()))?;
+    let w = ArrowWriter::try_new(out, schema.clone(), Some(opts.props()))
+        .map_err(|e| fail(e.to_string()))?;
+    let (mut file, factory) = w
+        .into_serialized_writer()
+        .map_err(|e| fail(e.to_string()))?;
     let group_rows = opts.row_group_rows.max(1);
-    let groups: Vec<Range<usize>> = (0..rows.div_ceil(group_rows)).map(|g| g * group_rows..rows.min((g + 1) * group_rows)).collect();
+    let groups: Vec<Range<usize>> = (0..rows.div_ceil(group_rows))
+        .map(|g| g * group_rows..rows.min((g + 1) * group_rows))
+        .collect();
     let mut writers = Vec::with_capacity(groups.len());
     for g in 0..groups.len() {
-        writers.push(Some(factory.create_column_writers(g).map_err(|e| fail(e.to_string()))?));
+        writers.push(Some(
+            factory
+                .create_column_writers(g)
+                .map_err(|e| fail(e.to_string()))?,
+        ));
     }
     let threads = threads.clamp(1, groups.len().max(1));
     let step = opts.batch_rows.max(1);
-    let encode = |g: usize, writers: Vec<ArrowColumnWriter>| -> Result<Vec<ArrowColumnChunk>, String> {
-        encode_group(&schema, groups[g].clone(), step, writers, &columns)
-    };
+    let encode =
+        |g: usize, writers: Vec<ArrowColumnWriter>| -> Result<Vec<ArrowColumnChunk>, String> {
+            encode_group(&schema, groups[g].clone(), step, writers, &columns)
+        };
     std::thread::scope(|scope| -> Result<(), TableError> {
         let (done, finished) = mpsc::channel();
         // Thread k encodes groups k, k + threads, ...; the calling thread is thread 0 and
@@ -65,28 +81,35 @@ pub fn write_parallel(
                 continue;
             }
             let (done, encode) = (done.clone(), &encode);
-            let spawned = std::thread::Builder::new().name("kairos-table".into()).spawn_scoped(scope, move || {
-                let _ = done.send((g, run(|| encode(g, w))));
-            });
+            let spawned = std::thread::Builder::new()
+                .name("kairos-table".into())
+                .spawn_scoped(scope, move || {
+                    let _ = done.send((g, run(|| encode(g, w))));
+                });
             if let Err(e) = spawned {
                 return Err(fail(format!("cannot start a thread: {e}")));
             }
         }
         drop(done);
-        let mut ready: Vec<Option<Vec<ArrowColumnChunk>>> = (0..groups.len()).map(|_| None).collect();
+        let mut ready: Vec<Option<Vec<ArrowColumnChunk>>> =
+            (0..groups.len()).map(|_| None).collect();
         let mut mine = mine.into_iter();
         for g in 0..groups.len() {
             while ready[g].is_none() {
                 // Encode one of our own groups, or wait for a thread's.
                 let (i, chunks) = match mine.next() {
                     Some((i, w)) => (i, run(|| encode(i, w))),
-                    None => finished.recv().map_err(|_| fail("an encoding thread stopped".into()))?,
+                    None => finished
+                        .recv()
+                        .map_err(|_| fail("an encoding thread stopped".into()))?,
                 };
                 ready[i] = Some(chunks.map_err(&fail)?);
             }
             let mut group = file.next_row_group().map_err(|e| fail(e.to_string()))?;
             for chunk in ready[g].take().unwrap_or_default() {
-                chunk.append_to_row_group(&mut group).map_err(|e| fail(e.to_string()))?;
+                chunk
+                    .append_to_row_group(&mut group)
+                    .map_err(|e| fail(e.to_string()))?;
             }
             group.close().map_err(|e| fail(e.to_string()))?;
         }
@@ -102,7 +125,8 @@ pub fn write_parallel(
 
 /// A panic of the encoder (or of `f`) becomes an error rather than a lost thread.
 fn run<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(format!("Parquet encoder failed: {}", panic_message(&*p))))
+    catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|p| Err(format!("Parquet encoder failed: {}", panic_message(&*p))))
 }
 
 fn encode_group(
@@ -121,26 +145,46 @@ fn encode_group(
         let mut w = writers.iter_mut();
         for (array, field) in batch.columns().iter().zip(schema.fields()) {
             for leaf in compute_leaves(field, array).map_err(|e| e.to_string())? {
-                w.next().ok_or("more leaf columns than writers")?.write(&leaf).map_err(|e| e.to_string())?;
+                w.next()
+                    .ok_or("more leaf columns than writers")?
+                    .write(&leaf)
+                    .map_err(|e| e.to_string())?;
             }
         }
         start = end;
     }
-    writers.into_iter().map(|w| w.close().map_err(|e| e.to_string())).collect()
+    writers
+        .into_iter()
+        .map(|w| w.close().map_err(|e| e.to_string()))
+        .collect()
 }
 
 /// Rows of each row group of `path`, from its footer.
 pub fn row_groups(path: &Path) -> Result<Vec<u64>, TableError> {
-    let damaged = |detail: String| TableError::Damaged { path: path.to_path_buf(), detail };
+    let damaged = |detail: String| TableError::Damaged {
+        path: path.to_path_buf(),
+        detail,
+    };
     let file = crate::open(path)?;
-    let meta = catch_unwind(AssertUnwindSafe(|| ParquetRecordBatchReaderBuilder::try_new(file).map(|b| b.metadata().clone())))
-        .map_err(|p| damaged(format!("Parquet decoder failed: {}", panic_message(&*p))))?
-        .map_err(|e| damaged(format!("not a readable Parquet file ({e})")))?;
-    Ok(meta.row_groups().iter().map(|g| u64::try_from(g.num_rows()).unwrap_or(0)).collect())
+    let meta = catch_unwind(AssertUnwindSafe(|| {
+        ParquetRecordBatchReaderBuilder::try_new(file).map(|b| b.metadata().clone())
+    }))
+    .map_err(|p| damaged(format!("Parquet decoder failed: {}", panic_message(&*p))))?
+    .map_err(|e| damaged(format!("not a readable Parquet file ({e})")))?;
+    Ok(meta
+        .row_groups()
+        .iter()
+        .map(|g| u64::try_from(g.num_rows()).unwrap_or(0))
+        .collect())
 }
 
 /// Reads row group `group` of `path` batch by batch into `each`; returns the rows read.
-pub fn read_group(path: &Path, group: usize, batch_rows: usize, each: impl FnMut(&Batch<'_>) -> Result<(), TableError>) -> Result<u64, TableError> {
+pub fn read_group(
+    path: &Path,
+    group: usize,
+    batch_rows: usize,
+    each: impl FnMut(&Batch<'_>) -> Result<(), TableError>,
+) -> Result<u64, TableError> {
     crate::read_groups(path, batch_rows, Some(vec![group]), each)
 }
 
@@ -152,20 +196,30 @@ mod tests {
     use arrow_schema::{DataType, Field};
 
     fn schema() -> Schema {
-        Schema::new(vec![Field::new("t", DataType::UInt64, false), Field::new("s", DataType::Int64, true)])
+        Schema::new(vec![
+            Field::new("t", DataType::UInt64, false),
+            Field::new("s", DataType::Int64, true),
+        ])
     }
 
     fn columns(r: Range<usize>) -> Result<Vec<ArrayRef>, String> {
         Ok(vec![
-            Arc::new(UInt64Array::from_iter_values(r.clone().map(|i| i as u64 * 7))) as ArrayRef,
-            Arc::new(Int64Array::from_iter(r.map(|i| (i % 3 != 0).then_some(i as i64 % 11)))),
+            Arc::new(UInt64Array::from_iter_values(
+                r.clone().map(|i| i as u64 * 7),
+            )) as ArrayRef,
+            Arc::new(Int64Array::from_iter(
+                r.map(|i| (i % 3 != 0).then_some(i as i64 % 11)),
+            )),
         ])
     }
 
     fn contents(path: &Path) -> Vec<(u64, Option<i64>)> {
         let mut out = Vec::new();
         read(path, 97, |b| {
-            let (t, s) = (b.col::<UInt64Array>("t", false)?, b.col::<Int64Array>("s", true)?);
+            let (t, s) = (
+                b.col::<UInt64Array>("t", false)?,
+                b.col::<Int64Array>("s", true)?,
+            );
             out.extend((0..b.rows).map(|i| (t.value(i), (!s.is_null(i)).then(|| s.value(i)))));
             Ok(())
         })
@@ -176,13 +230,26 @@ mod tests {
     #[test]
     fn same_table_as_the_one_thread_writer_and_groups_read_alone() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let opts = WriteOptions { delta: &["t", "s"], uncompressed: &["t"], batch_rows: 100, row_group_rows: 250, ..WriteOptions::default() };
+        let opts = WriteOptions {
+            delta: &["t", "s"],
+            uncompressed: &["t"],
+            batch_rows: 100,
+            row_group_rows: 250,
+            ..WriteOptions::default()
+        };
         for rows in [0, 1, 250, 1001] {
-            let (one, many) = (dir.path().join(format!("one{rows}.parquet")), dir.path().join(format!("many{rows}.parquet")));
+            let (one, many) = (
+                dir.path().join(format!("one{rows}.parquet")),
+                dir.path().join(format!("many{rows}.parquet")),
+            );
             write(&one, schema(), rows, &opts, columns).expect("one thread");
             for threads in [1, 2, 3] {
                 write_parallel(&many, schema(), rows, &opts, threads, columns).expect("threads");
-                assert_eq!(contents(&many), contents(&one), "{rows} rows, {threads} threads");
+                assert_eq!(
+                    contents(&many),
+                    contents(&one),
+                    "{rows} rows, {threads} threads"
+                );
                 let groups = row_groups(&many).expect("groups");
                 assert_eq!(groups, row_groups(&one).expect("groups"));
                 let mut first = 0;
@@ -196,7 +263,10 @@ mod tests {
                     assert_eq!(got, (first..first + n).map(|i| i * 7).collect::<Vec<_>>());
                     first += n;
                 }
-                assert!(matches!(read_group(&many, groups.len(), 64, |_| Ok(())), Err(TableError::Damaged { .. })));
+                assert!(matches!(
+                    read_group(&many, groups.len(), 64, |_| Ok(())),
+                    Err(TableError::Damaged { .. })
+                ));
             }
         }
     }
@@ -205,8 +275,17 @@ mod tests {
     fn a_failing_column_builder_is_an_error_and_leaves_no_table() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("x.parquet");
-        let opts = WriteOptions { row_group_rows: 10, ..WriteOptions::default() };
-        let r = write_parallel(&path, schema(), 100, &opts, 2, |r| if r.start >= 50 { Err("no".into()) } else { columns(r) });
+        let opts = WriteOptions {
+            row_group_rows: 10,
+            ..WriteOptions::default()
+        };
+        let r = write_parallel(&path, schema(), 100, &opts, 2, |r| {
+            if r.start >= 50 {
+                Err("no".into())
+            } else {
+                columns(r)
+            }
+        });
         assert!(matches!(r, Err(TableError::Write { .. })));
         assert!(!path.exists());
     }

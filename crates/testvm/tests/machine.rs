@@ -77,11 +77,21 @@ exit 7"#
     // The Debian kernel has resctrl; the emulated CPU has no RDT, so only the CPU is blamed
     // (the kernel registers resctrl only on CPUs with RDT: its configuration tells).
     let lines: Vec<&str> = info.lines().collect();
-    let at = lines.iter().position(|l| l.starts_with("resctrl")).unwrap_or(lines.len());
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("resctrl"))
+        .unwrap_or(lines.len());
     // Its line and the indented "why" line under it.
-    let resctrl = lines[at.min(lines.len())..].iter().take(2).copied().collect::<Vec<_>>().join(" ");
+    let resctrl = lines[at.min(lines.len())..]
+        .iter()
+        .take(2)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(
-        resctrl.contains("none of the RDT flags") && resctrl.contains("kernel built with resctrl") && !resctrl.contains("built without"),
+        resctrl.contains("none of the RDT flags")
+            && resctrl.contains("kernel built with resctrl")
+            && !resctrl.contains("built without"),
         "kairos info:\n{info}"
     );
     assert_eq!(out.file("hello.txt").ok().as_deref(), Some("hello\n"));

@@ -50,26 +50,45 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     if req.duration.is_some() {
         return Err(Failure::usage("collect trace records the whole run of the program; -d is not supported (give the program a smaller input)"));
     }
-    let program = session::launched(req, "nothing to trace: give a program after `--`, e.g. `kairos collect trace -- ./app`")?;
+    let program = session::launched(
+        req,
+        "nothing to trace: give a program after `--`, e.g. `kairos collect trace -- ./app`",
+    )?;
     let name = &req.program[0];
     let elf = crate::elf_functions::inspect(&program)
         .map_err(|e| Failure::failed(format!("{e}; collect trace needs an ELF executable")))?;
     let (mode, reason) = match knobs.get("mode") {
-        "instrument" if !elf.instrumented => {
-            return Err(Failure::failed(format!("{name} was not built with -finstrument-functions; rebuild it or use -k mode=uprobes")))
-        }
+        "instrument" if !elf.instrumented => return Err(Failure::failed(format!(
+            "{name} was not built with -finstrument-functions; rebuild it or use -k mode=uprobes"
+        ))),
         "instrument" => (Mode::Instrument, "asked for with -k mode=instrument"),
         "uprobes" => (Mode::Uprobes, "asked for with -k mode=uprobes"),
-        _ if elf.instrumented => (Mode::Instrument, "auto: the program was built with -finstrument-functions"),
-        _ => (Mode::Uprobes, "auto: the program was not built with -finstrument-functions"),
+        _ if elf.instrumented => (
+            Mode::Instrument,
+            "auto: the program was built with -finstrument-functions",
+        ),
+        _ => (
+            Mode::Uprobes,
+            "auto: the program was not built with -finstrument-functions",
+        ),
     };
     let prog_args: Vec<OsString> = req.program[1..].iter().map(OsString::from).collect();
 
     let mut dir = session::create_result_dir(req.result_dir.as_deref(), SPEC.result_suffix)?;
-    let target = kairos_result::Target::Program { program: name.clone(), args: req.program[1..].to_vec() };
+    let target = kairos_result::Target::Program {
+        program: name.clone(),
+        args: req.program[1..].to_vec(),
+    };
     session::start_manifest(&mut dir, SPEC.name, knobs, target);
     session::save(&dir)?;
-    let outcome = record_all(&dir, mode, &program, &prog_args, &elf, knobs.get("measure-overhead") == "on");
+    let outcome = record_all(
+        &dir,
+        mode,
+        &program,
+        &prog_args,
+        &elf,
+        knobs.get("measure-overhead") == "on",
+    );
     let (untraced, rec) = match outcome {
         Ok(r) => r,
         Err(e) => {
@@ -89,7 +108,11 @@ fn record_all(
     elf: &ElfTraceInfo,
     measure: bool,
 ) -> Result<(Option<f64>, Recorded), Failure> {
-    let untraced = if measure { Some(run_untraced(program, args)?) } else { None };
+    let untraced = if measure {
+        Some(run_untraced(program, args)?)
+    } else {
+        None
+    };
     let rec = match mode {
         Mode::Instrument => crate::record::instrument(dir, program, args, elf)?,
         Mode::Uprobes => crate::record::uprobes(program, args, elf)?,
@@ -107,7 +130,12 @@ fn run_untraced(program: &Path, args: &[OsString]) -> Result<f64, Failure> {
         .stderr(Stdio::null())
         .spawn()
         .and_then(|mut child| session::interrupt::wait(&mut child))
-        .map_err(|e| Failure::failed(format!("cannot run {} ({e}); check that it is a program for this machine", program.display())))?;
+        .map_err(|e| {
+            Failure::failed(format!(
+                "cannot run {} ({e}); check that it is a program for this machine",
+                program.display()
+            ))
+        })?;
     if let Some(sig) = interrupted {
         return Err(Failure::failed(format!("interrupted by signal {sig} during the untraced baseline run, before tracing started; nothing was recorded")));
     }
@@ -120,8 +148,15 @@ pub(crate) fn runtime_path() -> Result<PathBuf, Failure> {
     if let Some(p) = std::env::var_os("KAIROS_TRACE_RUNTIME") {
         return Ok(PathBuf::from(p));
     }
-    let exe = std::env::current_exe().map_err(|e| Failure::failed(format!("cannot locate the kairos binary ({e}); set KAIROS_TRACE_RUNTIME to libkairos_trace.so")))?;
-    let p = exe.parent().unwrap_or(Path::new(".")).join("lib/libkairos_trace.so");
+    let exe = std::env::current_exe().map_err(|e| {
+        Failure::failed(format!(
+            "cannot locate the kairos binary ({e}); set KAIROS_TRACE_RUNTIME to libkairos_trace.so"
+        ))
+    })?;
+    let p = exe
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("lib/libkairos_trace.so");
     if !p.is_file() {
         return Err(Failure::failed(format!(
             "the tracing runtime {} is missing; rebuild kairos with `cargo build` or set KAIROS_TRACE_RUNTIME to libkairos_trace.so",
@@ -130,4 +165,3 @@ pub(crate) fn runtime_path() -> Result<PathBuf, Failure> {
     }
     Ok(p)
 }
-

@@ -33,7 +33,10 @@ pub struct ElfTraceInfo {
 }
 
 fn read(path: &Path) -> Result<memmap2::Mmap, TraceError> {
-    let io = |source| TraceError::Io { path: path.display().to_string(), source };
+    let io = |source| TraceError::Io {
+        path: path.display().to_string(),
+        source,
+    };
     let f = std::fs::File::open(path).map_err(io)?;
     // SAFETY: read-only map, dropped before returning to the caller's caller; binaries are
     // replaced, not rewritten in place, by linkers and package managers.
@@ -43,9 +46,13 @@ fn read(path: &Path) -> Result<memmap2::Mmap, TraceError> {
 /// Reads the functions and instrumentation markers of the ELF file at `path`.
 pub fn inspect(path: &Path) -> Result<ElfTraceInfo, TraceError> {
     let data = read(path)?;
-    let bad = |reason: String| TraceError::BadFile { path: path.display().to_string(), reason };
+    let bad = |reason: String| TraceError::BadFile {
+        path: path.display().to_string(),
+        reason,
+    };
     let file = object::File::parse(&*data).map_err(|e| bad(format!("not an ELF file ({e})")))?;
-    let info = kairos_symbolize::ElfInfo::parse(&data).map_err(|e| bad(format!("not an ELF file ({e})")))?;
+    let info = kairos_symbolize::ElfInfo::parse(&data)
+        .map_err(|e| bad(format!("not an ELF file ({e})")))?;
     let mut out = ElfTraceInfo::default();
     for s in file.symbols().chain(file.dynamic_symbols()) {
         let name = s.name().unwrap_or("");
@@ -59,10 +66,19 @@ pub fn inspect(path: &Path) -> Result<ElfTraceInfo, TraceError> {
             continue;
         }
         let vaddr = s.address();
-        let Some(seg) = info.load_segments.iter().find(|g| vaddr >= g.vaddr && vaddr - g.vaddr < g.filesz) else {
+        let Some(seg) = info
+            .load_segments
+            .iter()
+            .find(|g| vaddr >= g.vaddr && vaddr - g.vaddr < g.filesz)
+        else {
             continue;
         };
-        out.functions.push(ElfFunction { name: name.to_string(), vaddr, size: s.size(), file_offset: vaddr - seg.vaddr + seg.offset });
+        out.functions.push(ElfFunction {
+            name: name.to_string(),
+            vaddr,
+            size: s.size(),
+            file_offset: vaddr - seg.vaddr + seg.offset,
+        });
     }
     out.functions.sort_by_key(|f| f.vaddr);
     out.functions.dedup_by_key(|f| f.vaddr);

@@ -8,8 +8,18 @@ use serde_json::json;
 
 use crate::collect::{Mode, Recorded};
 
-pub(crate) fn finish(dir: &mut ResultDir, mode: Mode, reason: &str, untraced: Option<f64>, rec: Recorded) -> Result<(), Failure> {
-    let (profile, sym_notes) = crate::build_profile(&rec.threads, &rec.functions, kairos_symbolize::SymbolizerOptions::default());
+pub(crate) fn finish(
+    dir: &mut ResultDir,
+    mode: Mode,
+    reason: &str,
+    untraced: Option<f64>,
+    rec: Recorded,
+) -> Result<(), Failure> {
+    let (profile, sym_notes) = crate::build_profile(
+        &rec.threads,
+        &rec.functions,
+        kairos_symbolize::SymbolizerOptions::default(),
+    );
     let calls = profile.calls.len() as u64;
     let sum = |f: fn(&crate::Paired) -> u64| rec.threads.iter().map(|t| f(&t.paired)).sum::<u64>();
     let (unmatched, unwound) = (sum(|p| p.unmatched_exits), sum(|p| p.unwound));
@@ -18,7 +28,13 @@ pub(crate) fn finish(dir: &mut ResultDir, mode: Mode, reason: &str, untraced: Op
         .iter()
         .flat_map(|t| t.paired.open_at_end.iter())
         .filter_map(|&f| rec.functions.get(f as usize))
-        .filter_map(|loc| profile.frames.iter().find(|fr| fr.address == loc.address).map(|fr| fr.function.clone()))
+        .filter_map(|loc| {
+            profile
+                .frames
+                .iter()
+                .find(|fr| fr.address == loc.address)
+                .map(|fr| fr.function.clone())
+        })
         .collect();
     let open = open_names.len();
     open_names.sort();
@@ -28,7 +44,11 @@ pub(crate) fn finish(dir: &mut ResultDir, mode: Mode, reason: &str, untraced: Op
         let slowdown = if u > 0.0 { rec.traced_seconds / u } else { 0.0 };
         // Negative when run-to-run noise exceeds the tracer's cost (few calls): reported
         // as is, so the reader sees the measurement rather than a clamped zero.
-        let per_call = if calls > 0 { (rec.traced_seconds - u) * 1e9 / calls as f64 } else { 0.0 };
+        let per_call = if calls > 0 {
+            (rec.traced_seconds - u) * 1e9 / calls as f64
+        } else {
+            0.0
+        };
         (u, slowdown, per_call)
     });
     let m = dir.manifest_mut();
@@ -47,11 +67,22 @@ pub(crate) fn finish(dir: &mut ResultDir, mode: Mode, reason: &str, untraced: Op
         m.notes.push(format!("{unmatched} exits had no matching entry and {unwound} calls were closed by a caller's exit (longjmp, exceptions, or missed returns)"));
     }
     if rec.lost_events > 0 {
-        m.notes.push(format!("the kernel dropped {} probe hits (ring buffer full); calls around them may be wrong", rec.lost_events));
+        m.notes.push(format!(
+            "the kernel dropped {} probe hits (ring buffer full); calls around them may be wrong",
+            rec.lost_events
+        ));
     }
     if !rec.refused.is_empty() {
-        let list: Vec<String> = rec.refused.iter().map(|(n, why)| format!("{n} ({why})")).collect();
-        m.notes.push(format!("the kernel refused to probe {} functions, not traced: {}", rec.refused.len(), list.join(", ")));
+        let list: Vec<String> = rec
+            .refused
+            .iter()
+            .map(|(n, why)| format!("{n} ({why})"))
+            .collect();
+        m.notes.push(format!(
+            "the kernel refused to probe {} functions, not traced: {}",
+            rec.refused.len(),
+            list.join(", ")
+        ));
     }
     m.extra.insert(
         "trace".into(),
@@ -74,7 +105,10 @@ pub(crate) fn finish(dir: &mut ResultDir, mode: Mode, reason: &str, untraced: Op
         }),
     );
     let tables = kairos_result::write_profile(dir, &profile).map_err(|e| {
-        Failure::failed(format!("cannot write the result tables in {}: {e}; check free disk space and permissions", dir.path().display()))
+        Failure::failed(format!(
+            "cannot write the result tables in {}: {e}; check free disk space and permissions",
+            dir.path().display()
+        ))
     })?;
     dir.manifest_mut().tables = tables;
     session::save(dir)?;
@@ -82,13 +116,25 @@ pub(crate) fn finish(dir: &mut ResultDir, mode: Mode, reason: &str, untraced: Op
     Ok(())
 }
 
-fn print_summary(dir: &ResultDir, p: &kairos_model::Profile, mode: Mode, reason: &str, overhead: Option<(f64, f64, f64)>, traced: f64) {
+fn print_summary(
+    dir: &ResultDir,
+    p: &kairos_model::Profile,
+    mode: Mode,
+    reason: &str,
+    overhead: Option<(f64, f64, f64)>,
+    traced: f64,
+) {
     let mode = match mode {
         Mode::Instrument => "instrument",
         Mode::Uprobes => "uprobes",
     };
     println!("\nTrace ({mode}: {reason})");
-    println!("  threads {}, functions {}, calls {}", p.threads.len(), p.frames.len(), p.calls.len());
+    println!(
+        "  threads {}, functions {}, calls {}",
+        p.threads.len(),
+        p.frames.len(),
+        p.calls.len()
+    );
     match overhead {
         Some((u, s, per)) if per > 0.0 => {
             println!("  tracer overhead: {s:.2}x, {:.3} us per call (untraced {u:.3} s, traced {traced:.3} s)", per / 1000.0)
@@ -111,7 +157,9 @@ fn print_summary(dir: &ResultDir, p: &kairos_model::Profile, mode: Mode, reason:
     for (n, ns, f) in per.iter().filter(|e| e.0 > 0).take(15) {
         let fr = &p.frames[*f as usize];
         let at = match (&fr.file, fr.line) {
-            (Some(file), Some(line)) => format!("  {}:{line}", file.rsplit('/').next().unwrap_or(file)),
+            (Some(file), Some(line)) => {
+                format!("  {}:{line}", file.rsplit('/').next().unwrap_or(file))
+            }
             _ => String::new(),
         };
         println!("  {n:>10}  {:>12.3}  {}{at}", *ns as f64 / 1e6, fr.function);

@@ -64,14 +64,24 @@ pub fn pair_thread(events: &[Event]) -> Paired {
                     if stack.len() > pos {
                         out.unwound += 1;
                     }
-                    out.calls.push(RawCall { function: f, start_ns: start, end_ns: e.time_ns.max(start), depth: depth(stack.len()) });
+                    out.calls.push(RawCall {
+                        function: f,
+                        start_ns: start,
+                        end_ns: e.time_ns.max(start),
+                        depth: depth(stack.len()),
+                    });
                 }
             }
         }
     }
     while let Some((f, start)) = stack.pop() {
         out.open_at_end.push(f);
-        out.calls.push(RawCall { function: f, start_ns: start, end_ns: last.max(start), depth: depth(stack.len()) });
+        out.calls.push(RawCall {
+            function: f,
+            start_ns: start,
+            end_ns: last.max(start),
+            depth: depth(stack.len()),
+        });
     }
     out.calls.sort_by_key(|c| (c.start_ns, c.depth));
     out
@@ -82,7 +92,15 @@ mod tests {
     use super::*;
 
     fn ev(t: u64, f: u32, entry: bool) -> Event {
-        Event { time_ns: t, function: f, kind: if entry { EventKind::Entry } else { EventKind::Exit } }
+        Event {
+            time_ns: t,
+            function: f,
+            kind: if entry {
+                EventKind::Entry
+            } else {
+                EventKind::Exit
+            },
+        }
     }
 
     #[test]
@@ -103,12 +121,27 @@ mod tests {
             ev(13, 4, true),
         ];
         let p = pair_thread(&evs);
-        let got: Vec<_> = p.calls.iter().map(|c| (c.function, c.start_ns, c.end_ns, c.depth)).collect();
+        let got: Vec<_> = p
+            .calls
+            .iter()
+            .map(|c| (c.function, c.start_ns, c.end_ns, c.depth))
+            .collect();
         assert_eq!(
             got,
-            [(0, 2, 12, 0), (1, 3, 6, 1), (2, 4, 5, 2), (1, 7, 9, 1), (2, 8, 9, 2), (3, 10, 12, 1), (4, 13, 13, 0)]
+            [
+                (0, 2, 12, 0),
+                (1, 3, 6, 1),
+                (2, 4, 5, 2),
+                (1, 7, 9, 1),
+                (2, 8, 9, 2),
+                (3, 10, 12, 1),
+                (4, 13, 13, 0)
+            ]
         );
-        assert_eq!((p.unmatched_exits, p.unwound, p.open_at_end.clone()), (1, 2, vec![4]));
+        assert_eq!(
+            (p.unmatched_exits, p.unwound, p.open_at_end.clone()),
+            (1, 2, vec![4])
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 
 use kairos_model::{Call, Frame, Mode, Module, Profile, Thread};
-use kairos_symbolize::{file_offset_to_elf_vaddr, ElfInfo, ModuleKey, Symbolizer, SymbolizerOptions};
+use kairos_symbolize::{
+    file_offset_to_elf_vaddr, ElfInfo, ModuleKey, Symbolizer, SymbolizerOptions,
+};
 
 use crate::maps::{self, Mapping};
 use crate::pair::Paired;
@@ -49,18 +51,37 @@ pub fn locate(addresses: &[u64], process_maps: &[Mapping]) -> Vec<FunctionLoc> {
         .iter()
         .map(|&a| {
             let Some(m) = maps::find(process_maps, a).filter(|m| m.path.starts_with('/')) else {
-                return FunctionLoc { address: a, module: None, elf_vaddr: a, name_hint: None };
+                return FunctionLoc {
+                    address: a,
+                    module: None,
+                    elf_vaddr: a,
+                    name_hint: None,
+                };
             };
-            let info = elf.entry(m.path.clone()).or_insert_with(|| ElfInfo::open(&m.path).ok());
+            let info = elf
+                .entry(m.path.clone())
+                .or_insert_with(|| ElfInfo::open(&m.path).ok());
             let offset = a - m.start + m.offset;
-            let vaddr = info.as_ref().and_then(|i| file_offset_to_elf_vaddr(i, offset)).unwrap_or(offset);
-            FunctionLoc { address: a, module: Some(m.path.clone()), elf_vaddr: vaddr, name_hint: None }
+            let vaddr = info
+                .as_ref()
+                .and_then(|i| file_offset_to_elf_vaddr(i, offset))
+                .unwrap_or(offset);
+            FunctionLoc {
+                address: a,
+                module: Some(m.path.clone()),
+                elf_vaddr: vaddr,
+                name_hint: None,
+            }
         })
         .collect()
 }
 
 /// Builds the profile; returns it with notes (symbolisation problems).
-pub fn build_profile(threads: &[TracedThread], functions: &[FunctionLoc], opts: SymbolizerOptions) -> (Profile, Vec<String>) {
+pub fn build_profile(
+    threads: &[TracedThread],
+    functions: &[FunctionLoc],
+    opts: SymbolizerOptions,
+) -> (Profile, Vec<String>) {
     let mut p = Profile::default();
     // Frames only for functions that were called, in first-call order.
     let mut frame_of: HashMap<u32, u32> = HashMap::new();
@@ -79,7 +100,13 @@ pub fn build_profile(threads: &[TracedThread], functions: &[FunctionLoc], opts: 
         let loc = &functions[f as usize];
         let module = loc.module.as_ref().map(|m| {
             *module_idx.entry(m.clone()).or_insert_with(|| {
-                p.modules.push(Module { path: m.clone(), build_id: ElfInfo::open(m).ok().and_then(|i| i.build_id).unwrap_or_default() });
+                p.modules.push(Module {
+                    path: m.clone(),
+                    build_id: ElfInfo::open(m)
+                        .ok()
+                        .and_then(|i| i.build_id)
+                        .unwrap_or_default(),
+                });
                 (p.modules.len() - 1) as u32
             })
         });
@@ -103,8 +130,14 @@ pub fn build_profile(threads: &[TracedThread], functions: &[FunctionLoc], opts: 
     }
     let mut sym = Symbolizer::new(opts);
     for (path, frames) in &by_module {
-        let addrs: Vec<u64> = frames.iter().map(|&fi| p.frames[fi].module_offset).collect();
-        let key = ModuleKey::Elf { path: path.clone(), build_id: None };
+        let addrs: Vec<u64> = frames
+            .iter()
+            .map(|&fi| p.frames[fi].module_offset)
+            .collect();
+        let key = ModuleKey::Elf {
+            path: path.clone(),
+            build_id: None,
+        };
         for (&fi, found) in frames.iter().zip(sym.symbolize(&key, &addrs)) {
             // The outermost frame is the function itself; the entry address is never
             // inside an inlined callee.
@@ -118,9 +151,20 @@ pub fn build_profile(threads: &[TracedThread], functions: &[FunctionLoc], opts: 
     }
     for t in threads {
         let ti = p.threads.len() as u32;
-        p.threads.push(Thread { pid: t.info.pid, tid: t.info.tid, name: t.info.name.clone(), process_name: t.info.process_name.clone() });
+        p.threads.push(Thread {
+            pid: t.info.pid,
+            tid: t.info.tid,
+            name: t.info.name.clone(),
+            process_name: t.info.process_name.clone(),
+        });
         p.calls.extend(t.paired.calls.iter().filter_map(|c| {
-            Some(Call { thread: ti, frame: *frame_of.get(&c.function)?, start_ns: c.start_ns, end_ns: c.end_ns, depth: c.depth })
+            Some(Call {
+                thread: ti,
+                frame: *frame_of.get(&c.function)?,
+                start_ns: c.start_ns,
+                end_ns: c.end_ns,
+                depth: c.depth,
+            })
         }));
     }
     p.calls.sort_by_key(|c| (c.start_ns, c.thread, c.depth));
@@ -139,19 +183,53 @@ mod tests {
     #[test]
     fn builds_threads_frames_and_calls() {
         let funcs = vec![
-            FunctionLoc { address: 0x10, module: None, elf_vaddr: 0x10, name_hint: Some("f".into()) },
-            FunctionLoc { address: 0x20, module: None, elf_vaddr: 0x20, name_hint: None },
+            FunctionLoc {
+                address: 0x10,
+                module: None,
+                elf_vaddr: 0x10,
+                name_hint: Some("f".into()),
+            },
+            FunctionLoc {
+                address: 0x20,
+                module: None,
+                elf_vaddr: 0x20,
+                name_hint: None,
+            },
         ];
         let paired = Paired {
             calls: vec![
-                RawCall { function: 1, start_ns: 1, end_ns: 9, depth: 0 },
-                RawCall { function: 0, start_ns: 2, end_ns: 3, depth: 1 },
-                RawCall { function: 7, start_ns: 4, end_ns: 5, depth: 1 }, // no such function: dropped
+                RawCall {
+                    function: 1,
+                    start_ns: 1,
+                    end_ns: 9,
+                    depth: 0,
+                },
+                RawCall {
+                    function: 0,
+                    start_ns: 2,
+                    end_ns: 3,
+                    depth: 1,
+                },
+                RawCall {
+                    function: 7,
+                    start_ns: 4,
+                    end_ns: 5,
+                    depth: 1,
+                }, // no such function: dropped
             ],
             ..Default::default()
         };
-        let info = ThreadInfo { pid: 1, tid: 1, name: "a".into(), process_name: "a".into() };
-        let (p, _) = build_profile(&[TracedThread { info, paired }], &funcs, SymbolizerOptions::default());
+        let info = ThreadInfo {
+            pid: 1,
+            tid: 1,
+            name: "a".into(),
+            process_name: "a".into(),
+        };
+        let (p, _) = build_profile(
+            &[TracedThread { info, paired }],
+            &funcs,
+            SymbolizerOptions::default(),
+        );
         assert_eq!(p.frames.len(), 2);
         assert_eq!(p.frames[0].function, "[unknown 0x20]");
         assert_eq!(p.frames[1].function, "f");

@@ -17,9 +17,19 @@ use crate::elf_functions::ElfTraceInfo;
 use crate::profile::locate;
 use crate::{pair_thread, Event, EventKind, FunctionLoc, ThreadInfo, TracedThread};
 
-pub(crate) fn instrument(dir: &ResultDir, program: &Path, args: &[OsString], elf: &ElfTraceInfo) -> Result<Recorded, Failure> {
+pub(crate) fn instrument(
+    dir: &ResultDir,
+    program: &Path,
+    args: &[OsString],
+    elf: &ElfTraceInfo,
+) -> Result<Recorded, Failure> {
     let raw = dir.path().join(RAW_DIR);
-    std::fs::create_dir_all(&raw).map_err(|e| Failure::failed(format!("cannot create {} ({e}); check free space and permissions", raw.display())))?;
+    std::fs::create_dir_all(&raw).map_err(|e| {
+        Failure::failed(format!(
+            "cannot create {} ({e}); check free space and permissions",
+            raw.display()
+        ))
+    })?;
     let raw = raw.canonicalize().unwrap_or(raw);
     let mut cmd = Command::new(program);
     cmd.args(args).env("KAIROS_TRACE_DIR", &raw);
@@ -42,7 +52,8 @@ pub(crate) fn instrument(dir: &ResultDir, program: &Path, args: &[OsString], elf
         .map_err(|e| Failure::failed(format!("cannot run {} ({e})", program.display())))?;
     let traced_seconds = start.elapsed().as_secs_f64();
 
-    let trace = crate::runtime_file::read_dir(&raw).map_err(|e| Failure::failed(format!("cannot read the trace: {e}")))?;
+    let trace = crate::runtime_file::read_dir(&raw)
+        .map_err(|e| Failure::failed(format!("cannot read the trace: {e}")))?;
     let mut notes = trace.notes.clone();
     if trace.threads.is_empty() {
         if let Some(sig) = interrupted {
@@ -60,7 +71,10 @@ pub(crate) fn instrument(dir: &ResultDir, program: &Path, args: &[OsString], elf
     let mut index: HashMap<(i32, u64), u32> = HashMap::new();
     let mut by_pid: BTreeMap<i32, Vec<(u32, u64)>> = BTreeMap::new();
     let mut threads = Vec::new();
-    let prog_name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let prog_name = program
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     for t in &trace.threads {
         let events: Vec<Event> = t
             .events
@@ -71,18 +85,52 @@ pub(crate) fn instrument(dir: &ResultDir, program: &Path, args: &[OsString], elf
                     by_pid.entry(t.pid).or_default().push((next, e.function));
                     next
                 });
-                Event { time_ns: e.time_ns, function: f, kind: if e.exit { EventKind::Exit } else { EventKind::Entry } }
+                Event {
+                    time_ns: e.time_ns,
+                    function: f,
+                    kind: if e.exit {
+                        EventKind::Exit
+                    } else {
+                        EventKind::Entry
+                    },
+                }
             })
             .collect();
-        let name = if t.comm.is_empty() { prog_name.clone() } else { t.comm.clone() };
-        let process_name = trace.threads.iter().find(|m| m.tid == t.pid).map_or_else(|| prog_name.clone(), |m| m.comm.clone());
-        threads.push(TracedThread { info: ThreadInfo { pid: t.pid, tid: t.tid, name, process_name }, paired: pair_thread(&events) });
+        let name = if t.comm.is_empty() {
+            prog_name.clone()
+        } else {
+            t.comm.clone()
+        };
+        let process_name = trace
+            .threads
+            .iter()
+            .find(|m| m.tid == t.pid)
+            .map_or_else(|| prog_name.clone(), |m| m.comm.clone());
+        threads.push(TracedThread {
+            info: ThreadInfo {
+                pid: t.pid,
+                tid: t.tid,
+                name,
+                process_name,
+            },
+            paired: pair_thread(&events),
+        });
     }
-    let mut functions = vec![FunctionLoc { address: 0, module: None, elf_vaddr: 0, name_hint: None }; index.len()];
+    let mut functions = vec![
+        FunctionLoc {
+            address: 0,
+            module: None,
+            elf_vaddr: 0,
+            name_hint: None
+        };
+        index.len()
+    ];
     for (pid, list) in by_pid {
         let maps = trace.maps.get(&pid).map(Vec::as_slice).unwrap_or(&[]);
         if maps.is_empty() {
-            notes.push(format!("no maps copy for process {pid}: its functions are named by address only"));
+            notes.push(format!(
+                "no maps copy for process {pid}: its functions are named by address only"
+            ));
         }
         let addrs: Vec<u64> = list.iter().map(|&(_, a)| a).collect();
         for ((i, _), loc) in list.iter().zip(locate(&addrs, maps)) {
@@ -92,10 +140,24 @@ pub(crate) fn instrument(dir: &ResultDir, program: &Path, args: &[OsString], elf
     if interrupted.is_some() {
         notes.push("interrupted: the program was ended (SIGTERM) before it finished".to_string());
     }
-    Ok(Recorded { threads, functions, traced_seconds, exit: session::exit_of(status), notes, lost_events: 0, refused: Vec::new(), probed: None, interrupted })
+    Ok(Recorded {
+        threads,
+        functions,
+        traced_seconds,
+        exit: session::exit_of(status),
+        notes,
+        lost_events: 0,
+        refused: Vec::new(),
+        probed: None,
+        interrupted,
+    })
 }
 
-pub(crate) fn uprobes(program: &Path, args: &[OsString], elf: &ElfTraceInfo) -> Result<Recorded, Failure> {
+pub(crate) fn uprobes(
+    program: &Path,
+    args: &[OsString],
+    elf: &ElfTraceInfo,
+) -> Result<Recorded, Failure> {
     if elf.functions.is_empty() {
         return Err(Failure::failed(format!(
             "{} has no function symbols (stripped?); uprobes mode probes the functions of its symbol table",
@@ -103,11 +165,21 @@ pub(crate) fn uprobes(program: &Path, args: &[OsString], elf: &ElfTraceInfo) -> 
         )));
     }
     // The kernel resolves the probe's path itself: give it an absolute one.
-    let path = program.canonicalize().unwrap_or_else(|_| program.to_path_buf());
+    let path = program
+        .canonicalize()
+        .unwrap_or_else(|_| program.to_path_buf());
     let opts = UprobeOptions {
         program: program.to_path_buf(),
         args: args.to_vec(),
-        functions: elf.functions.iter().map(|f| ProbeTarget { name: f.name.clone(), path: path.clone(), file_offset: f.file_offset }).collect(),
+        functions: elf
+            .functions
+            .iter()
+            .map(|f| ProbeTarget {
+                name: f.name.clone(),
+                path: path.clone(),
+                file_offset: f.file_offset,
+            })
+            .collect(),
         ring_pages: 2048,
     };
     let mut rec = kairos_collector::uprobe::record(&opts).map_err(session::collect_error)?;
@@ -119,14 +191,30 @@ pub(crate) fn uprobes(program: &Path, args: &[OsString], elf: &ElfTraceInfo) -> 
         if !h.is_return {
             entry_ip.entry(h.function).or_insert(h.ip);
         }
-        let kind = if h.is_return { EventKind::Exit } else { EventKind::Entry };
-        per_tid.entry((h.pid, h.tid)).or_default().push(Event { time_ns: h.time_ns, function: h.function, kind });
+        let kind = if h.is_return {
+            EventKind::Exit
+        } else {
+            EventKind::Entry
+        };
+        per_tid.entry((h.pid, h.tid)).or_default().push(Event {
+            time_ns: h.time_ns,
+            function: h.function,
+            kind,
+        });
     }
-    let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = program
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let threads = per_tid
         .into_iter()
         .map(|((pid, tid), ev)| TracedThread {
-            info: ThreadInfo { pid: pid as i32, tid: tid as i32, name: name.clone(), process_name: name.clone() },
+            info: ThreadInfo {
+                pid: pid as i32,
+                tid: tid as i32,
+                name: name.clone(),
+                process_name: name.clone(),
+            },
             paired: pair_thread(&ev),
         })
         .collect();
@@ -144,7 +232,9 @@ pub(crate) fn uprobes(program: &Path, args: &[OsString], elf: &ElfTraceInfo) -> 
         .collect();
     let exit = match rec.target_exit {
         Some(kairos_collector::TargetExit::Code(code)) => kairos_result::TargetExit::Code { code },
-        Some(kairos_collector::TargetExit::Signal(signal)) => kairos_result::TargetExit::Signal { signal },
+        Some(kairos_collector::TargetExit::Signal(signal)) => {
+            kairos_result::TargetExit::Signal { signal }
+        }
         None => kairos_result::TargetExit::None,
     };
     let mut notes = Vec::new();
@@ -166,4 +256,3 @@ pub(crate) fn uprobes(program: &Path, args: &[OsString], elf: &ElfTraceInfo) -> 
         interrupted: rec.signal.or(rec.interrupted.then_some(libc::SIGINT)),
     })
 }
-

@@ -46,14 +46,19 @@ pub struct RuntimeTrace {
 
 /// Decodes one `.ktr` file's bytes; `path` only names it in errors.
 pub fn parse_thread_file(path: &str, b: &[u8]) -> Result<ThreadFile, TraceError> {
-    let bad = |reason: String| TraceError::BadFile { path: path.to_string(), reason };
+    let bad = |reason: String| TraceError::BadFile {
+        path: path.to_string(),
+        reason,
+    };
     if b.len() < HEADER || &b[..8] != MAGIC {
         return Err(bad("no KAIROSTR header".into()));
     }
     let u32_at = |o: usize| u32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
     let (version, rsize) = (u32_at(8), u32_at(12));
     if version != 1 || rsize as usize != RECORD {
-        return Err(bad(format!("format version {version}, record size {rsize}; this Kairos reads version 1, 24")));
+        return Err(bad(format!(
+            "format version {version}, record size {rsize}; this Kairos reads version 1, 24"
+        )));
     }
     let comm_raw = &b[24..40];
     let comm_len = comm_raw.iter().position(|&c| c == 0).unwrap_or(16);
@@ -67,7 +72,12 @@ pub fn parse_thread_file(path: &str, b: &[u8]) -> Result<ThreadFile, TraceError>
         .chunks_exact(RECORD)
         .map(|r| {
             let t = u64_at(r, 0);
-            RuntimeEvent { time_ns: t & !EXIT_BIT, exit: t & EXIT_BIT != 0, function: u64_at(r, 8), call_site: u64_at(r, 16) }
+            RuntimeEvent {
+                time_ns: t & !EXIT_BIT,
+                exit: t & EXIT_BIT != 0,
+                function: u64_at(r, 8),
+                call_site: u64_at(r, 16),
+            }
         })
         .collect();
     Ok(ThreadFile {
@@ -82,9 +92,16 @@ pub fn parse_thread_file(path: &str, b: &[u8]) -> Result<ThreadFile, TraceError>
 /// Reads every `.ktr` and `.maps` file of `dir`. Unreadable or foreign files become notes;
 /// only an unreadable directory is an error.
 pub fn read_dir(dir: &Path) -> Result<RuntimeTrace, TraceError> {
-    let io = |source| TraceError::Io { path: dir.display().to_string(), source };
+    let io = |source| TraceError::Io {
+        path: dir.display().to_string(),
+        source,
+    };
     let mut out = RuntimeTrace::default();
-    let mut names: Vec<_> = std::fs::read_dir(dir).map_err(io)?.filter_map(Result::ok).map(|e| e.path()).collect();
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .map_err(io)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
     names.sort();
     for p in names {
         let name = p.display().to_string();
@@ -95,24 +112,34 @@ pub fn read_dir(dir: &Path) -> Result<RuntimeTrace, TraceError> {
         let bytes = match std::fs::read(&p) {
             Ok(b) => b,
             Err(e) => {
-                out.notes.push(format!("{name}: unreadable ({e}); its events are missing"));
+                out.notes
+                    .push(format!("{name}: unreadable ({e}); its events are missing"));
                 continue;
             }
         };
         if ext == "maps" {
-            let pid = p.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse::<i32>().ok());
+            let pid = p
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .and_then(|s| s.parse::<i32>().ok());
             match pid {
                 Some(pid) => {
-                    out.maps.insert(pid, maps::parse(&String::from_utf8_lossy(&bytes)));
+                    out.maps
+                        .insert(pid, maps::parse(&String::from_utf8_lossy(&bytes)));
                 }
-                None => out.notes.push(format!("{name}: not named PID.maps; ignored")),
+                None => out
+                    .notes
+                    .push(format!("{name}: not named PID.maps; ignored")),
             }
             continue;
         }
         match parse_thread_file(&name, &bytes) {
             Ok(t) => {
                 if t.trailing_bytes > 0 {
-                    out.notes.push(format!("{name}: {} bytes at the end are not a whole record (cut short); ignored", t.trailing_bytes));
+                    out.notes.push(format!(
+                        "{name}: {} bytes at the end are not a whole record (cut short); ignored",
+                        t.trailing_bytes
+                    ));
                 }
                 out.threads.push(t);
             }
@@ -146,9 +173,21 @@ mod tests {
 
     #[test]
     fn decodes_records_and_cut_short_tails() {
-        let t = parse_thread_file("x", &file(&[(10, false, 0x100), (20, true, 0x100)], 5)).expect("valid");
-        assert_eq!((t.pid, t.tid, t.comm.as_str(), t.trailing_bytes), (7, 8, "main", 5));
-        assert_eq!(t.events[1], RuntimeEvent { time_ns: 20, exit: true, function: 0x100, call_site: 0 });
+        let t = parse_thread_file("x", &file(&[(10, false, 0x100), (20, true, 0x100)], 5))
+            .expect("valid");
+        assert_eq!(
+            (t.pid, t.tid, t.comm.as_str(), t.trailing_bytes),
+            (7, 8, "main", 5)
+        );
+        assert_eq!(
+            t.events[1],
+            RuntimeEvent {
+                time_ns: 20,
+                exit: true,
+                function: 0x100,
+                call_site: 0
+            }
+        );
     }
 
     #[test]

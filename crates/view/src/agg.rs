@@ -42,7 +42,10 @@ pub fn group_of(ix: &Index, pids: &[i32], group: Group, i: usize) -> u32 {
         Group::Function => 0,
         Group::Thread => ix.samples.thread(i),
         Group::Process => {
-            let pid = p.threads.get(ix.samples.thread(i) as usize).map_or(-1, |t| t.pid);
+            let pid = p
+                .threads
+                .get(ix.samples.thread(i) as usize)
+                .map_or(-1, |t| t.pid);
             pids.binary_search(&pid).map_or(NONE, |k| k as u32)
         }
         Group::Cpu => ix.samples.cpu(i),
@@ -77,14 +80,19 @@ pub struct ThreadMask(Option<Vec<bool>>);
 
 impl ThreadMask {
     pub fn new(p: &Profile, tids: &Option<Vec<i32>>) -> ThreadMask {
-        ThreadMask(tids.as_ref().map(|t| p.threads.iter().map(|th| t.contains(&th.tid)).collect()))
+        ThreadMask(
+            tids.as_ref()
+                .map(|t| p.threads.iter().map(|th| t.contains(&th.tid)).collect()),
+        )
     }
     /// Every thread: no filter.
     pub fn all() -> ThreadMask {
         ThreadMask(None)
     }
     pub fn admits(&self, thread: u32) -> bool {
-        self.0.as_ref().is_none_or(|m| m.get(thread as usize).copied().unwrap_or(false))
+        self.0
+            .as_ref()
+            .is_none_or(|m| m.get(thread as usize).copied().unwrap_or(false))
     }
 }
 
@@ -93,12 +101,21 @@ pub fn aggregate(ix: &Index, sel: &Sel, only: Option<(Group, u32)>) -> Agg {
 }
 
 /// [`aggregate`] in `parts` parts (None: as many as the cores and the size call for).
-pub fn aggregate_in(ix: &Index, sel: &Sel, only: Option<(Group, u32)>, parts: Option<usize>) -> Agg {
+pub fn aggregate_in(
+    ix: &Index,
+    sel: &Sel,
+    only: Option<(Group, u32)>,
+    parts: Option<usize>,
+) -> Agg {
     let n = ix.node_parent.len();
     let mask = ThreadMask::new(&ix.profile, &sel.tids);
     let pids = pids(&ix.profile);
     let body = |r: std::ops::Range<usize>| {
-        let mut a = Agg { self_w: vec![0; n], self_c: vec![0; n], ..Agg::default() };
+        let mut a = Agg {
+            self_w: vec![0; n],
+            self_c: vec![0; n],
+            ..Agg::default()
+        };
         let s = &ix.samples;
         for i in r {
             if !mask.admits(s.thread(i)) {

@@ -24,12 +24,28 @@ pub fn profile(n: usize, seed: u64) -> Profile {
         inline_depth: 0,
         mode: Mode::User,
     };
-    let thread = |pid: i32, tid: i32, name: &str| Thread { pid, tid, name: name.into(), process_name: format!("p{pid}") };
+    let thread = |pid: i32, tid: i32, name: &str| Thread {
+        pid,
+        tid,
+        name: name.into(),
+        process_name: format!("p{pid}"),
+    };
     let mut p = Profile {
-        threads: vec![thread(1, 7, "a"), thread(1, 3, "b"), thread(2, 7, "c"), thread(2, 9, "d"), thread(3, 1, "e")],
+        threads: vec![
+            thread(1, 7, "a"),
+            thread(1, 3, "b"),
+            thread(2, 7, "c"),
+            thread(2, 9, "d"),
+            thread(3, 1, "e"),
+        ],
         frames: (0..12).map(frame).collect(),
         // Chains of up to four frames; frame k % 9 names the function, so paths recurse.
-        stacks: (0..40u32).map(|i| Stack { parent: (i >= 4).then_some(i - 4), frame: i % 12 }).collect(),
+        stacks: (0..40u32)
+            .map(|i| Stack {
+                parent: (i >= 4).then_some(i - 4),
+                frame: i % 12,
+            })
+            .collect(),
         ..Profile::default()
     };
     let mut x = seed | 1;
@@ -57,17 +73,42 @@ fn index(p: &Profile) -> Index {
 }
 
 /// Lanes as the index built them before it kept columns: one map entry per sample.
-fn lanes_by_map(p: &Profile) -> (Vec<(String, String, Vec<u32>)>, Vec<(String, String, Vec<u32>)>) {
+fn lanes_by_map(
+    p: &Profile,
+) -> (
+    Vec<(String, String, Vec<u32>)>,
+    Vec<(String, String, Vec<u32>)>,
+) {
     let mut by_tid: BTreeMap<i32, (String, String, Vec<u32>)> = BTreeMap::new();
     let mut by_cpu: BTreeMap<u32, (String, String, Vec<u32>)> = BTreeMap::new();
     for (i, s) in p.samples.iter().enumerate() {
         let th = p.threads.get(s.thread as usize);
         let tid = th.map_or(-1, |t| t.tid);
-        let label = th.map_or_else(|| "unknown thread".into(), |t| format!("{} ({tid})", t.name));
-        by_tid.entry(tid).or_insert_with(|| (format!("thread:{tid}"), label, Vec::new())).2.push(i as u32);
-        by_cpu.entry(s.cpu).or_insert_with(|| (format!("cpu:{}", s.cpu), format!("CPU {}", s.cpu), Vec::new())).2.push(i as u32);
+        let label = th.map_or_else(
+            || "unknown thread".into(),
+            |t| format!("{} ({tid})", t.name),
+        );
+        by_tid
+            .entry(tid)
+            .or_insert_with(|| (format!("thread:{tid}"), label, Vec::new()))
+            .2
+            .push(i as u32);
+        by_cpu
+            .entry(s.cpu)
+            .or_insert_with(|| {
+                (
+                    format!("cpu:{}", s.cpu),
+                    format!("CPU {}", s.cpu),
+                    Vec::new(),
+                )
+            })
+            .2
+            .push(i as u32);
     }
-    (by_tid.into_values().collect(), by_cpu.into_values().collect())
+    (
+        by_tid.into_values().collect(),
+        by_cpu.into_values().collect(),
+    )
 }
 
 #[test]
@@ -76,7 +117,11 @@ fn lanes_match_the_map_per_sample() {
         let p = profile(n, seed);
         let ix = index(&p);
         let (want_t, want_c) = lanes_by_map(&p);
-        let got = |l: &[crate::index::Lane]| l.iter().map(|l| (l.key.clone(), l.label.clone(), l.samples.clone())).collect::<Vec<_>>();
+        let got = |l: &[crate::index::Lane]| {
+            l.iter()
+                .map(|l| (l.key.clone(), l.label.clone(), l.samples.clone()))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(got(&ix.thread_lanes), want_t, "n {n}");
         assert_eq!(got(&ix.cpu_lanes), want_c, "n {n}");
     }
@@ -86,31 +131,57 @@ fn lanes_match_the_map_per_sample() {
 fn columns_keep_every_sample_and_leaf() {
     let p = profile(20_000, 4);
     let ix = index(&p);
-    assert!(ix.profile.samples.is_empty(), "the samples live in the columns only");
+    assert!(
+        ix.profile.samples.is_empty(),
+        "the samples live in the columns only"
+    );
     assert_eq!(ix.samples.to_vec(), p.samples);
     for i in 0..p.samples.len() {
         assert_eq!(ix.leaf_func(i), ix.func_of_node(ix.leaf_node(i)));
-        let want = p.samples[i].stack.map_or(NONE, |s| ix.stack_node[s as usize]);
+        let want = p.samples[i]
+            .stack
+            .map_or(NONE, |s| ix.stack_node[s as usize]);
         assert_eq!(ix.leaf_node(i), want);
     }
 }
 
 /// Self weights and counts per tree node summed sample by sample from the model's vector.
-fn naive(ix: &Index, p: &Profile, sel: &Sel, only: Option<(Group, u32)>) -> (Vec<u64>, Vec<u64>, u64, u64) {
+fn naive(
+    ix: &Index,
+    p: &Profile,
+    sel: &Sel,
+    only: Option<(Group, u32)>,
+) -> (Vec<u64>, Vec<u64>, u64, u64) {
     let n = ix.node_parent.len();
     let (mut w, mut c, mut tw, mut tc) = (vec![0u64; n], vec![0u64; n], 0, 0);
     let pids = pids(p);
-    for (i, s) in p.samples.iter().enumerate().filter(|(_, s)| s.time_ns >= sel.from && s.time_ns < sel.to) {
+    for (i, s) in p
+        .samples
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.time_ns >= sel.from && s.time_ns < sel.to)
+    {
         let tid = p.threads.get(s.thread as usize).map(|t| t.tid);
-        if sel.tids.as_ref().is_some_and(|t| !tid.is_some_and(|x| t.contains(&x))) {
+        if sel
+            .tids
+            .as_ref()
+            .is_some_and(|t| !tid.is_some_and(|x| t.contains(&x)))
+        {
             continue;
         }
         if let Some((g, id)) = only {
             let gid = match g {
                 Group::Thread => s.thread,
                 Group::Cpu => s.cpu,
-                Group::Process => p.threads.get(s.thread as usize).map_or(NONE, |t| pids.binary_search(&t.pid).map_or(NONE, |k| k as u32)),
-                Group::Module => ix.funcs.module_id.get(ix.func_of_node(ix.leaf_node(i)) as usize).copied().unwrap_or(NONE),
+                Group::Process => p.threads.get(s.thread as usize).map_or(NONE, |t| {
+                    pids.binary_search(&t.pid).map_or(NONE, |k| k as u32)
+                }),
+                Group::Module => ix
+                    .funcs
+                    .module_id
+                    .get(ix.func_of_node(ix.leaf_node(i)) as usize)
+                    .copied()
+                    .unwrap_or(NONE),
                 Group::Function => 0,
             };
             if gid != id {
@@ -135,17 +206,44 @@ fn split_aggregates_equal_one_pass() {
     let ix = index(&p);
     let (t0, t1) = (ix.times()[0], ix.times()[ix.times().len() - 1]);
     let sels = [
-        Sel { from: 0, to: u64::MAX, tids: None },
-        Sel { from: t0 + (t1 - t0) / 3, to: t0 + (t1 - t0) / 2, tids: None },
-        Sel { from: 0, to: u64::MAX, tids: Some(vec![7, -1]) },
-        Sel { from: t1, to: t1 + 1, tids: Some(vec![3]) },
+        Sel {
+            from: 0,
+            to: u64::MAX,
+            tids: None,
+        },
+        Sel {
+            from: t0 + (t1 - t0) / 3,
+            to: t0 + (t1 - t0) / 2,
+            tids: None,
+        },
+        Sel {
+            from: 0,
+            to: u64::MAX,
+            tids: Some(vec![7, -1]),
+        },
+        Sel {
+            from: t1,
+            to: t1 + 1,
+            tids: Some(vec![3]),
+        },
     ];
     for sel in &sels {
-        for only in [None, Some((Group::Thread, 2)), Some((Group::Cpu, 70_000)), Some((Group::Process, 1)), Some((Group::Module, 0))] {
+        for only in [
+            None,
+            Some((Group::Thread, 2)),
+            Some((Group::Cpu, 70_000)),
+            Some((Group::Process, 1)),
+            Some((Group::Module, 0)),
+        ] {
             let want = naive(&ix, &p, sel, only);
             for parts in [1, 2, 3, 7] {
                 let a = aggregate_in(&ix, sel, only, Some(parts));
-                assert_eq!((&a.self_w, &a.self_c, a.weight, a.count), (&want.0, &want.1, want.2, want.3), "{} {only:?} parts {parts}", sel.key());
+                assert_eq!(
+                    (&a.self_w, &a.self_c, a.weight, a.count),
+                    (&want.0, &want.1, want.2, want.3),
+                    "{} {only:?} parts {parts}",
+                    sel.key()
+                );
                 let mut tot = a.self_w.clone();
                 for v in (0..tot.len()).rev() {
                     if ix.node_parent[v] != NONE {

@@ -38,11 +38,20 @@ pub struct Response {
 
 impl Response {
     pub fn new(status: u16, content_type: &'static str, body: impl Into<Vec<u8>>) -> Response {
-        Response { status, content_type, body: body.into(), extra_headers: Vec::new() }
+        Response {
+            status,
+            content_type,
+            body: body.into(),
+            extra_headers: Vec::new(),
+        }
     }
     /// `{"error": sentence}` with `status`.
     pub fn error(status: u16, sentence: &str) -> Response {
-        Response::new(status, "application/json", serde_json::json!({ "error": sentence }).to_string())
+        Response::new(
+            status,
+            "application/json",
+            serde_json::json!({ "error": sentence }).to_string(),
+        )
     }
 }
 
@@ -70,14 +79,21 @@ pub fn serve(listener: TcpListener, handle: Arc<dyn Fn(&Request) -> Response + S
         let Ok(mut stream) = stream else { continue };
         if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
             open.fetch_sub(1, Ordering::SeqCst);
-            let _ = write_response(&mut stream, &Response::error(503, "too many connections; close some tabs and retry"), false, false);
+            let _ = write_response(
+                &mut stream,
+                &Response::error(503, "too many connections; close some tabs and retry"),
+                false,
+                false,
+            );
             continue;
         }
         let (open2, handle) = (open.clone(), handle.clone());
-        let spawned = std::thread::Builder::new().name("kairos-view-conn".into()).spawn(move || {
-            let _ = connection(stream, &*handle);
-            open2.fetch_sub(1, Ordering::SeqCst);
-        });
+        let spawned = std::thread::Builder::new()
+            .name("kairos-view-conn".into())
+            .spawn(move || {
+                let _ = connection(stream, &*handle);
+                open2.fetch_sub(1, Ordering::SeqCst);
+            });
         if spawned.is_err() {
             // The closure (and its decrement) never ran.
             open.fetch_sub(1, Ordering::SeqCst);
@@ -94,7 +110,10 @@ enum HeadError {
     Io,
 }
 
-fn connection(stream: TcpStream, handle: &(dyn Fn(&Request) -> Response + Send + Sync)) -> io::Result<()> {
+fn connection(
+    stream: TcpStream,
+    handle: &(dyn Fn(&Request) -> Response + Send + Sync),
+) -> io::Result<()> {
     stream.set_read_timeout(Some(IDLE))?;
     stream.set_write_timeout(Some(IDLE))?;
     let mut writer = stream.try_clone()?;
@@ -105,14 +124,25 @@ fn connection(stream: TcpStream, handle: &(dyn Fn(&Request) -> Response + Send +
             Err(HeadError::Closed | HeadError::Io) => return Ok(()),
             Err(HeadError::TooLong { target }) => {
                 let r = if target {
-                    Response::error(414, "the request target is longer than 8 KiB; nothing Kairos serves needs that")
+                    Response::error(
+                        414,
+                        "the request target is longer than 8 KiB; nothing Kairos serves needs that",
+                    )
                 } else {
-                    Response::error(431, "the request head is larger than 16 KiB and was refused")
+                    Response::error(
+                        431,
+                        "the request head is larger than 16 KiB and was refused",
+                    )
                 };
                 return write_response(&mut writer, &r, false, false);
             }
             Err(HeadError::Malformed) => {
-                return write_response(&mut writer, &Response::error(400, "the request is not valid HTTP/1.1"), false, false);
+                return write_response(
+                    &mut writer,
+                    &Response::error(400, "the request is not valid HTTP/1.1"),
+                    false,
+                    false,
+                );
             }
         };
         let resp = if req.1 {
@@ -145,15 +175,24 @@ fn read_head(reader: &mut BufReader<TcpStream>) -> Result<((Request, bool), bool
             .read_until(b'\n', &mut head)
             .map_err(|_| HeadError::Io)?;
         if n == 0 {
-            return Err(if head.is_empty() { HeadError::Closed } else { HeadError::Malformed });
+            return Err(if head.is_empty() {
+                HeadError::Closed
+            } else {
+                HeadError::Malformed
+            });
         }
         // The request line is the first line: check it on its own for 414.
         if before == 0 && head.len() > MAX_TARGET + 64 {
             return Err(HeadError::TooLong { target: true });
         }
         if head.len() > MAX_HEAD {
-            let first_line_done = head.iter().position(|&b| b == b'\n').is_some_and(|p| p + 1 < head.len());
-            return Err(HeadError::TooLong { target: !first_line_done });
+            let first_line_done = head
+                .iter()
+                .position(|&b| b == b'\n')
+                .is_some_and(|p| p + 1 < head.len());
+            return Err(HeadError::TooLong {
+                target: !first_line_done,
+            });
         }
         if head.ends_with(b"\r\n\r\n") || head.ends_with(b"\n\n") || head == b"\r\n" {
             if head == b"\r\n" {
@@ -190,10 +229,25 @@ fn read_head(reader: &mut BufReader<TcpStream>) -> Result<((Request, bool), bool
             _ => {}
         }
     }
-    Ok(((Request { method, target, host }, has_body), keep_alive))
+    Ok((
+        (
+            Request {
+                method,
+                target,
+                host,
+            },
+            has_body,
+        ),
+        keep_alive,
+    ))
 }
 
-fn write_response(w: &mut TcpStream, r: &Response, keep_alive: bool, head_only: bool) -> io::Result<()> {
+fn write_response(
+    w: &mut TcpStream,
+    r: &Response,
+    keep_alive: bool,
+    head_only: bool,
+) -> io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-store\r\n\
          X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n\

@@ -28,9 +28,13 @@ pub struct Functions {
 impl Functions {
     pub fn new(p: &Profile) -> Functions {
         let mut ids: FxHashMap<(&str, &str), u32> = FxHashMap::default();
-        let (mut name, mut module, mut of_frame) = (Vec::new(), Vec::new(), Vec::with_capacity(p.frames.len()));
+        let (mut name, mut module, mut of_frame) =
+            (Vec::new(), Vec::new(), Vec::with_capacity(p.frames.len()));
         for f in &p.frames {
-            let m = f.module.and_then(|m| p.modules.get(m as usize)).map_or("", |m| short(&m.path));
+            let m = f
+                .module
+                .and_then(|m| p.modules.get(m as usize))
+                .map_or("", |m| short(&m.path));
             let next = name.len() as u32;
             let id = *ids.entry((f.function.as_str(), m)).or_insert(next);
             if id == next {
@@ -45,12 +49,22 @@ impl Functions {
             .iter()
             .map(|m| {
                 *mids.entry(m.as_str()).or_insert_with(|| {
-                    modules.push(if m.is_empty() { "[unknown]".to_string() } else { m.clone() });
+                    modules.push(if m.is_empty() {
+                        "[unknown]".to_string()
+                    } else {
+                        m.clone()
+                    });
                     (modules.len() - 1) as u32
                 })
             })
             .collect();
-        Functions { name, module, of_frame, module_id, modules }
+        Functions {
+            name,
+            module,
+            of_frame,
+            module_id,
+            modules,
+        }
     }
     pub fn len(&self) -> usize {
         self.name.len()
@@ -130,8 +144,15 @@ impl Index {
         for s in &p.stacks {
             // Parents precede children in the stack table; a forward reference is damage
             // and makes the node a root rather than a panic.
-            let parent = s.parent.and_then(|q| stack_node.get(q as usize).copied()).unwrap_or(NONE);
-            let func = funcs.of_frame.get(s.frame as usize).copied().unwrap_or(NONE);
+            let parent = s
+                .parent
+                .and_then(|q| stack_node.get(q as usize).copied())
+                .unwrap_or(NONE);
+            let func = funcs
+                .of_frame
+                .get(s.frame as usize)
+                .copied()
+                .unwrap_or(NONE);
             let next = node_parent.len() as u32;
             let id = *node_of.entry((parent, func)).or_insert(next);
             if id == next {
@@ -141,9 +162,15 @@ impl Index {
             stack_node.push(id);
         }
         let n = node_parent.len();
-        let (child_start, child_list) =
-            csr(n, (0..n as u32).filter(|&c| node_parent[c as usize] != NONE).map(|c| (node_parent[c as usize], c)));
-        let roots: Vec<u32> = (0..n as u32).filter(|&c| node_parent[c as usize] == NONE).collect();
+        let (child_start, child_list) = csr(
+            n,
+            (0..n as u32)
+                .filter(|&c| node_parent[c as usize] != NONE)
+                .map(|c| (node_parent[c as usize], c)),
+        );
+        let roots: Vec<u32> = (0..n as u32)
+            .filter(|&c| node_parent[c as usize] == NONE)
+            .collect();
         let nf = funcs.len() + 1;
         let fkey = |f: u32| if f == NONE { funcs.len() as u32 } else { f };
         let (fn_start, fn_list) = csr(nf, (0..n as u32).map(|c| (fkey(node_func[c as usize]), c)));
@@ -160,11 +187,17 @@ impl Index {
             outermost[v as usize] = on_path[f] == 0;
             on_path[f] += 1;
             stack.push((v, true));
-            let (a, b) = (child_start[v as usize] as usize, child_start[v as usize + 1] as usize);
+            let (a, b) = (
+                child_start[v as usize] as usize,
+                child_start[v as usize + 1] as usize,
+            );
             stack.extend(child_list[a..b].iter().rev().map(|&c| (c, false)));
         }
         let (thread_lanes, cpu_lanes) = lanes(p, &samples);
-        let stack_func = stack_node.iter().map(|&n| node_func.get(n as usize).copied().unwrap_or(NONE)).collect();
+        let stack_func = stack_node
+            .iter()
+            .map(|&n| node_func.get(n as usize).copied().unwrap_or(NONE))
+            .collect();
         Index {
             profile: Arc::new(profile),
             funcs,
@@ -267,7 +300,9 @@ fn thread_lanes(p: &Profile, samples: &Samples) -> Vec<Lane> {
     let mut tids: Vec<i32> = (0..=unknown).map(tid_of).collect();
     tids.sort_unstable();
     tids.dedup();
-    let lane_of_slot: Vec<usize> = (0..=unknown).map(|s| tids.binary_search(&tid_of(s)).unwrap_or(0)).collect();
+    let lane_of_slot: Vec<usize> = (0..=unknown)
+        .map(|s| tids.binary_search(&tid_of(s)).unwrap_or(0))
+        .collect();
     let (mut count, mut first) = (vec![0usize; tids.len()], vec![usize::MAX; tids.len()]);
     for i in 0..n {
         let slot = thread_slot(i);
@@ -284,7 +319,10 @@ fn thread_lanes(p: &Profile, samples: &Samples) -> Vec<Lane> {
             let th = p.threads.get(first[l]);
             Lane {
                 key: format!("thread:{tid}"),
-                label: th.map_or_else(|| "unknown thread".into(), |t| format!("{} ({tid})", t.name)),
+                label: th.map_or_else(
+                    || "unknown thread".into(),
+                    |t| format!("{} ({tid})", t.name),
+                ),
                 tid: Some(tid),
                 cpu: None,
                 samples: Vec::with_capacity(count[l]),
@@ -308,7 +346,13 @@ fn cpu_lanes(samples: &Samples) -> Vec<Lane> {
         .values
         .iter()
         .zip(&count)
-        .map(|(&cpu, &k)| Lane { key: format!("cpu:{cpu}"), label: format!("CPU {cpu}"), tid: None, cpu: Some(cpu), samples: Vec::with_capacity(k) })
+        .map(|(&cpu, &k)| Lane {
+            key: format!("cpu:{cpu}"),
+            label: format!("CPU {cpu}"),
+            tid: None,
+            cpu: Some(cpu),
+            samples: Vec::with_capacity(k),
+        })
         .collect();
     for i in 0..samples.len() {
         lanes[cpus.slot(samples.cpu(i))].samples.push(i as u32);
@@ -339,7 +383,9 @@ impl Slots {
         }
         big.sort_unstable();
         big.dedup();
-        let mut values: Vec<u32> = (0..Slots::DENSE as u32).filter(|&c| seen[c as usize]).collect();
+        let mut values: Vec<u32> = (0..Slots::DENSE as u32)
+            .filter(|&c| seen[c as usize])
+            .collect();
         let mut dense = vec![0u32; Slots::DENSE];
         for (k, &c) in values.iter().enumerate() {
             dense[c as usize] = k as u32;

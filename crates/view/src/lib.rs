@@ -74,7 +74,11 @@ pub struct Server {
 impl Server {
     /// Binds 127.0.0.1 (`port`: exactly that one, 0 = any free; None = [`DEFAULT_PORT`]
     /// or any free one), then opens every result, calling `loading` before each.
-    pub fn start(dirs: &[PathBuf], port: Option<u16>, mut loading: impl FnMut(&std::path::Path)) -> Result<Server, Error> {
+    pub fn start(
+        dirs: &[PathBuf],
+        port: Option<u16>,
+        mut loading: impl FnMut(&std::path::Path),
+    ) -> Result<Server, Error> {
         let mut notes = Vec::new();
         let (listener, addr) = match port {
             Some(p) => http::bind(p).map_err(|e| bind_error(p, e))?,
@@ -82,7 +86,10 @@ impl Server {
                 Ok(b) => b,
                 Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
                     let b = http::bind(0).map_err(|e| bind_error(0, e))?;
-                    notes.push(format!("port {DEFAULT_PORT} is in use, so port {} was taken", b.1.port()));
+                    notes.push(format!(
+                        "port {DEFAULT_PORT} is in use, so port {} was taken",
+                        b.1.port()
+                    ));
                     b
                 }
                 Err(e) => return Err(bind_error(DEFAULT_PORT, e)),
@@ -97,8 +104,20 @@ impl Server {
                 Loaded::open(i, d)
             })
             .collect();
-        let host_names = [format!("127.0.0.1:{}", addr.port()), format!("localhost:{}", addr.port())];
-        Ok(Server { listener, addr, state: Arc::new(State { results, token, host_names }), notes })
+        let host_names = [
+            format!("127.0.0.1:{}", addr.port()),
+            format!("localhost:{}", addr.port()),
+        ];
+        Ok(Server {
+            listener,
+            addr,
+            state: Arc::new(State {
+                results,
+                token,
+                host_names,
+            }),
+            notes,
+        })
     }
 
     /// The page's address, token included.
@@ -113,7 +132,10 @@ impl Server {
     /// Serves until the process ends.
     pub fn run(self) {
         let state = self.state;
-        http::serve(self.listener, Arc::new(move |req: &http::Request| route(&state, req)));
+        http::serve(
+            self.listener,
+            Arc::new(move |req: &http::Request| route(&state, req)),
+        );
     }
 }
 
@@ -132,23 +154,39 @@ fn not_found() -> http::Response {
 fn route(state: &State, req: &http::Request) -> http::Response {
     // A page elsewhere could make the browser talk to us under another host name (DNS
     // rebinding); only the names we printed are answered.
-    if !req.host.as_deref().is_some_and(|h| state.host_names.iter().any(|n| n == h)) {
-        return http::Response::error(403, "requests must address 127.0.0.1 or localhost with this server's port");
+    if !req
+        .host
+        .as_deref()
+        .is_some_and(|h| state.host_names.iter().any(|n| n == h))
+    {
+        return http::Response::error(
+            403,
+            "requests must address 127.0.0.1 or localhost with this server's port",
+        );
     }
     let (path, query) = req.target.split_once('?').unwrap_or((&req.target, ""));
-    let Some(rest) = path.strip_prefix('/') else { return not_found() };
-    let (first, rest) = rest.split_once('/').map_or((rest, None), |(a, b)| (a, Some(b)));
+    let Some(rest) = path.strip_prefix('/') else {
+        return not_found();
+    };
+    let (first, rest) = rest
+        .split_once('/')
+        .map_or((rest, None), |(a, b)| (a, Some(b)));
     if !token::matches(first, &state.token) {
         return not_found();
     }
     match rest {
         None => {
             let mut r = http::Response::new(301, "text/plain; charset=utf-8", "");
-            r.extra_headers.push(("Location", format!("/{}/", state.token)));
+            r.extra_headers
+                .push(("Location", format!("/{}/", state.token)));
             r
         }
-        Some("") | Some("index.html") => http::Response::new(200, "text/html; charset=utf-8", assets::INDEX_HTML),
-        Some("app.js") => http::Response::new(200, "text/javascript; charset=utf-8", assets::APP_JS),
+        Some("") | Some("index.html") => {
+            http::Response::new(200, "text/html; charset=utf-8", assets::INDEX_HTML)
+        }
+        Some("app.js") => {
+            http::Response::new(200, "text/javascript; charset=utf-8", assets::APP_JS)
+        }
         Some("style.css") => http::Response::new(200, "text/css; charset=utf-8", assets::STYLE_CSS),
         Some(other) => match other.strip_prefix("api/") {
             Some(name) if !name.contains('/') => api_response(state, name, query),
@@ -165,6 +203,9 @@ fn api_response(state: &State, name: &str, query: &str) -> http::Response {
     match answer {
         Ok(Ok(v)) => http::Response::new(200, "application/json", v.to_string()),
         Ok(Err(e)) => http::Response::error(e.status(), &e.to_string()),
-        Err(_) => http::Response::error(500, "the server failed on this request (a bug); the terminal shows where"),
+        Err(_) => http::Response::error(
+            500,
+            "the server failed on this request (a bug); the terminal shows where",
+        ),
     }
 }

@@ -40,15 +40,24 @@ impl Memory {
     /// Reads the tables of `dir`; the error is a sentence for the page.
     pub fn read(dir: &ResultDir) -> Result<Memory, String> {
         let built = tables::read(&dir.tables_path()).map_err(|e| {
-            format!("the memory-access tables of {} are damaged: {e}; collect the result again", dir.path().display())
+            format!(
+                "the memory-access tables of {} are damaged: {e}; collect the result again",
+                dir.path().display()
+            )
         })?;
         let data = kairos_analysis_memory_access::load(dir, built);
         let totals = by_object(data.located());
-        let weight_total = totals.iter().fold(0u64, |a, (_, t)| a.saturating_add(t.weight));
+        let weight_total = totals
+            .iter()
+            .fold(0u64, |a, (_, t)| a.saturating_add(t.weight));
         let mut all = lines(data.located());
         // As the cache-lines report orders them: lines shared by threads are the story.
         all.sort_by_key(|l| (l.threads.len() < 2, std::cmp::Reverse(l.samples), l.addr));
-        let top: Vec<u32> = totals.iter().take(SERIES_OBJECTS).map(|(o, _)| *o).collect();
+        let top: Vec<u32> = totals
+            .iter()
+            .take(SERIES_OBJECTS)
+            .map(|(o, _)| *o)
+            .collect();
         let mut times: Vec<(u32, Vec<u64>)> = top.iter().map(|&o| (o, Vec::new())).collect();
         for (s, loc) in data.located() {
             if let Some((_, t)) = times.iter_mut().find(|(o, _)| *o == loc.object) {
@@ -89,7 +98,8 @@ impl Memory {
     }
 
     pub fn object_name(&self, o: u32) -> &str {
-        self.objects.get(o as usize).map_or("[unknown]", |x| x.name.as_str())
+        self.objects
+            .get(o as usize)
+            .map_or("[unknown]", |x| x.name.as_str())
     }
 }
-

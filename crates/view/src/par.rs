@@ -8,7 +8,11 @@ use std::ops::Range;
 const MIN_PART: usize = 1 << 20;
 
 /// `body` over `range`, in up to as many parts as there are cores, merged by `merge`.
-pub fn fold<T: Send>(range: Range<usize>, body: impl Fn(Range<usize>) -> T + Sync, merge: impl Fn(&mut T, T)) -> T {
+pub fn fold<T: Send>(
+    range: Range<usize>,
+    body: impl Fn(Range<usize>) -> T + Sync,
+    merge: impl Fn(&mut T, T),
+) -> T {
     let n = range.len();
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let parts = (n / MIN_PART).clamp(1, cores.max(1));
@@ -16,18 +20,29 @@ pub fn fold<T: Send>(range: Range<usize>, body: impl Fn(Range<usize>) -> T + Syn
 }
 
 /// `fold` with a given number of parts (tests split small ranges with it).
-pub fn split<T: Send>(range: Range<usize>, parts: usize, body: impl Fn(Range<usize>) -> T + Sync, merge: impl Fn(&mut T, T)) -> T {
+pub fn split<T: Send>(
+    range: Range<usize>,
+    parts: usize,
+    body: impl Fn(Range<usize>) -> T + Sync,
+    merge: impl Fn(&mut T, T),
+) -> T {
     let n = range.len();
     let parts = parts.clamp(1, n.max(1));
     if parts == 1 {
         return body(range);
     }
     let size = n.div_ceil(parts);
-    let pieces: Vec<Range<usize>> =
-        (0..parts).map(|k| (range.start + k * size).min(range.end)..(range.start + (k + 1) * size).min(range.end)).collect();
+    let pieces: Vec<Range<usize>> = (0..parts)
+        .map(|k| {
+            (range.start + k * size).min(range.end)..(range.start + (k + 1) * size).min(range.end)
+        })
+        .collect();
     let body = &body;
     let mut results: Vec<T> = std::thread::scope(|s| {
-        let handles: Vec<_> = pieces[1..].iter().map(|r| s.spawn(move || body(r.clone()))).collect();
+        let handles: Vec<_> = pieces[1..]
+            .iter()
+            .map(|r| s.spawn(move || body(r.clone())))
+            .collect();
         let mut out = vec![body(pieces[0].clone())];
         // A part whose thread failed is done again here rather than lost.
         for (h, r) in handles.into_iter().zip(&pieces[1..]) {

@@ -25,7 +25,8 @@ impl Sel {
 
 impl Query {
     pub fn parse(q: &str) -> Result<Query, Error> {
-        let pairs: Vec<(String, String)> = form_urlencoded::parse(q.as_bytes()).into_owned().collect();
+        let pairs: Vec<(String, String)> =
+            form_urlencoded::parse(q.as_bytes()).into_owned().collect();
         if pairs.len() > 32 {
             return Err(Error::BadParam("too many query parameters".into()));
         }
@@ -33,12 +34,18 @@ impl Query {
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty())
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
     }
 
     /// A non-negative number (fractions allowed, then floored), or None when absent.
     pub fn num(&self, name: &str) -> Result<Option<u64>, Error> {
-        let Some(v) = self.get(name) else { return Ok(None) };
+        let Some(v) = self.get(name) else {
+            return Ok(None);
+        };
         match v.parse::<f64>() {
             Ok(x) if x.is_finite() => Ok(Some(x.max(0.0).min(u64::MAX as f64) as u64)),
             _ => Err(Error::BadParam(format!("{name}={v} is not a number"))),
@@ -46,26 +53,35 @@ impl Query {
     }
 
     /// One of `choices`, or `default` when absent.
-    pub fn choice<'a>(&self, name: &str, choices: &[&'a str], default: &'a str) -> Result<&'a str, Error> {
+    pub fn choice<'a>(
+        &self,
+        name: &str,
+        choices: &[&'a str],
+        default: &'a str,
+    ) -> Result<&'a str, Error> {
         match self.get(name) {
             None => Ok(default),
-            Some(v) => choices
-                .iter()
-                .find(|c| **c == v)
-                .copied()
-                .ok_or_else(|| Error::BadParam(format!("{name}={v} is not one of {}", choices.join(", ")))),
+            Some(v) => choices.iter().find(|c| **c == v).copied().ok_or_else(|| {
+                Error::BadParam(format!("{name}={v} is not one of {}", choices.join(", ")))
+            }),
         }
     }
 
     /// A comma-separated list of integers.
     pub fn list<T: std::str::FromStr>(&self, name: &str) -> Result<Option<Vec<T>>, Error> {
-        let Some(v) = self.get(name) else { return Ok(None) };
+        let Some(v) = self.get(name) else {
+            return Ok(None);
+        };
         if v.len() > 4096 {
             return Err(Error::BadParam(format!("{name} is too long")));
         }
         v.split(',')
             .filter(|s| !s.is_empty())
-            .map(|s| s.trim().parse::<T>().map_err(|_| Error::BadParam(format!("{name}: {s} is not an integer"))))
+            .map(|s| {
+                s.trim()
+                    .parse::<T>()
+                    .map_err(|_| Error::BadParam(format!("{name}: {s} is not an integer")))
+            })
             .collect::<Result<Vec<T>, Error>>()
             .map(Some)
     }
@@ -77,6 +93,10 @@ impl Query {
         if to < from {
             return Err(Error::BadParam(format!("to={to} is before from={from}")));
         }
-        Ok(Sel { from: d.start_ns.saturating_add(from), to: d.start_ns.saturating_add(to), tids: self.list("tids")? })
+        Ok(Sel {
+            from: d.start_ns.saturating_add(from),
+            to: d.start_ns.saturating_add(to),
+            tids: self.list("tids")?,
+        })
     }
 }

@@ -53,9 +53,17 @@ pub struct Derived {
 impl Loaded {
     /// Opens `path`; never fails: failure is kept as a sentence.
     pub fn open(id: usize, path: &Path) -> Loaded {
-        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        Loaded { id, name, path: abs, data: Data::open(path) }
+        Loaded {
+            id,
+            name,
+            path: abs,
+            data: Data::open(path),
+        }
     }
 }
 
@@ -67,11 +75,21 @@ impl Data {
         let mut notes: Vec<String> = dir.manifest().notes.clone();
         let profile = if dir.manifest().table("samples").is_some() {
             // One event at a time, as reports: the default (the first with samples).
-            kairos_result::read_profile_of_event(&dir, None)
-                .map_err(|e| format!("result {} is damaged: {e}; collect or import it again", path.display()))?
+            kairos_result::read_profile_of_event(&dir, None).map_err(|e| {
+                format!(
+                    "result {} is damaged: {e}; collect or import it again",
+                    path.display()
+                )
+            })?
         } else {
-            let kind = dir.manifest().kind.clone().unwrap_or_else(|| "unknown".into());
-            let reports = kairos_analyses::find(&kind).map(|a| a.report_names().join(", ")).unwrap_or_default();
+            let kind = dir
+                .manifest()
+                .kind
+                .clone()
+                .unwrap_or_else(|| "unknown".into());
+            let reports = kairos_analyses::find(&kind)
+                .map(|a| a.report_names().join(", "))
+                .unwrap_or_default();
             notes.push(format!(
                 "this {kind} result has no samples to draw; its reports are {reports}: kairos report NAME -r {}",
                 path.display()
@@ -89,10 +107,14 @@ impl Data {
             vec![Method::None]
         } else {
             let cycles = profile.branch_info.as_ref().is_some_and(|b| b.has_cycles);
-            Method::ALL.into_iter().filter(|&m| m != Method::Cycles || cycles).collect()
+            Method::ALL
+                .into_iter()
+                .filter(|&m| m != Method::Cycles || cycles)
+                .collect()
         };
         let counters = dir.manifest().table("kernel_entries").map(|_| {
-            so_tables::read(&dir.tables_path()).map_err(|e| format!("the kernel-entries table cannot be read: {e}"))
+            so_tables::read(&dir.tables_path())
+                .map_err(|e| format!("the kernel-entries table cannot be read: {e}"))
         });
         if let Some(Err(e)) = &counters {
             notes.push(e.clone());
@@ -108,7 +130,17 @@ impl Data {
         let (start_ns, duration_ns) = span.map_or((0, 0), |(a, b)| (a, b - a));
         let funcs = Arc::new(Functions::new(&profile));
         let base = Arc::new(Index::new(profile, funcs));
-        Ok(Data { dir, base, start_ns, duration_ns, methods, counters, notes, derived: Mutex::new(HashMap::new()), memory: OnceLock::new() })
+        Ok(Data {
+            dir,
+            base,
+            start_ns,
+            duration_ns,
+            methods,
+            counters,
+            notes,
+            derived: Mutex::new(HashMap::new()),
+            memory: OnceLock::new(),
+        })
     }
 
     /// The profile as `method` makes it, computed once.
@@ -119,18 +151,29 @@ impl Data {
                 self.methods.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
             )));
         }
-        if let Some(d) = self.derived.lock().map_err(|_| Error::Internal("a method cache lock".into()))?.get(&method) {
+        if let Some(d) = self
+            .derived
+            .lock()
+            .map_err(|_| Error::Internal("a method cache lock".into()))?
+            .get(&method)
+        {
             return Ok(d.clone());
         }
         // Computed outside the lock: other methods and requests go on meanwhile; two
         // requests for the same new method may both compute it, which is only waste.
         let d = Arc::new(self.compute(method)?);
-        let mut cache = self.derived.lock().map_err(|_| Error::Internal("a method cache lock".into()))?;
+        let mut cache = self
+            .derived
+            .lock()
+            .map_err(|_| Error::Internal("a method cache lock".into()))?;
         Ok(cache.entry(method).or_insert(d).clone())
     }
 
     pub fn has_memory(&self) -> bool {
-        self.dir.manifest().table(kairos_analysis_memory_access::tables::ACCESSES).is_some()
+        self.dir
+            .manifest()
+            .table(kairos_analysis_memory_access::tables::ACCESSES)
+            .is_some()
     }
 
     /// The memory accesses of a memory-access result, read once; later requests wait for
@@ -142,22 +185,35 @@ impl Data {
                 "this {kind} result has no sampled memory accesses; collect them with `kairos collect memory-access -r DIR -- PROGRAM`"
             )));
         }
-        let m = self.memory.get_or_init(|| Memory::read(&self.dir).map(Arc::new));
+        let m = self
+            .memory
+            .get_or_init(|| Memory::read(&self.dir).map(Arc::new));
         m.clone().map_err(Error::NotFound)
     }
 
     fn compute(&self, method: Method) -> Result<Derived, Error> {
         if method == Method::None {
-            return Ok(Derived { index: self.base.clone(), record_time: Vec::new(), points_per_sample: 1.0, notes: Vec::new() });
+            return Ok(Derived {
+                index: self.base.clone(),
+                record_time: Vec::new(),
+                points_per_sample: 1.0,
+                notes: Vec::new(),
+            });
         }
         // The index keeps the samples as columns only; time assignment reads the model's
         // samples, so they are rebuilt and given beside the profile, whose branch records
         // (hundreds of millions at scale) are not copied.
         let samples = self.base.samples.to_vec();
         // One pass from the method to the derived profile (no list of points, no sort).
-        let d = derive_over(&self.base.profile, &samples, method).map_err(|e| Error::Internal(format!("time assignment {method} failed: {e}")))?;
+        let d = derive_over(&self.base.profile, &samples, method)
+            .map_err(|e| Error::Internal(format!("time assignment {method} failed: {e}")))?;
         drop(samples);
         let index = Arc::new(Index::new(d.profile, self.base.funcs.clone()));
-        Ok(Derived { index, record_time: d.record_time, points_per_sample: d.points_per_sample, notes: d.notes })
+        Ok(Derived {
+            index,
+            record_time: d.record_time,
+            points_per_sample: d.points_per_sample,
+            notes: d.notes,
+        })
     }
 }

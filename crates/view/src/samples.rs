@@ -138,7 +138,10 @@ struct Stats {
 
 impl Stats {
     fn of(s: &[Sample]) -> Stats {
-        let mut st = Stats { max: [0; 3], min: [u64::MAX; 3] };
+        let mut st = Stats {
+            max: [0; 3],
+            min: [u64::MAX; 3],
+        };
         for x in s {
             let v = [x.thread as u64, x.cpu as u64, x.weight];
             for k in 0..3 {
@@ -191,7 +194,11 @@ impl Samples {
             let start = end.saturating_sub(STEP);
             // Two halves of the step on two threads when the step is whole.
             let mid = start + (end - start) / 2;
-            let ranges = if end - start == STEP { vec![start..mid, mid..end] } else { vec![start..end] };
+            let ranges = if end - start == STEP {
+                vec![start..mid, mid..end]
+            } else {
+                vec![start..end]
+            };
             let parts = out.parts_mut(&ranges);
             std::thread::scope(|sc| {
                 for (r, part) in ranges.iter().zip(parts) {
@@ -210,10 +217,16 @@ impl Samples {
 
     /// Disjoint mutable views of `ranges` (ascending, adjacent) of every column.
     fn parts_mut(&mut self, ranges: &[std::ops::Range<usize>]) -> Vec<Part<'_>> {
-        let Some(first) = ranges.first() else { return Vec::new() };
+        let Some(first) = ranges.first() else {
+            return Vec::new();
+        };
         let from = first.start;
         let (mut time, mut stack) = (&mut self.time[from..], &mut self.stack[from..]);
-        let (mut thread, mut cpu, mut weight) = (self.thread.slice_mut(from), self.cpu.slice_mut(from), self.weight.slice_mut(from));
+        let (mut thread, mut cpu, mut weight) = (
+            self.thread.slice_mut(from),
+            self.cpu.slice_mut(from),
+            self.weight.slice_mut(from),
+        );
         let mut out = Vec::new();
         for r in ranges {
             let k = r.len();
@@ -222,7 +235,13 @@ impl Samples {
             let (th, th_rest) = thread.split(k);
             let (c, c_rest) = cpu.split(k);
             let (w, w_rest) = weight.split(k);
-            out.push(Part { time: t, stack: s, thread: th, cpu: c, weight: w });
+            out.push(Part {
+                time: t,
+                stack: s,
+                thread: th,
+                cpu: c,
+                weight: w,
+            });
             (time, stack, thread, cpu, weight) = (t_rest, s_rest, th_rest, c_rest, w_rest);
         }
         out
@@ -255,7 +274,13 @@ impl Samples {
     /// Sample `i` as the model has it (`None` past the end).
     pub fn get(&self, i: usize) -> Option<Sample> {
         let time_ns = *self.time.get(i)?;
-        Some(Sample { time_ns, thread: self.thread(i), cpu: self.cpu(i), stack: self.stack(i), weight: self.weight(i) })
+        Some(Sample {
+            time_ns,
+            thread: self.thread(i),
+            cpu: self.cpu(i),
+            stack: self.stack(i),
+            weight: self.weight(i),
+        })
     }
 
     /// Every sample, for the code that needs the model's vector (time assignment).
@@ -265,7 +290,11 @@ impl Samples {
 
     /// Heap bytes held, for the notes of a large result.
     pub fn bytes(&self) -> usize {
-        self.time.len() * 8 + self.stack.len() * 4 + self.thread.bytes() + self.cpu.bytes() + self.weight.bytes()
+        self.time.len() * 8
+            + self.stack.len() * 4
+            + self.thread.bytes()
+            + self.cpu.bytes()
+            + self.weight.bytes()
     }
 }
 
@@ -280,13 +309,21 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                let mask = if weight_bits >= 64 { u64::MAX } else { (1u64 << weight_bits) - 1 };
+                let mask = if weight_bits >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << weight_bits) - 1
+                };
                 Sample {
                     time_ns: 1_000 + i as u64 * 3 + x % 3,
                     thread: (x % threads as u64) as u32,
                     cpu: ((x >> 8) % 300) as u32,
                     stack: (!x.is_multiple_of(9)).then_some((x >> 16) as u32 % 70_000),
-                    weight: if weight_bits == 0 { 250_000 } else { (x >> 3) & mask },
+                    weight: if weight_bits == 0 {
+                        250_000
+                    } else {
+                        (x >> 3) & mask
+                    },
                 }
             })
             .collect()
@@ -296,7 +333,14 @@ mod tests {
     /// the steps of the move (more than one STEP of rows).
     #[test]
     fn columns_round_trip_every_width() {
-        for (n, bits, threads) in [(0usize, 8u32, 1u32), (1, 0, 1), (5000, 8, 3), (5000, 16, 300), (STEP + 777, 32, 70_000), (3000, 64, 5)] {
+        for (n, bits, threads) in [
+            (0usize, 8u32, 1u32),
+            (1, 0, 1),
+            (5000, 8, 3),
+            (5000, 16, 300),
+            (STEP + 777, 32, 70_000),
+            (3000, 64, 5),
+        ] {
             let want = samples(n, 7 + n as u64, bits, threads);
             let mut src = want.clone();
             let cols = Samples::take(&mut src);

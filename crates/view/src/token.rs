@@ -18,7 +18,10 @@ pub fn matches(given: &str, token: &str) -> bool {
 mod tests {
     #[test]
     fn tokens_are_random_hex_and_compared_exactly() {
-        let (a, b) = (super::new().unwrap_or_default(), super::new().unwrap_or_default());
+        let (a, b) = (
+            super::new().unwrap_or_default(),
+            super::new().unwrap_or_default(),
+        );
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);

@@ -116,10 +116,17 @@ impl MemInstr {
                     // lea, nop [m], prefetch: an address but no access.
                     _ => return None,
                 };
-                Some(Operand { mem: *m, direction, size: m.memory_size().size() as u32 })
+                Some(Operand {
+                    mem: *m,
+                    direction,
+                    size: m.memory_size().size() as u32,
+                })
             })
             .collect();
-        Ok(MemInstr { len: instr.len(), ops })
+        Ok(MemInstr {
+            len: instr.len(),
+            ops,
+        })
     }
 
     /// Length of the instruction in bytes.
@@ -133,7 +140,11 @@ impl MemInstr {
     }
 
     /// The accesses, computed from the registers sampled before the instruction ran.
-    pub fn resolve(&self, regs: &dyn Registers, segments: &SegmentBases) -> Result<Vec<Access>, Unresolved> {
+    pub fn resolve(
+        &self,
+        regs: &dyn Registers,
+        segments: &SegmentBases,
+    ) -> Result<Vec<Access>, Unresolved> {
         self.ops
             .iter()
             .map(|op| {
@@ -146,8 +157,14 @@ impl MemInstr {
                     v.ok()
                 });
                 match addr {
-                    Some(addr) => Ok(Access { addr, size: op.size, direction: op.direction }),
-                    None => Err(why.unwrap_or(Unresolved::MissingRegister(regs::name(op.mem.base())))),
+                    Some(addr) => Ok(Access {
+                        addr,
+                        size: op.size,
+                        direction: op.direction,
+                    }),
+                    None => {
+                        Err(why.unwrap_or(Unresolved::MissingRegister(regs::name(op.mem.base()))))
+                    }
                 }
             })
             .collect()

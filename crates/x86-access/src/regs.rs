@@ -46,7 +46,11 @@ pub fn perf_reg_index(r: Register) -> Option<u32> {
 
 /// The value iced-x86 asks for while computing an address: a register (cut to its width)
 /// or, for a segment register, the segment's base.
-pub(crate) fn value(r: Register, regs: &dyn Registers, segments: &SegmentBases) -> Result<u64, Unresolved> {
+pub(crate) fn value(
+    r: Register,
+    regs: &dyn Registers,
+    segments: &SegmentBases,
+) -> Result<u64, Unresolved> {
     match r {
         // Flat segments on Linux, in 32- and 64-bit code alike.
         Register::ES | Register::CS | Register::SS | Register::DS => return Ok(0),
@@ -58,7 +62,9 @@ pub(crate) fn value(r: Register, regs: &dyn Registers, segments: &SegmentBases) 
         return Err(Unresolved::VectorIndex);
     }
     let index = perf_reg_index(r).ok_or(Unresolved::MissingRegister(name(r)))?;
-    let full = regs.perf_reg(index).ok_or(Unresolved::MissingRegister(name(r)))?;
+    let full = regs
+        .perf_reg(index)
+        .ok_or(Unresolved::MissingRegister(name(r)))?;
     Ok(match r.size() {
         1 => full & 0xff,
         2 => full & 0xffff,

@@ -6,7 +6,9 @@
 //! registers as they are now (refused when it changed its own address registers), and
 //! otherwise from the instruction about to run.
 
-use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, OpAccess, OpKind};
+use iced_x86::{
+    Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, OpAccess, OpKind,
+};
 
 use crate::{Access, Bitness, MemInstr, Registers, SegmentBases, Unresolved};
 
@@ -31,20 +33,39 @@ pub struct Site {
 impl Site {
     /// `function`: the bytes of the function from its start `function_start` to at least
     /// `ip` + 15 (fewer at the end of the file); `ip` must lie inside them.
-    pub fn decode(function: &[u8], function_start: u64, ip: u64, bitness: Bitness) -> Result<Site, Unresolved> {
-        let at = usize::try_from(ip.wrapping_sub(function_start)).ok().filter(|&o| o < function.len());
-        let Some(at) = at else { return Err(Unresolved::Undecodable) };
+    pub fn decode(
+        function: &[u8],
+        function_start: u64,
+        ip: u64,
+        bitness: Bitness,
+    ) -> Result<Site, Unresolved> {
+        let at = usize::try_from(ip.wrapping_sub(function_start))
+            .ok()
+            .filter(|&o| o < function.len());
+        let Some(at) = at else {
+            return Err(Unresolved::Undecodable);
+        };
         let current = MemInstr::decode(&function[at..], ip, bitness)?;
-        Ok(Site { previous: previous(function, function_start, ip, bitness), current })
+        Ok(Site {
+            previous: previous(function, function_start, ip, bitness),
+            current,
+        })
     }
 
     /// A site without its function: only the instruction at the IP is known.
     pub fn lone(bytes: &[u8], ip: u64, bitness: Bitness) -> Result<Site, Unresolved> {
-        Ok(Site { previous: None, current: MemInstr::decode(bytes, ip, bitness)? })
+        Ok(Site {
+            previous: None,
+            current: MemInstr::decode(bytes, ip, bitness)?,
+        })
     }
 
     /// The accesses and which instruction made them.
-    pub fn resolve(&self, regs: &dyn Registers, segments: &SegmentBases) -> Result<(Vec<Access>, Which), Unresolved> {
+    pub fn resolve(
+        &self,
+        regs: &dyn Registers,
+        segments: &SegmentBases,
+    ) -> Result<(Vec<Access>, Which), Unresolved> {
         match &self.previous {
             Some((p, clobbered)) if !p.is_empty() => {
                 if *clobbered {
@@ -87,7 +108,9 @@ fn previous(function: &[u8], start: u64, ip: u64, bitness: Bitness) -> Option<(M
 /// The target of a direct jump or call, if the instruction is one.
 fn branch_target(i: &Instruction) -> Option<u64> {
     match i.op0_kind() {
-        OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64 => Some(i.near_branch_target()),
+        OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64 => {
+            Some(i.near_branch_target())
+        }
         _ => None,
     }
 }
@@ -103,7 +126,9 @@ fn writes_its_address(i: &Instruction) -> bool {
         .map(|r| r.full_register())
         .collect();
     info.used_registers().iter().any(|u| {
-        matches!(u.access(), OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite)
-            && address_regs.contains(&u.register().full_register())
+        matches!(
+            u.access(),
+            OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        ) && address_regs.contains(&u.register().full_register())
     })
 }

@@ -85,7 +85,9 @@ impl ReportRequest {
     pub fn bucket_ns(&self, default: impl FnOnce() -> u64) -> Result<u64, Failure> {
         match self.bucket_ms {
             Some(ms) if ms > 0.0 && ms.is_finite() => Ok((ms * 1e6) as u64),
-            Some(ms) => Err(Failure::usage(format!("--bucket-ms {ms} must be a positive number of milliseconds"))),
+            Some(ms) => Err(Failure::usage(format!(
+                "--bucket-ms {ms} must be a positive number of milliseconds"
+            ))),
             None => Ok(default()),
         }
     }
@@ -104,7 +106,16 @@ mod tests {
             result_suffix: "dm",
             knobs: &[],
             collects: "",
-            reports: &[ReportSpec { name: "summary", help: "" }, ReportSpec { name: "lines", help: "" }],
+            reports: &[
+                ReportSpec {
+                    name: "summary",
+                    help: "",
+                },
+                ReportSpec {
+                    name: "lines",
+                    help: "",
+                },
+            ],
             views: &[],
             needs: &[],
             uses: &[],
@@ -115,11 +126,19 @@ mod tests {
 
     #[test]
     fn unknown_reports_and_bad_buckets_are_usage_failures() {
-        let mut req = ReportRequest { report: "lines".into(), ..Default::default() };
+        let mut req = ReportRequest {
+            report: "lines".into(),
+            ..Default::default()
+        };
         assert!(req.check(&spec()).is_ok());
         req.report = "flames".into();
         let e = req.check(&spec()).unwrap_err();
-        assert_eq!(e, Failure::usage("unknown report 'flames' for a demo result; its reports are: summary, lines"));
+        assert_eq!(
+            e,
+            Failure::usage(
+                "unknown report 'flames' for a demo result; its reports are: summary, lines"
+            )
+        );
         assert_eq!(req.bucket_ns(|| 7).unwrap(), 7);
         req.bucket_ms = Some(2.5);
         assert_eq!(req.bucket_ns(|| 7).unwrap(), 2_500_000);

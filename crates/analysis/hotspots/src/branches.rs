@@ -112,19 +112,40 @@ fn document(p: &Profile, idx: usize, records: &[BranchRecord]) -> Document {
     let first = p.samples.first().map_or(s.time_ns, |f| f.time_ns);
     let mut head = Section::new("Sample");
     head.push("Sample", Cell::UInt(idx as u64));
-    head.push("Time (s from first sample)", Cell::float((s.time_ns - first) as f64 / 1e9, 6));
-    let thread = p.threads.get(s.thread as usize).map_or_else(|| format!("thread {}", s.thread), |t| format!("{} (tid {})", t.name, t.tid));
+    head.push(
+        "Time (s from first sample)",
+        Cell::float((s.time_ns - first) as f64 / 1e9, 6),
+    );
+    let thread = p.threads.get(s.thread as usize).map_or_else(
+        || format!("thread {}", s.thread),
+        |t| format!("{} (tid {})", t.name, t.tid),
+    );
     head.push("Thread", Cell::text(thread));
     head.push("CPU", Cell::UInt(u64::from(s.cpu)));
-    head.push("Leaf function", Cell::text(p.leaf_frame(&s).map_or("[unknown]".into(), |f| f.function.clone())));
+    head.push(
+        "Leaf function",
+        Cell::text(
+            p.leaf_frame(&s)
+                .map_or("[unknown]".into(), |f| f.function.clone()),
+        ),
+    );
     head.push("Depth", Cell::UInt(u64::from(info.depth)));
     head.push("Filter", Cell::text(info.filter.clone()));
-    head.push("Cycles available", Cell::text(if info.has_cycles { "yes" } else { "no" }));
+    head.push(
+        "Cycles available",
+        Cell::text(if info.has_cycles { "yes" } else { "no" }),
+    );
     if info.emulated {
-        head.push("Emulated", Cell::text("yes: records were emulated from an exact trace"));
+        head.push(
+            "Emulated",
+            Cell::text("yes: records were emulated from an exact trace"),
+        );
     }
     head.push("Records", Cell::UInt(records.len() as u64));
-    head.push("New records", Cell::UInt(records.iter().filter(|r| r.is_new).count() as u64));
+    head.push(
+        "New records",
+        Cell::UInt(records.iter().filter(|r| r.is_new).count() as u64),
+    );
     doc.push_section(head);
 
     let mut t = Table::new(vec![
@@ -173,18 +194,29 @@ fn nesting(p: &Profile, records: &[BranchRecord]) -> Table {
         }
     }
     let min = steps.iter().map(|(d, _)| *d).min().unwrap_or(0);
-    let mut t = Table::new(vec![Column::left("Position"), Column::right("Depth"), Column::left("Transition")])
-        .with_title("Call/return nesting, oldest to newest");
+    let mut t = Table::new(vec![
+        Column::left("Position"),
+        Column::right("Depth"),
+        Column::left("Transition"),
+    ])
+    .with_title("Call/return nesting, oldest to newest");
     for (d, r) in steps {
         let level = (d - min) as usize;
-        let (from, to) = (function(p, r.from_frame, r.from_address), function(p, r.to_frame, r.to_address));
+        let (from, to) = (
+            function(p, r.from_frame, r.from_address),
+            function(p, r.to_frame, r.to_address),
+        );
         let what = match r.kind {
             BranchKind::Call => format!("{from} calls {to}"),
             BranchKind::Return => format!("{from} returns to {to}"),
             BranchKind::Other => format!("{from} jumps to {to}"),
             BranchKind::Unknown => format!("{from} -> {to} (kind unknown)"),
         };
-        t.push_row(vec![Cell::text(format!("FROM{}", r.position)), Cell::UInt(level as u64), Cell::text(format!("{}{what}", "  ".repeat(level.min(64))))]);
+        t.push_row(vec![
+            Cell::text(format!("FROM{}", r.position)),
+            Cell::UInt(level as u64),
+            Cell::text(format!("{}{what}", "  ".repeat(level.min(64)))),
+        ]);
     }
     if records.iter().any(|r| r.kind == BranchKind::Unknown) {
         t.push_note("entries of unknown kind do not change the nesting: the recording did not save branch types and the binaries were not at hand to decode them");

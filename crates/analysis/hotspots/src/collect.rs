@@ -21,14 +21,22 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     opts.lbr_missing = lbr_missing(dir.manifest());
     let bar = session::spinner(req.quiet, "collecting");
     let summary = kairos_collector::collect(&opts, &mut |p| {
-        bar.set_message(format!("collecting: {} samples, {} KiB", p.samples, p.bytes / 1024));
+        bar.set_message(format!(
+            "collecting: {} samples, {} KiB",
+            p.samples,
+            p.bytes / 1024
+        ));
     });
     bar.finish_and_clear();
     crate::finish::finish(&mut dir, summary, req.quiet)
 }
 
 /// The collector's options from the knobs.
-fn options(knobs: &Knobs, target: kairos_collector::Target, out: std::path::PathBuf) -> CollectOptions {
+fn options(
+    knobs: &Knobs,
+    target: kairos_collector::Target,
+    out: std::path::PathBuf,
+) -> CollectOptions {
     let mut opts = CollectOptions::new(target, out);
     opts.interval_us = knobs.u64("sampling-interval-us");
     opts.unwinding = match knobs.get("stack-unwinding") {
@@ -51,11 +59,17 @@ fn options(knobs: &Knobs, target: kairos_collector::Target, out: std::path::Path
 /// Why this machine cannot record branch records, from the platform probe already stored
 /// in the manifest (the `lbr` capability), or None when it can.
 fn lbr_missing(m: &kairos_result::Manifest) -> Option<String> {
-    match m.capabilities.iter().find(|c| c.name == kairos_platform::names::LBR) {
+    match m
+        .capabilities
+        .iter()
+        .find(|c| c.name == kairos_platform::names::LBR)
+    {
         Some(c) if c.available => None,
         Some(c) => Some(format!(
             "this machine has no usable LBR ({}); virtual machines usually expose no PMU",
-            c.reason.clone().unwrap_or_else(|| "no branch record facility found".into())
+            c.reason
+                .clone()
+                .unwrap_or_else(|| "no branch record facility found".into())
         )),
         None => Some("the platform probe found no LBR".into()),
     }

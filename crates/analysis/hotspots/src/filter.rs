@@ -22,9 +22,18 @@ impl Filter {
     pub fn describe(&self) -> Option<String> {
         let mut parts = Vec::new();
         if let Some((s, e)) = self.time_range {
-            parts.push(format!("time {:.3}-{:.3} ms", s as f64 / 1e6, e as f64 / 1e6));
+            parts.push(format!(
+                "time {:.3}-{:.3} ms",
+                s as f64 / 1e6,
+                e as f64 / 1e6
+            ));
         }
-        let ids = |v: &[i32]| v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+        let ids = |v: &[i32]| {
+            v.iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
         if let Some(t) = &self.threads {
             parts.push(format!("tids {}", ids(t)));
         }
@@ -87,11 +96,19 @@ impl<'p> Selection<'p> {
         // min() rather than samples[0]: the model promises sorted samples, but a
         // mis-sorted import must still give correct (not just non-panicking) results.
         let t0 = profile.samples.iter().map(|s| s.time_ns).min().unwrap_or(0);
-        let range = filter.time_range.map(|(s, e)| (t0.saturating_add(s), t0.saturating_add(e)));
+        let range = filter
+            .time_range
+            .map(|(s, e)| (t0.saturating_add(s), t0.saturating_add(e)));
         let thread_ok = |s: &Sample| {
             let t = profile.threads.get(s.thread as usize);
-            let tid_ok = filter.threads.as_ref().is_none_or(|ids| t.is_some_and(|t| ids.contains(&t.tid)));
-            let pid_ok = filter.pids.as_ref().is_none_or(|ids| t.is_some_and(|t| ids.contains(&t.pid)));
+            let tid_ok = filter
+                .threads
+                .as_ref()
+                .is_none_or(|ids| t.is_some_and(|t| ids.contains(&t.tid)));
+            let pid_ok = filter
+                .pids
+                .as_ref()
+                .is_none_or(|ids| t.is_some_and(|t| ids.contains(&t.pid)));
             tid_ok && pid_ok
         };
         let everything = range.is_none() && filter.threads.is_none() && filter.pids.is_none();
@@ -107,12 +124,22 @@ impl<'p> Selection<'p> {
         };
         let mut total = Acc::default();
         samples.iter().for_each(|s| total.add(s));
-        Ok(Selection { profile, t0, range, samples, total })
+        Ok(Selection {
+            profile,
+            t0,
+            range,
+            samples,
+            total,
+        })
     }
 
     /// Standard notes: how many samples were selected, and by which filter.
     pub fn notes(&self, filter: &Filter) -> Vec<String> {
-        let mut n = vec![format!("{} of {} samples selected.", self.samples.len(), self.profile.samples.len())];
+        let mut n = vec![format!(
+            "{} of {} samples selected.",
+            self.samples.len(),
+            self.profile.samples.len()
+        )];
         if let Some(d) = filter.describe() {
             n.push(format!("Filter: {d}."));
         }
@@ -138,27 +165,88 @@ mod tests {
         let p = b.build();
         let n = |f: Filter| Selection::new(&p, &f).map(|s| s.samples.len());
         assert_eq!(n(Filter::default()), Ok(4));
-        assert_eq!(n(Filter { time_range: Some((1_000, 2_000)), ..Filter::default() }), Ok(1));
-        assert_eq!(n(Filter { time_range: Some((0, 0)), ..Filter::default() }), Ok(0));
-        assert_eq!(n(Filter { threads: Some(vec![11, 20]), ..Filter::default() }), Ok(2));
-        assert_eq!(n(Filter { pids: Some(vec![10]), ..Filter::default() }), Ok(2));
-        assert_eq!(n(Filter { time_range: Some((5, 1)), ..Filter::default() }), Err(Error::InvalidTimeRange { start: 5, end: 1 }));
-        assert_eq!(n(Filter { time_range: Some((u64::MAX, u64::MAX)), ..Filter::default() }), Ok(0));
+        assert_eq!(
+            n(Filter {
+                time_range: Some((1_000, 2_000)),
+                ..Filter::default()
+            }),
+            Ok(1)
+        );
+        assert_eq!(
+            n(Filter {
+                time_range: Some((0, 0)),
+                ..Filter::default()
+            }),
+            Ok(0)
+        );
+        assert_eq!(
+            n(Filter {
+                threads: Some(vec![11, 20]),
+                ..Filter::default()
+            }),
+            Ok(2)
+        );
+        assert_eq!(
+            n(Filter {
+                pids: Some(vec![10]),
+                ..Filter::default()
+            }),
+            Ok(2)
+        );
+        assert_eq!(
+            n(Filter {
+                time_range: Some((5, 1)),
+                ..Filter::default()
+            }),
+            Err(Error::InvalidTimeRange { start: 5, end: 1 })
+        );
+        assert_eq!(
+            n(Filter {
+                time_range: Some((u64::MAX, u64::MAX)),
+                ..Filter::default()
+            }),
+            Ok(0)
+        );
     }
 
     #[test]
     fn share_falls_back_to_counts() {
-        let a = Acc { samples: 1, weight: 0 };
-        let t = Acc { samples: 4, weight: 0 };
+        let a = Acc {
+            samples: 1,
+            weight: 0,
+        };
+        let t = Acc {
+            samples: 4,
+            weight: 0,
+        };
         assert_eq!(share(a, t), 25.0);
         assert_eq!(share(a, Acc::default()), 0.0);
-        assert_eq!(share(Acc { samples: 1, weight: 3 }, Acc { samples: 2, weight: 4 }), 75.0);
+        assert_eq!(
+            share(
+                Acc {
+                    samples: 1,
+                    weight: 3
+                },
+                Acc {
+                    samples: 2,
+                    weight: 4
+                }
+            ),
+            75.0
+        );
     }
 
     #[test]
     fn describes_filter() {
         assert_eq!(Filter::default().describe(), None);
-        let f = Filter { time_range: Some((1_000_000, 2_500_000)), threads: Some(vec![1, 2]), pids: Some(vec![3]) };
-        assert_eq!(f.describe().as_deref(), Some("time 1.000-2.500 ms; tids 1,2; pids 3"));
+        let f = Filter {
+            time_range: Some((1_000_000, 2_500_000)),
+            threads: Some(vec![1, 2]),
+            pids: Some(vec![3]),
+        };
+        assert_eq!(
+            f.describe().as_deref(),
+            Some("time 1.000-2.500 ms; tids 1,2; pids 3")
+        );
     }
 }

@@ -9,7 +9,11 @@ use kairos_session as session;
 /// The manifest capability that says whether branch records were recorded.
 pub const BRANCH_CAPABILITY: &str = "branch records";
 
-pub(crate) fn finish(dir: &mut ResultDir, summary: Result<CollectSummary, CollectError>, quiet: bool) -> Result<(), Failure> {
+pub(crate) fn finish(
+    dir: &mut ResultDir,
+    summary: Result<CollectSummary, CollectError>,
+    quiet: bool,
+) -> Result<(), Failure> {
     let (summary, kallsyms) = session::finish_collection(dir, summary)?;
     {
         let m = dir.manifest_mut();
@@ -17,7 +21,9 @@ pub(crate) fn finish(dir: &mut ResultDir, summary: Result<CollectSummary, Collec
             name: "kernel samples".into(),
             available: summary.include_kernel,
             detail: None,
-            reason: (!summary.include_kernel).then(|| "kernel.perf_event_paranoid forbids kernel profiling for this user".into()),
+            reason: (!summary.include_kernel).then(|| {
+                "kernel.perf_event_paranoid forbids kernel profiling for this user".into()
+            }),
         });
         let b = &summary.branch_records;
         m.capabilities.push(Capability {
@@ -28,7 +34,8 @@ pub(crate) fn finish(dir: &mut ResultDir, summary: Result<CollectSummary, Collec
         });
         if !b.recorded {
             // Notes are printed under every text report, so nobody looks for them in vain.
-            m.notes.push(format!("branch records: not recorded: {}", b.detail));
+            m.notes
+                .push(format!("branch records: not recorded: {}", b.detail));
         }
     }
     session::save(dir)?;
@@ -38,7 +45,9 @@ pub(crate) fn finish(dir: &mut ResultDir, summary: Result<CollectSummary, Collec
     let profile = session::convert_result(dir, &convert, quiet)?;
     crate::reports::print_summary(dir, &profile);
     if let Some(TargetExit::Signal(sig)) = summary.target_exit {
-        eprintln!("kairos: the target was killed by signal {sig}; the result covers it up to that point");
+        eprintln!(
+            "kairos: the target was killed by signal {sig}; the result covers it up to that point"
+        );
     }
     Ok(())
 }

@@ -31,7 +31,14 @@ pub enum GroupBy {
 }
 
 impl GroupBy {
-    pub const ALL: [GroupBy; 6] = [GroupBy::Process, GroupBy::Module, GroupBy::Function, GroupBy::Callstack, GroupBy::Thread, GroupBy::Cpu];
+    pub const ALL: [GroupBy; 6] = [
+        GroupBy::Process,
+        GroupBy::Module,
+        GroupBy::Function,
+        GroupBy::Callstack,
+        GroupBy::Thread,
+        GroupBy::Cpu,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -73,7 +80,10 @@ impl FromStr for GroupBy {
     type Err = Error;
     fn from_str(s: &str) -> Result<GroupBy, Error> {
         let l = s.trim().to_ascii_lowercase();
-        GroupBy::ALL.into_iter().find(|g| g.as_str() == l).ok_or_else(|| Error::UnknownGroupBy(s.to_string()))
+        GroupBy::ALL
+            .into_iter()
+            .find(|g| g.as_str() == l)
+            .ok_or_else(|| Error::UnknownGroupBy(s.to_string()))
     }
 }
 
@@ -178,19 +188,30 @@ impl<'p> Grouper<'p> {
                     (Some(t), _) => format!("{} ({})", t.name, t.tid),
                     (None, _) => UNKNOWN.to_string(),
                 };
-                let id = self.intern(Key { labels: vec![label], id: None });
+                let id = self.intern(Key {
+                    labels: vec![label],
+                    id: None,
+                });
                 self.by_thread.insert(s.thread, id);
                 id
             }
-            GroupBy::Cpu => self.intern(Key { labels: vec![format!("cpu {}", s.cpu)], id: None }),
+            GroupBy::Cpu => self.intern(Key {
+                labels: vec![format!("cpu {}", s.cpu)],
+                id: None,
+            }),
             GroupBy::Callstack => match s.stack {
                 Some(st) if self.p.stacks.get(st as usize).is_some() => {
                     if let Some(&id) = self.by_stack.get(&st) {
                         return id;
                     }
-                    let mut names: Vec<String> = walk(self.p, Some(st)).map(|f| function_name(self.p, self.p.frames.get(f as usize))).collect();
+                    let mut names: Vec<String> = walk(self.p, Some(st))
+                        .map(|f| function_name(self.p, self.p.frames.get(f as usize)))
+                        .collect();
                     names.reverse();
-                    let id = self.intern(Key { labels: vec![names.join(";")], id: None });
+                    let id = self.intern(Key {
+                        labels: vec![names.join(";")],
+                        id: None,
+                    });
                     self.by_stack.insert(st, id);
                     id
                 }
@@ -238,14 +259,25 @@ impl<'p> Grouper<'p> {
         let module = frame.and_then(|fr| fr.module);
         let identity = match self.by {
             GroupBy::Module => (None, module),
-            _ => (frame.map(|fr| fr.function.as_str()).filter(|name| !is_unknown(name)), module),
+            _ => (
+                frame
+                    .map(|fr| fr.function.as_str())
+                    .filter(|name| !is_unknown(name)),
+                module,
+            ),
         };
         let id = match self.by_identity.get(&identity) {
             Some(&id) => id,
             None => {
                 let key = match self.by {
-                    GroupBy::Module => Key { labels: vec![module_path(p, module).to_string()], id: module },
-                    _ => Key { labels: vec![function_name(p, frame), module_base(p, module).to_string()], id: module },
+                    GroupBy::Module => Key {
+                        labels: vec![module_path(p, module).to_string()],
+                        id: module,
+                    },
+                    _ => Key {
+                        labels: vec![function_name(p, frame), module_base(p, module).to_string()],
+                        id: module,
+                    },
                 };
                 let id = self.intern(key);
                 self.by_identity.insert(identity, id);
@@ -310,7 +342,10 @@ fn module_path(p: &Profile, m: Option<u32>) -> &str {
 /// File name of a module: enough to tell libraries apart in a function table.
 pub(crate) fn module_base(p: &Profile, m: Option<u32>) -> &str {
     let path = module_path(p, m);
-    path.rsplit('/').next().filter(|b| !b.is_empty()).unwrap_or(path)
+    path.rsplit('/')
+        .next()
+        .filter(|b| !b.is_empty())
+        .unwrap_or(path)
 }
 
 #[cfg(test)]
@@ -325,7 +360,11 @@ mod tests {
             assert_eq!(g.to_string().parse::<GroupBy>(), Ok(g));
         }
         assert_eq!("Function".parse::<GroupBy>(), Ok(GroupBy::Function));
-        let e = "symbol".parse::<GroupBy>().err().map(|e| e.to_string()).unwrap_or_default();
+        let e = "symbol"
+            .parse::<GroupBy>()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert_eq!(e, "unknown grouping `symbol`; valid values: process, module, function, callstack, thread, cpu");
     }
 
@@ -353,7 +392,16 @@ mod tests {
     #[test]
     fn walk_survives_cycles_and_bad_indices() {
         let p = Profile {
-            stacks: vec![Stack { parent: Some(1), frame: 0 }, Stack { parent: Some(0), frame: 7 }],
+            stacks: vec![
+                Stack {
+                    parent: Some(1),
+                    frame: 0,
+                },
+                Stack {
+                    parent: Some(0),
+                    frame: 7,
+                },
+            ],
             ..Profile::default()
         };
         assert_eq!(walk(&p, Some(0)).count(), 2);

@@ -15,7 +15,12 @@ mod tree;
 /// Self samples, time and share per group, plus inclusive totals for Function and Module
 /// (each sample counted once per group on its stack). Sorted by self time descending, then
 /// by name; `limit` keeps the first rows (a note says how many were left out).
-pub fn hotspots(profile: &Profile, filter: &Filter, group_by: GroupBy, limit: Option<usize>) -> Result<Table, Error> {
+pub fn hotspots(
+    profile: &Profile,
+    filter: &Filter,
+    group_by: GroupBy,
+    limit: Option<usize>,
+) -> Result<Table, Error> {
     let sel = Selection::new(profile, filter)?;
     let mut g = Grouper::new(profile, group_by);
     let (selfs, totals) = aggregate(&sel, &mut g);
@@ -23,19 +28,33 @@ pub fn hotspots(profile: &Profile, filter: &Filter, group_by: GroupBy, limit: Op
     // Groups seen only inclusively (e.g. `main`, never a leaf) sort last, by name.
     ids.sort_by(|&a, &b| {
         let (sa, sb) = (selfs[a as usize], selfs[b as usize]);
-        sb.weight.cmp(&sa.weight).then(sb.samples.cmp(&sa.samples)).then_with(|| g.key(a).cmp(g.key(b)))
+        sb.weight
+            .cmp(&sa.weight)
+            .then(sb.samples.cmp(&sa.samples))
+            .then_with(|| g.key(a).cmp(g.key(b)))
     });
 
     let w = Weight::of(profile);
     let mut columns = group_by.label_columns();
     if group_by.has_total() {
         let noun = w.noun();
-        for n in ["Self samples".into(), format!("Self {noun}"), "Self %".into(), "Total samples".into(), format!("Total {noun}"), "Total %".into()] {
+        for n in [
+            "Self samples".into(),
+            format!("Self {noun}"),
+            "Self %".into(),
+            "Total samples".into(),
+            format!("Total {noun}"),
+            "Total %".into(),
+        ] {
             columns.push(Column::right(n));
         }
     } else {
         let label = w.total_label();
-        for n in ["Samples".into(), label.clone(), format!("{} %", label.split(' ').next().unwrap_or("CPU"))] {
+        for n in [
+            "Samples".into(),
+            label.clone(),
+            format!("{} %", label.split(' ').next().unwrap_or("CPU")),
+        ] {
             columns.push(Column::right(n));
         }
     }
@@ -44,9 +63,17 @@ pub fn hotspots(profile: &Profile, filter: &Filter, group_by: GroupBy, limit: Op
     for &id in &ids[..shown] {
         let (s, t) = (selfs[id as usize], totals[id as usize]);
         let mut row = g.key(id).cells();
-        row.extend([Cell::UInt(s.samples), w.cell(s.weight), Cell::Percent(share(s, sel.total))]);
+        row.extend([
+            Cell::UInt(s.samples),
+            w.cell(s.weight),
+            Cell::Percent(share(s, sel.total)),
+        ]);
         if group_by.has_total() {
-            row.extend([Cell::UInt(t.samples), w.cell(t.weight), Cell::Percent(share(t, sel.total))]);
+            row.extend([
+                Cell::UInt(t.samples),
+                w.cell(t.weight),
+                Cell::Percent(share(t, sel.total)),
+            ]);
         }
         table.push_row(row);
     }
@@ -64,7 +91,11 @@ pub fn hotspots(profile: &Profile, filter: &Filter, group_by: GroupBy, limit: Op
 /// inclusive vector equals the self one.
 pub(crate) fn aggregate(sel: &Selection<'_>, g: &mut Grouper<'_>) -> (Vec<Acc>, Vec<Acc>) {
     match g.by() {
-        GroupBy::Function | GroupBy::Module | GroupBy::Callstack if tree::parents_first(sel.profile) => tree::by_stack(sel, g),
+        GroupBy::Function | GroupBy::Module | GroupBy::Callstack
+            if tree::parents_first(sel.profile) =>
+        {
+            tree::by_stack(sel, g)
+        }
         GroupBy::Process | GroupBy::Thread => tree::by_thread(sel, g),
         _ => per_sample(sel, g),
     }
@@ -152,7 +183,13 @@ mod tests {
         b.sample_frames(2, t2, &[f], MS);
         let p = b.build();
         let table = hotspots(&p, &Filter::default(), GroupBy::Function, None).expect("runs");
-        assert_eq!(rows(&table), ["main,other,2,2000000,66.6667,2,2000000,66.6667", "main,app,1,1000000,33.3333,1,1000000,33.3333"]);
+        assert_eq!(
+            rows(&table),
+            [
+                "main,other,2,2000000,66.6667,2,2000000,66.6667",
+                "main,app,1,1000000,33.3333,1,1000000,33.3333"
+            ]
+        );
         let procs = hotspots(&p, &Filter::default(), GroupBy::Process, Some(1)).expect("runs");
         assert_eq!(rows(&procs), ["other (2),2,2000000,66.6667"]);
         assert!(procs.notes.iter().any(|n| n == "Showing 1 of 2 groups."));
@@ -170,20 +207,39 @@ mod tests {
         let f = hotspots(&p, &Filter::default(), GroupBy::Function, None).expect("runs");
         assert_eq!(
             rows(&f),
-            ["Vec::push,app,1,1000000,50.0000,1,1000000,50.0000", "[no stack],,1,1000000,50.0000,1,1000000,50.0000", "main,app,0,0,0.0000,1,1000000,50.0000"]
+            [
+                "Vec::push,app,1,1000000,50.0000,1,1000000,50.0000",
+                "[no stack],,1,1000000,50.0000,1,1000000,50.0000",
+                "main,app,0,0,0.0000,1,1000000,50.0000"
+            ]
         );
         let m = hotspots(&p, &Filter::default(), GroupBy::Module, None).expect("runs");
-        assert_eq!(rows(&m), ["/bin/app,1,1000000,50.0000,1,1000000,50.0000", "[no stack],1,1000000,50.0000,1,1000000,50.0000"]);
+        assert_eq!(
+            rows(&m),
+            [
+                "/bin/app,1,1000000,50.0000,1,1000000,50.0000",
+                "[no stack],1,1000000,50.0000,1,1000000,50.0000"
+            ]
+        );
         let c = hotspots(&p, &Filter::default(), GroupBy::Callstack, None).expect("runs");
         // Equal time: ties by name ('[' sorts before letters).
-        assert_eq!(rows(&c), ["[no stack],1,1000000,50.0000", "main;Vec::push,1,1000000,50.0000"]);
+        assert_eq!(
+            rows(&c),
+            [
+                "[no stack],1,1000000,50.0000",
+                "main;Vec::push,1,1000000,50.0000"
+            ]
+        );
         let cpu = hotspots(&p, &Filter::default(), GroupBy::Cpu, None).expect("runs");
         assert_eq!(rows(&cpu), ["cpu 0,2,2000000,100.0000"]);
     }
 
     #[test]
     fn invalid_filter_is_an_error() {
-        let f = Filter { time_range: Some((2, 1)), ..Filter::default() };
+        let f = Filter {
+            time_range: Some((2, 1)),
+            ..Filter::default()
+        };
         assert!(hotspots(&Profile::default(), &f, GroupBy::Thread, None).is_err());
     }
 }

@@ -26,26 +26,64 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
 /// `req.result_dir`, with `--time-assignment` for hotspots and timeline.
 pub fn profile_report(req: &ReportRequest) -> Result<(), Failure> {
     let format = session::report_format(req)?;
-    let group_by = req.group_by.as_deref().map(GroupBy::from_str).transpose().map_err(|e| Failure::usage(format!("{e}")))?;
+    let group_by = req
+        .group_by
+        .as_deref()
+        .map(GroupBy::from_str)
+        .transpose()
+        .map_err(|e| Failure::usage(format!("{e}")))?;
     let (dir, mut profile) = session::open_event(&req.result_dir, req.event.as_deref())?;
     let applied = match req.time_assignment.as_deref() {
-        Some(m) if matches!(req.report.as_str(), "hotspots" | "timeline") => Some(crate::time_assign::apply(m, &mut profile, &req.result_dir)?),
-        Some(_) => return Err(Failure::usage("--time-assignment applies to the hotspots and timeline reports")),
+        Some(m) if matches!(req.report.as_str(), "hotspots" | "timeline") => {
+            Some(crate::time_assign::apply(m, &mut profile, &req.result_dir)?)
+        }
+        Some(_) => {
+            return Err(Failure::usage(
+                "--time-assignment applies to the hotspots and timeline reports",
+            ))
+        }
         None => None,
     };
-    let filter = Filter { time_range: req.time_range.as_deref().map(|r| parse_time_range(r, &profile)).transpose()?, ..Default::default() };
+    let filter = Filter {
+        time_range: req
+            .time_range
+            .as_deref()
+            .map(|r| parse_time_range(r, &profile))
+            .transpose()?,
+        ..Default::default()
+    };
     let analysis_error = |e: crate::Error| Failure::usage(e.to_string());
     let limit = req.row_limit();
     let doc = match req.report.as_str() {
-        "summary" => Rendered::Document(crate::summary(&profile, &summary_meta(&dir, req.event.as_deref()))),
+        "summary" => Rendered::Document(crate::summary(
+            &profile,
+            &summary_meta(&dir, req.event.as_deref()),
+        )),
         "hotspots" => {
-            let t = crate::hotspots(&profile, &filter, group_by.unwrap_or(GroupBy::Function), limit).map_err(analysis_error)?;
+            let t = crate::hotspots(
+                &profile,
+                &filter,
+                group_by.unwrap_or(GroupBy::Function),
+                limit,
+            )
+            .map_err(analysis_error)?;
             single("Hotspots", t, format)
         }
-        "top-down" => single("Top-down", crate::top_down(&profile, &filter, None, limit).map_err(analysis_error)?, format),
+        "top-down" => single(
+            "Top-down",
+            crate::top_down(&profile, &filter, None, limit).map_err(analysis_error)?,
+            format,
+        ),
         _ => {
             let bucket_ns = req.bucket_ns(|| default_bucket_ns(&profile, &filter))?;
-            let d = crate::timeline(&profile, &filter, bucket_ns, group_by.unwrap_or(GroupBy::Function), limit.unwrap_or(8)).map_err(analysis_error)?;
+            let d = crate::timeline(
+                &profile,
+                &filter,
+                bucket_ns,
+                group_by.unwrap_or(GroupBy::Function),
+                limit.unwrap_or(8),
+            )
+            .map_err(analysis_error)?;
             Rendered::Document(d)
         }
     };
@@ -77,8 +115,19 @@ fn summary_meta(dir: &ResultDir, event: Option<&str>) -> Vec<(String, String)> {
     let mut meta = session::meta(dir);
     let events = &dir.manifest().events;
     if events.iter().filter(|e| e.samples > 0).count() > 1 {
-        let shown = event.map(str::to_string).or_else(|| events.iter().find(|e| e.samples > 0).map(|e| e.name.clone()));
-        meta.push(("Shown event".into(), format!("{} (choose another with --event NAME)", shown.unwrap_or_default())));
+        let shown = event.map(str::to_string).or_else(|| {
+            events
+                .iter()
+                .find(|e| e.samples > 0)
+                .map(|e| e.name.clone())
+        });
+        meta.push((
+            "Shown event".into(),
+            format!(
+                "{} (choose another with --event NAME)",
+                shown.unwrap_or_default()
+            ),
+        ));
     }
     meta
 }
@@ -115,12 +164,20 @@ pub fn print_summary(dir: &ResultDir, profile: &Profile) {
     let doc = crate::summary(profile, &session::meta(dir));
     print!("{}", doc.to_text());
     session::print_notes(dir);
-    println!("\nResult: {}  (see `kairos report hotspots -r {}`)", dir.path().display(), dir.path().display());
+    println!(
+        "\nResult: {}  (see `kairos report hotspots -r {}`)",
+        dir.path().display(),
+        dir.path().display()
+    );
 }
 
 /// `START:END` in seconds relative to the first sample; either side may be empty.
 pub fn parse_time_range(s: &str, profile: &Profile) -> Result<(u64, u64), Failure> {
-    let bad = || Failure::usage(format!("--time-range '{s}' must be START:END in seconds, e.g. 0.5:1.25 or 2: or :3"));
+    let bad = || {
+        Failure::usage(format!(
+            "--time-range '{s}' must be START:END in seconds, e.g. 0.5:1.25 or 2: or :3"
+        ))
+    };
     let (a, b) = s.split_once(':').ok_or_else(bad)?;
     let span = profile.time_span().map(|(f, l)| l - f).unwrap_or(0);
     let secs = |x: &str, default: u64| -> Result<u64, Failure> {
@@ -135,7 +192,9 @@ pub fn parse_time_range(s: &str, profile: &Profile) -> Result<(u64, u64), Failur
     };
     let (start, end) = (secs(a, 0)?, secs(b, span)?);
     if end < start {
-        return Err(Failure::usage(format!("--time-range '{s}' ends before it starts")));
+        return Err(Failure::usage(format!(
+            "--time-range '{s}' ends before it starts"
+        )));
     }
     Ok((start, end))
 }

@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use kairos_model::Profile;
 use kairos_report::{Cell, Document, Section};
 
-use crate::{hotspots, Filter, GroupBy};
 use crate::weight::Weight;
+use crate::{hotspots, Filter, GroupBy};
 
 /// Rows of the "top functions" table.
 const TOP_FUNCTIONS: usize = 10;
@@ -25,16 +25,30 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, meta: &[(K, V)])
     }
 
     let mut run = Section::new("Run");
-    let span = profile.samples.iter().map(|s| s.time_ns).min().zip(profile.samples.iter().map(|s| s.time_ns).max());
-    run.push("Elapsed", span.map_or(Cell::Empty, |(a, b)| Cell::ns(b - a)));
+    let span = profile
+        .samples
+        .iter()
+        .map(|s| s.time_ns)
+        .min()
+        .zip(profile.samples.iter().map(|s| s.time_ns).max());
+    run.push(
+        "Elapsed",
+        span.map_or(Cell::Empty, |(a, b)| Cell::ns(b - a)),
+    );
     run.push("Samples", Cell::UInt(profile.samples.len() as u64));
-    let weight = profile.samples.iter().fold(0u64, |w, s| w.saturating_add(s.weight));
+    let weight = profile
+        .samples
+        .iter()
+        .fold(0u64, |w, s| w.saturating_add(s.weight));
     let w = Weight::of(profile);
     run.push(&w.total_label(), w.cell(weight));
     let pids: BTreeSet<i32> = profile.threads.iter().map(|t| t.pid).collect();
     run.push("Processes", Cell::UInt(pids.len() as u64));
     run.push("Threads", Cell::UInt(profile.threads.len() as u64));
-    run.push("Samples without stack", Cell::UInt(profile.samples.iter().filter(|s| s.stack.is_none()).count() as u64));
+    run.push(
+        "Samples without stack",
+        Cell::UInt(profile.samples.iter().filter(|s| s.stack.is_none()).count() as u64),
+    );
     doc.push_section(run);
 
     let l = &profile.losses;
@@ -49,14 +63,27 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, meta: &[(K, V)])
     // than panic if that ever changes.
     let all = Filter::default();
     let tables = [
-        (GroupBy::Function, Some(TOP_FUNCTIONS), format!("Top {TOP_FUNCTIONS} functions by self {}", w.noun())),
-        (GroupBy::Process, None, format!("{} by process", w.total_label())),
-        (GroupBy::Thread, None, format!("{} by thread", w.total_label())),
+        (
+            GroupBy::Function,
+            Some(TOP_FUNCTIONS),
+            format!("Top {TOP_FUNCTIONS} functions by self {}", w.noun()),
+        ),
+        (
+            GroupBy::Process,
+            None,
+            format!("{} by process", w.total_label()),
+        ),
+        (
+            GroupBy::Thread,
+            None,
+            format!("{} by thread", w.total_label()),
+        ),
     ];
     // The function table is most of the work: made on a second thread meanwhile.
     let made: Vec<_> = std::thread::scope(|scope| {
         let [first, rest @ ..] = &tables;
-        let table = |(g, limit, _): &(GroupBy, Option<usize>, String)| hotspots(profile, &all, *g, *limit);
+        let table =
+            |(g, limit, _): &(GroupBy, Option<usize>, String)| hotspots(profile, &all, *g, *limit);
         let function = std::thread::Builder::new().spawn_scoped(scope, move || table(first));
         let rest: Vec<_> = rest.iter().map(table).collect();
         let function = match function {
@@ -101,9 +128,16 @@ mod tests {
         let mut p = b.build();
         p.losses.lost_samples = 4;
         let d = summary(&p, &[("Event", "cpu-clock")]);
-        let Block::Section(collection) = &d.blocks[0] else { unreachable!() };
-        assert_eq!(collection.entries, [("Event".to_string(), Cell::text("cpu-clock"))]);
-        let Block::Section(run) = &d.blocks[1] else { unreachable!() };
+        let Block::Section(collection) = &d.blocks[0] else {
+            unreachable!()
+        };
+        assert_eq!(
+            collection.entries,
+            [("Event".to_string(), Cell::text("cpu-clock"))]
+        );
+        let Block::Section(run) = &d.blocks[1] else {
+            unreachable!()
+        };
         assert_eq!(run.entries[0].1, Cell::ns(5 * MS));
         assert_eq!(run.entries[2].1, Cell::ns(3 * MS));
         assert_eq!(run.entries[5].1, Cell::UInt(1));

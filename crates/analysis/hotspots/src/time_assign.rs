@@ -6,10 +6,9 @@
 use std::path::Path;
 use std::str::FromStr;
 
-use kairos_model::Profile;
 use kairos_analysis_api::Failure;
+use kairos_model::Profile;
 use kairos_time_assignment::{assign, to_profile, Method};
-
 
 /// What a report prints about the time assignment it used.
 pub struct Applied {
@@ -22,10 +21,18 @@ impl Applied {
     /// The lines under a text report (stderr for CSV and JSON, which must stay parseable).
     pub fn lines(&self) -> Vec<String> {
         let mut v = vec![
-            format!("Time assignment: {} ({})", self.method, self.method.description()),
+            format!(
+                "Time assignment: {} ({})",
+                self.method,
+                self.method.description()
+            ),
             format!("Points per sample: {:.1}", self.points_per_sample),
         ];
-        v.extend(self.notes.iter().map(|n| format!("Time assignment note: {n}")));
+        v.extend(
+            self.notes
+                .iter()
+                .map(|n| format!("Time assignment note: {n}")),
+        );
         v
     }
 }
@@ -42,7 +49,11 @@ pub(crate) fn apply(name: &str, profile: &mut Profile, dir: &Path) -> Result<App
         )));
     }
     let a = assign(profile, method).map_err(|e| Failure::failed(format!("{e}")))?;
-    let applied = Applied { method, points_per_sample: a.points_per_sample, notes: a.notes.clone() };
+    let applied = Applied {
+        method,
+        points_per_sample: a.points_per_sample,
+        notes: a.notes.clone(),
+    };
     if method != Method::None {
         *profile = to_profile(profile, &a);
     }

@@ -11,8 +11,8 @@ use kairos_model::Profile;
 use kairos_report::{Cell, Column, Document, Table};
 
 use crate::filter::{share, Acc, Selection};
-use crate::weight::Weight;
 use crate::group::Grouper;
+use crate::weight::Weight;
 use crate::{Error, Filter, GroupBy};
 
 /// Most buckets a timeline may have; beyond this the request is almost surely a typo
@@ -29,15 +29,25 @@ const OTHER: &str = "[other]";
 /// The second table lists up to `top_n` groups by peak share / overall share, with the
 /// bucket where each peaks (earliest on ties). Bucket times are ms from the profile's
 /// first sample.
-pub fn timeline(profile: &Profile, filter: &Filter, bucket_ns: u64, group_by: GroupBy, top_n: usize) -> Result<Document, Error> {
+pub fn timeline(
+    profile: &Profile,
+    filter: &Filter,
+    bucket_ns: u64,
+    group_by: GroupBy,
+    top_n: usize,
+) -> Result<Document, Error> {
     if bucket_ns == 0 {
         return Err(Error::ZeroBucket);
     }
     let sel = Selection::new(profile, filter)?;
     let mut g = Grouper::new(profile, group_by);
     let mut doc = Document::new(format!("Timeline by {group_by}"));
-    let (Some(first), Some(last)) = (sel.samples.iter().map(|s| s.time_ns).min(), sel.samples.iter().map(|s| s.time_ns).max()) else {
-        let mut t = Table::new(vec![Column::right("Start").with_unit("ms")]).with_title("Shares per bucket");
+    let (Some(first), Some(last)) = (
+        sel.samples.iter().map(|s| s.time_ns).min(),
+        sel.samples.iter().map(|s| s.time_ns).max(),
+    ) else {
+        let mut t = Table::new(vec![Column::right("Start").with_unit("ms")])
+            .with_title("Shares per bucket");
         t.notes = sel.notes(filter);
         doc.push_table(t);
         return Ok(doc);
@@ -46,7 +56,11 @@ pub fn timeline(profile: &Profile, filter: &Filter, bucket_ns: u64, group_by: Gr
     let start = sel.range.map_or(first, |(a, _)| a.min(first));
     let buckets = (last - start) / bucket_ns + 1;
     if buckets > MAX_BUCKETS {
-        return Err(Error::TooManyBuckets { buckets, bucket_ns, max: MAX_BUCKETS });
+        return Err(Error::TooManyBuckets {
+            buckets,
+            bucket_ns,
+            max: MAX_BUCKETS,
+        });
     }
 
     let mut per_bucket: Vec<HashMap<u32, Acc>> = vec![HashMap::default(); buckets as usize];
@@ -63,20 +77,40 @@ pub fn timeline(profile: &Profile, filter: &Filter, bucket_ns: u64, group_by: Gr
     let mut by_total: Vec<u32> = (0..g.len() as u32).collect();
     by_total.sort_by(|&a, &b| {
         let (oa, ob) = (overall[a as usize], overall[b as usize]);
-        ob.weight.cmp(&oa.weight).then(ob.samples.cmp(&oa.samples)).then_with(|| g.key(a).cmp(g.key(b)))
+        ob.weight
+            .cmp(&oa.weight)
+            .then(ob.samples.cmp(&oa.samples))
+            .then_with(|| g.key(a).cmp(g.key(b)))
     });
     let top: Vec<u32> = by_total.iter().copied().take(top_n).collect();
     let ms = |b: usize| (start + b as u64 * bucket_ns - sel.t0) as f64 / 1e6;
 
     // Table 1: shares per bucket.
     let w = Weight::of(profile);
-    let mut cols = vec![Column::right("Start").with_unit("ms"), Column::right("Samples"), Column::right(w.total_label())];
-    cols.extend(unique_names(top.iter().map(|&id| g.key(id).name())).into_iter().map(Column::right));
+    let mut cols = vec![
+        Column::right("Start").with_unit("ms"),
+        Column::right("Samples"),
+        Column::right(w.total_label()),
+    ];
+    cols.extend(
+        unique_names(top.iter().map(|&id| g.key(id).name()))
+            .into_iter()
+            .map(Column::right),
+    );
     cols.push(Column::right(OTHER));
-    let mut shares = Table::new(cols).with_title(format!("Shares per bucket of {:.3} ms (top {} by {})", bucket_ns as f64 / 1e6, top.len(), w.total_label()));
+    let mut shares = Table::new(cols).with_title(format!(
+        "Shares per bucket of {:.3} ms (top {} by {})",
+        bucket_ns as f64 / 1e6,
+        top.len(),
+        w.total_label()
+    ));
     for (b, map) in per_bucket.iter().enumerate() {
         let tot = bucket_total[b];
-        let mut row = vec![Cell::float(ms(b), 3), Cell::UInt(tot.samples), w.cell(tot.weight)];
+        let mut row = vec![
+            Cell::float(ms(b), 3),
+            Cell::UInt(tot.samples),
+            w.cell(tot.weight),
+        ];
         if tot.samples == 0 {
             row.extend(std::iter::repeat_n(Cell::Empty, top.len() + 1));
         } else {
@@ -87,7 +121,10 @@ pub fn timeline(profile: &Profile, filter: &Filter, bucket_ns: u64, group_by: Gr
                 in_top.weight += a.weight;
                 row.push(Cell::Percent(share(a, tot)));
             }
-            let other = Acc { samples: tot.samples - in_top.samples, weight: tot.weight.saturating_sub(in_top.weight) };
+            let other = Acc {
+                samples: tot.samples - in_top.samples,
+                weight: tot.weight.saturating_sub(in_top.weight),
+            };
             row.push(Cell::Percent(share(other, tot)));
         }
         shares.push_row(row);
@@ -121,7 +158,10 @@ pub fn timeline(profile: &Profile, filter: &Filter, bucket_ns: u64, group_by: Gr
     let q = |v: f64, scale: f64| (v * scale).round() as i64;
     order.sort_by(|&x, &y| {
         let (a, b) = (&rows[x], &rows[y]);
-        q(b.4, 100.0).cmp(&q(a.4, 100.0)).then(q(b.2, 1e4).cmp(&q(a.2, 1e4))).then_with(|| g.key(a.0).cmp(g.key(b.0)))
+        q(b.4, 100.0)
+            .cmp(&q(a.4, 100.0))
+            .then(q(b.2, 1e4).cmp(&q(a.2, 1e4)))
+            .then_with(|| g.key(a.0).cmp(g.key(b.0)))
     });
     let mut cols = group_by.label_columns();
     cols.extend([
@@ -135,7 +175,13 @@ pub fn timeline(profile: &Profile, filter: &Filter, bucket_ns: u64, group_by: Gr
     for &i in order.iter().take(top_n) {
         let (id, o, p, b, ratio) = rows[i];
         let mut row = g.key(id).cells();
-        row.extend([Cell::UInt(overall[id as usize].samples), Cell::Percent(o), Cell::Percent(p), Cell::float(ms(b), 3), Cell::float(ratio, 2)]);
+        row.extend([
+            Cell::UInt(overall[id as usize].samples),
+            Cell::Percent(o),
+            Cell::Percent(p),
+            Cell::float(ms(b), 3),
+            Cell::float(ratio, 2),
+        ]);
         peaks.push_row(row);
     }
     if rows.len() > top_n {
@@ -192,11 +238,22 @@ mod tests {
 
     #[test]
     fn intermittent_function_floats_up() {
-        let d = timeline(&bursty(), &Filter::default(), 10 * MS, GroupBy::Function, 2).expect("runs");
+        let d =
+            timeline(&bursty(), &Filter::default(), 10 * MS, GroupBy::Function, 2).expect("runs");
         let shares = table(&d, 0);
         assert_eq!(shares.rows.len(), 10);
         let names: Vec<&str> = shares.columns.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["Start", "Samples", "CPU time", "steady (app)", "burst (app)", "[other]"]);
+        assert_eq!(
+            names,
+            [
+                "Start",
+                "Samples",
+                "CPU time",
+                "steady (app)",
+                "burst (app)",
+                "[other]"
+            ]
+        );
         assert_eq!(shares.rows[5][4], Cell::Percent(30.0));
         assert_eq!(shares.rows[5][0], Cell::float(50.0, 3));
         let peaks = table(&d, 1);
@@ -209,26 +266,59 @@ mod tests {
     #[test]
     fn rejects_bad_buckets_and_handles_empty() {
         let p = bursty();
-        assert_eq!(timeline(&p, &Filter::default(), 0, GroupBy::Function, 3).err(), Some(Error::ZeroBucket));
-        assert!(matches!(timeline(&p, &Filter::default(), 1, GroupBy::Function, 3), Err(Error::TooManyBuckets { .. })));
-        let d = timeline(&Profile::default(), &Filter::default(), MS, GroupBy::Thread, 3).expect("runs");
+        assert_eq!(
+            timeline(&p, &Filter::default(), 0, GroupBy::Function, 3).err(),
+            Some(Error::ZeroBucket)
+        );
+        assert!(matches!(
+            timeline(&p, &Filter::default(), 1, GroupBy::Function, 3),
+            Err(Error::TooManyBuckets { .. })
+        ));
+        let d = timeline(
+            &Profile::default(),
+            &Filter::default(),
+            MS,
+            GroupBy::Thread,
+            3,
+        )
+        .expect("runs");
         assert!(table(&d, 0).rows.is_empty());
-        let f = Filter { time_range: Some((200 * MS, 300 * MS)), ..Filter::default() };
-        assert!(table(&timeline(&p, &f, MS, GroupBy::Cpu, 3).expect("runs"), 0).rows.is_empty());
+        let f = Filter {
+            time_range: Some((200 * MS, 300 * MS)),
+            ..Filter::default()
+        };
+        assert!(
+            table(&timeline(&p, &f, MS, GroupBy::Cpu, 3).expect("runs"), 0)
+                .rows
+                .is_empty()
+        );
     }
 
     #[test]
     fn grid_starts_at_filter_range() {
-        let f = Filter { time_range: Some((45 * MS, 60 * MS)), ..Filter::default() };
+        let f = Filter {
+            time_range: Some((45 * MS, 60 * MS)),
+            ..Filter::default()
+        };
         let d = timeline(&bursty(), &f, 5 * MS, GroupBy::Function, 0).expect("runs");
         let t = table(&d, 0);
         let starts: Vec<&Cell> = t.rows.iter().map(|r| &r[0]).collect();
-        assert_eq!(starts, [&Cell::float(45.0, 3), &Cell::float(50.0, 3), &Cell::float(55.0, 3)]);
+        assert_eq!(
+            starts,
+            [
+                &Cell::float(45.0, 3),
+                &Cell::float(50.0, 3),
+                &Cell::float(55.0, 3)
+            ]
+        );
         assert_eq!(t.rows[1][3], Cell::Percent(100.0)); // top 0: [other] is everything
     }
 
     #[test]
     fn duplicate_names_are_made_unique() {
-        assert_eq!(unique_names(["a", "a", "[other]"].map(String::from).into_iter()), ["a", "a #2", "[other] #1"]);
+        assert_eq!(
+            unique_names(["a", "a", "[other]"].map(String::from).into_iter()),
+            ["a", "a #2", "[other] #1"]
+        );
     }
 }

@@ -10,14 +10,25 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
     let dir = kairos_session::open_result(&req.result_dir)?;
     let m = dir.manifest();
     let (pmu, why, source) = match m.capabilities.iter().find(|c| c.name == "hardware_pmu") {
-        Some(c) => (c.available, c.reason.clone().or(c.detail.clone()), "the result's manifest"),
+        Some(c) => (
+            c.available,
+            c.reason.clone().or(c.detail.clone()),
+            "the result's manifest",
+        ),
         None => {
             let caps = kairos_platform::detect();
             let c = caps.get(kairos_platform::names::HARDWARE_PMU);
-            (c.is_some_and(|c| c.available), c.and_then(|c| c.reason.clone().or(Some(c.detail.clone()))), "this machine (the result records no capabilities)")
+            (
+                c.is_some_and(|c| c.available),
+                c.and_then(|c| c.reason.clone().or(Some(c.detail.clone()))),
+                "this machine (the result records no capabilities)",
+            )
         }
     };
-    let names: Vec<String> = kairos_metrics::tlb_metrics().iter().map(|x| x.name.clone()).collect();
+    let names: Vec<String> = kairos_metrics::tlb_metrics()
+        .iter()
+        .map(|x| x.name.clone())
+        .collect();
     if !pmu {
         return Err(Failure::failed(format!(
             "the TLB metrics ({}) are unavailable: they need core PMU counters and {source} says there is no hardware PMU ({}); \

@@ -6,8 +6,8 @@ use kairos_model::Profile;
 use kairos_report::{Cell, Column, Table};
 
 use crate::filter::{share, Acc, Selection};
-use crate::weight::Weight;
 use crate::group::{walk, Grouper};
+use crate::weight::Weight;
 use crate::{Error, Filter, GroupBy};
 
 /// Spaces of indentation per tree level in the Function column.
@@ -26,11 +26,22 @@ struct Node {
 /// one function on the same path form one node; recursion gives deeper nodes. Children
 /// are ordered by total time descending, then name. `max_depth` (0 = roots only) hides
 /// deeper nodes, `limit` caps the number of rows; their time stays in their ancestors.
-pub fn top_down(profile: &Profile, filter: &Filter, max_depth: Option<usize>, limit: Option<usize>) -> Result<Table, Error> {
+pub fn top_down(
+    profile: &Profile,
+    filter: &Filter,
+    max_depth: Option<usize>,
+    limit: Option<usize>,
+) -> Result<Table, Error> {
     let sel = Selection::new(profile, filter)?;
     let mut g = Grouper::new(profile, GroupBy::Function);
     // Node 0 is a virtual root above all real roots.
-    let mut nodes = vec![Node { key: u32::MAX, depth: 0, children: HashMap::new(), total: Acc::default(), self_: Acc::default() }];
+    let mut nodes = vec![Node {
+        key: u32::MAX,
+        depth: 0,
+        children: HashMap::new(),
+        total: Acc::default(),
+        self_: Acc::default(),
+    }];
     let mut path = Vec::new();
     for s in &sel.samples {
         path.clear();
@@ -45,7 +56,13 @@ pub fn top_down(profile: &Profile, filter: &Filter, max_depth: Option<usize>, li
                 None => {
                     let n = nodes.len();
                     let depth = if cur == 0 { 0 } else { nodes[cur].depth + 1 };
-                    nodes.push(Node { key, depth, children: HashMap::new(), total: Acc::default(), self_: Acc::default() });
+                    nodes.push(Node {
+                        key,
+                        depth,
+                        children: HashMap::new(),
+                        total: Acc::default(),
+                        self_: Acc::default(),
+                    });
                     nodes[cur].children.insert(key, n);
                     n
                 }
@@ -103,7 +120,9 @@ pub fn top_down(profile: &Profile, filter: &Filter, max_depth: Option<usize>, li
         table.push_note(format!("{hidden} more nodes not shown (row limit)."));
     }
     if let Some(d) = max_depth {
-        table.push_note(format!("Nodes deeper than depth {d} are not shown; their time is in their ancestors' totals."));
+        table.push_note(format!(
+            "Nodes deeper than depth {d} are not shown; their time is in their ancestors' totals."
+        ));
     }
     Ok(table)
 }
@@ -112,7 +131,10 @@ fn sorted_children(nodes: &[Node], g: &Grouper<'_>, n: usize) -> Vec<usize> {
     let mut kids: Vec<usize> = nodes[n].children.values().copied().collect();
     kids.sort_by(|&a, &b| {
         let (ta, tb) = (nodes[a].total, nodes[b].total);
-        tb.weight.cmp(&ta.weight).then(tb.samples.cmp(&ta.samples)).then_with(|| g.key(nodes[a].key).cmp(g.key(nodes[b].key)))
+        tb.weight
+            .cmp(&ta.weight)
+            .then(tb.samples.cmp(&ta.samples))
+            .then_with(|| g.key(nodes[a].key).cmp(g.key(nodes[b].key)))
     });
     kids
 }

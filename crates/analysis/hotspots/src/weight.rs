@@ -10,7 +10,9 @@ pub(crate) struct Weight<'a> {
 
 impl<'a> Weight<'a> {
     pub(crate) fn of(profile: &'a Profile) -> Self {
-        Weight { event: profile.weight_event.as_deref() }
+        Weight {
+            event: profile.weight_event.as_deref(),
+        }
     }
 
     /// `"time"`, or the event name, to complete column names such as "Self time".

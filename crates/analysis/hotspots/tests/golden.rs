@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use kairos_analysis_hotspots::{hotspots, summary, timeline, top_down, Filter, GroupBy};
-use kairos_model::{Frame, FrameIdx, LossCounts, Mode, Module, Profile, Sample, StackInterner, Thread};
+use kairos_model::{
+    Frame, FrameIdx, LossCounts, Mode, Module, Profile, Sample, StackInterner, Thread,
+};
 use kairos_report::{assert_golden, Format};
 
 const MS: u64 = 1_000_000;
@@ -21,25 +23,42 @@ struct B {
 impl B {
     fn frame(&mut self, name: &str, module: u32, inline_depth: u16) -> FrameIdx {
         let frames = &mut self.p.frames;
-        *self.frames.entry((name.into(), module, inline_depth)).or_insert_with(|| {
-            frames.push(Frame {
-                address: 0x40_0000 + 0x10 * frames.len() as u64,
-                module: Some(module),
-                module_offset: 0x10 * frames.len() as u64,
-                function: name.into(),
-                file: None,
-                line: None,
-                inline_depth,
-                mode: if module == 2 { Mode::Kernel } else { Mode::User },
-            });
-            (frames.len() - 1) as FrameIdx
-        })
+        *self
+            .frames
+            .entry((name.into(), module, inline_depth))
+            .or_insert_with(|| {
+                frames.push(Frame {
+                    address: 0x40_0000 + 0x10 * frames.len() as u64,
+                    module: Some(module),
+                    module_offset: 0x10 * frames.len() as u64,
+                    function: name.into(),
+                    file: None,
+                    line: None,
+                    inline_depth,
+                    mode: if module == 2 {
+                        Mode::Kernel
+                    } else {
+                        Mode::User
+                    },
+                });
+                (frames.len() - 1) as FrameIdx
+            })
     }
     /// `path` root first, each `name@module[:inline]`.
     fn sample(&mut self, ms: u64, thread: u32, cpu: u32, path: &[(&str, u32, u16)]) {
         let ids: Vec<FrameIdx> = path.iter().map(|&(n, m, d)| self.frame(n, m, d)).collect();
-        let stack = if ids.is_empty() { None } else { self.interner.intern_path(&mut self.p.stacks, ids) };
-        self.p.samples.push(Sample { time_ns: T0 + ms * MS, thread, cpu, stack, weight: MS });
+        let stack = if ids.is_empty() {
+            None
+        } else {
+            self.interner.intern_path(&mut self.p.stacks, ids)
+        };
+        self.p.samples.push(Sample {
+            time_ns: T0 + ms * MS,
+            thread,
+            cpu,
+            stack,
+            weight: MS,
+        });
     }
 }
 
@@ -48,14 +67,41 @@ impl B {
 /// without a stack, a 3 ms burst of `gc_pause`, a `main` in each program and a very long
 /// C++ name.
 fn profile() -> Profile {
-    let mut b = B { p: Profile::default(), interner: StackInterner::default(), frames: HashMap::new() };
-    for path in ["/usr/bin/app", "/lib/x86_64-linux-gnu/libc.so.6", "[kernel.kallsyms]", "/usr/bin/other"] {
-        b.p.modules.push(Module { path: path.into(), build_id: String::new() });
+    let mut b = B {
+        p: Profile::default(),
+        interner: StackInterner::default(),
+        frames: HashMap::new(),
+    };
+    for path in [
+        "/usr/bin/app",
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        "[kernel.kallsyms]",
+        "/usr/bin/other",
+    ] {
+        b.p.modules.push(Module {
+            path: path.into(),
+            build_id: String::new(),
+        });
     }
     b.p.threads = vec![
-        Thread { pid: 100, tid: 100, name: "app".into(), process_name: "app".into() },
-        Thread { pid: 100, tid: 101, name: "app-worker".into(), process_name: "app".into() },
-        Thread { pid: 200, tid: 200, name: "other".into(), process_name: "other".into() },
+        Thread {
+            pid: 100,
+            tid: 100,
+            name: "app".into(),
+            process_name: "app".into(),
+        },
+        Thread {
+            pid: 100,
+            tid: 101,
+            name: "app-worker".into(),
+            process_name: "app".into(),
+        },
+        Thread {
+            pid: 200,
+            tid: 200,
+            name: "other".into(),
+            process_name: "other".into(),
+        },
     ];
     let (app, libc, kernel, other) = (0, 1, 2, 3);
     for i in 0..200u64 {
@@ -74,21 +120,51 @@ fn profile() -> Profile {
             if i % 6 == 0 {
                 b.sample(i, 1, 1, &[]);
             } else if i % 10 == 4 {
-                b.sample(i, 1, 1, &[("start_thread", libc, 0), ("worker_loop", app, 0), (LONG, app, 0)]);
+                b.sample(
+                    i,
+                    1,
+                    1,
+                    &[
+                        ("start_thread", libc, 0),
+                        ("worker_loop", app, 0),
+                        (LONG, app, 0),
+                    ],
+                );
             } else {
-                b.sample(i, 1, 1, &[("start_thread", libc, 0), ("worker_loop", app, 0), ("asm_exc_page_fault", kernel, 0)]);
+                b.sample(
+                    i,
+                    1,
+                    1,
+                    &[
+                        ("start_thread", libc, 0),
+                        ("worker_loop", app, 0),
+                        ("asm_exc_page_fault", kernel, 0),
+                    ],
+                );
             }
         }
         if i % 5 == 0 {
-            b.sample(i, 2, (i % 2) as u32, &[("main", other, 0), ("other_work", other, 0)]);
+            b.sample(
+                i,
+                2,
+                (i % 2) as u32,
+                &[("main", other, 0), ("other_work", other, 0)],
+            );
         }
     }
-    b.p.losses = LossCounts { lost_records: 0, lost_samples: 3, throttled: 1, undecodable_records: 0 };
+    b.p.losses = LossCounts {
+        lost_records: 0,
+        lost_samples: 3,
+        throttled: 1,
+        undecodable_records: 0,
+    };
     b.p
 }
 
 fn golden(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
 }
 
 fn ext(f: Format) -> &'static str {
@@ -102,7 +178,14 @@ fn ext(f: Format) -> &'static str {
 #[test]
 fn summary_report() {
     let p = profile();
-    let d = summary(&p, &[("Event", "cpu-clock"), ("Interval", "1 ms"), ("Knobs", "call-graph=fp")]);
+    let d = summary(
+        &p,
+        &[
+            ("Event", "cpu-clock"),
+            ("Interval", "1 ms"),
+            ("Knobs", "call-graph=fp"),
+        ],
+    );
     for f in Format::ALL {
         assert_golden(&golden(&format!("summary.{}", ext(f))), &d.render(f));
     }
@@ -122,12 +205,22 @@ fn hotspots_every_grouping() {
 #[test]
 fn hotspots_filtered_and_limited() {
     let p = profile();
-    let f = Filter { time_range: Some((100 * MS, 150 * MS)), threads: None, pids: Some(vec![100]) };
+    let f = Filter {
+        time_range: Some((100 * MS, 150 * MS)),
+        threads: None,
+        pids: Some(vec![100]),
+    };
     let t = hotspots(&p, &f, GroupBy::Function, Some(5)).expect("hotspots");
     assert_golden(&golden("hotspots_function_filtered.txt"), &t.to_text());
-    let f = Filter { threads: Some(vec![101]), ..Filter::default() };
+    let f = Filter {
+        threads: Some(vec![101]),
+        ..Filter::default()
+    };
     let t = hotspots(&p, &f, GroupBy::Function, None).expect("hotspots");
-    assert_golden(&golden("hotspots_function_tid101_width30.txt"), &t.to_text_width(30));
+    assert_golden(
+        &golden("hotspots_function_tid101_width30.txt"),
+        &t.to_text_width(30),
+    );
 }
 
 #[test]
@@ -150,7 +243,10 @@ fn timeline_every_grouping() {
             assert_golden(&golden(&format!("timeline_{g}.{}", ext(f))), &d.render(f));
         }
     }
-    let f = Filter { time_range: Some((110 * MS, 130 * MS)), ..Filter::default() };
+    let f = Filter {
+        time_range: Some((110 * MS, 130 * MS)),
+        ..Filter::default()
+    };
     let d = timeline(&p, &f, 2 * MS, GroupBy::Function, 4).expect("timeline");
     assert_golden(&golden("timeline_function_110_130ms.txt"), &d.to_text());
 }

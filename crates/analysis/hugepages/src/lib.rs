@@ -120,7 +120,10 @@ pub fn plan(rows: &[Op], page_size: u64) -> Plan {
     order.sort_by_key(|r| r.time_ns);
     let mut live: HashMap<(u32, u64), Live> = HashMap::new();
     let mut now = Tally::default();
-    let mut p = Plan { page_size, ..Default::default() };
+    let mut p = Plan {
+        page_size,
+        ..Default::default()
+    };
     let release = |live: &mut HashMap<(u32, u64), Live>, now: &mut Tally, key| {
         if let Some(v) = live.remove(&key) {
             now.sub(v);
@@ -137,7 +140,10 @@ pub fn plan(rows: &[Op], page_size: u64) -> Plan {
                 now.pool_pages += pages;
                 now.pool_blocks += 1;
                 now.pool_bytes += r.size;
-                Live::Pool { pages, bytes: r.size }
+                Live::Pool {
+                    pages,
+                    bytes: r.size,
+                }
             } else {
                 now.arena += r.size;
                 Live::Arena(r.size)
@@ -202,7 +208,10 @@ pub fn pool_file(page_size: u64) -> String {
     if page_size == MIB2 {
         "/proc/sys/vm/nr_hugepages".into()
     } else {
-        format!("/sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages", page_size / 1024)
+        format!(
+            "/sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages",
+            page_size / 1024
+        )
     }
 }
 
@@ -214,10 +223,18 @@ pub fn commands(plan: &Plan, glibc: Option<(u32, u32)>, program: &str) -> Vec<St
     if plan.page_size == MIB2 {
         v.push(format!("# or: sysctl -w vm.nr_hugepages={n}"));
     } else {
-        v.push(format!("# 1 GiB pages are often only available at boot: hugepagesz=1G hugepages={n}"));
+        v.push(format!(
+            "# 1 GiB pages are often only available at boot: hugepagesz=1G hugepages={n}"
+        ));
     }
-    v.push(format!("grep -i hugepages_ /proc/meminfo   # check that the kernel gave all {n} pages"));
-    let tunable = if plan.page_size == MIB2 { "2".to_string() } else { plan.page_size.to_string() };
+    v.push(format!(
+        "grep -i hugepages_ /proc/meminfo   # check that the kernel gave all {n} pages"
+    ));
+    let tunable = if plan.page_size == MIB2 {
+        "2".to_string()
+    } else {
+        plan.page_size.to_string()
+    };
     match glibc {
         Some((2, m)) if m >= 35 => {
             v.push(format!("GLIBC_TUNABLES=glibc.malloc.hugetlb={tunable} {program}   # pool pages (MAP_HUGETLB)"));
@@ -245,13 +262,26 @@ mod tests {
     use super::*;
 
     fn row(t: u64, kind: OpKind, addr: u64, size: u64) -> Op {
-        Op { time_ns: t, process: 0, kind, address: addr, size, old_address: None, anonymous: (kind == OpKind::Mmap).then_some(true) }
+        Op {
+            time_ns: t,
+            process: 0,
+            kind,
+            address: addr,
+            size,
+            old_address: None,
+            anonymous: (kind == OpKind::Mmap).then_some(true),
+        }
     }
 
     #[test]
     fn matrix_2100_needs_more_than_the_formula() {
         let b = 2100 * 2100 * 8;
-        let rows = vec![row(0, OpKind::HeapAlloc, 0x10, 1024), row(1, OpKind::HeapAlloc, 0x1000, b), row(2, OpKind::HeapAlloc, 0x2000, b), row(3, OpKind::HeapAlloc, 0x3000, b)];
+        let rows = vec![
+            row(0, OpKind::HeapAlloc, 0x10, 1024),
+            row(1, OpKind::HeapAlloc, 0x1000, b),
+            row(2, OpKind::HeapAlloc, 0x2000, b),
+            row(3, OpKind::HeapAlloc, 0x3000, b),
+        ];
         let p = plan(&rows, MIB2);
         assert_eq!(p.pool_pages, 51);
         assert_eq!(p.arena_pages, 1);
@@ -263,7 +293,11 @@ mod tests {
 
     #[test]
     fn freed_blocks_return_their_pages_and_exact_pages_round_up() {
-        let rows = vec![row(0, OpKind::HeapAlloc, 0x1000, MIB2), row(1, OpKind::Free, 0x1000, 0), row(2, OpKind::HeapAlloc, 0x2000, MIB2)];
+        let rows = vec![
+            row(0, OpKind::HeapAlloc, 0x1000, MIB2),
+            row(1, OpKind::Free, 0x1000, 0),
+            row(2, OpKind::HeapAlloc, 0x2000, MIB2),
+        ];
         let p = plan(&rows, MIB2);
         // 2 MiB + header does not fit in one page.
         assert_eq!(p.pool_pages, 2);
@@ -272,13 +306,18 @@ mod tests {
 
     #[test]
     fn direct_mmaps_are_apart_and_commands_follow_glibc() {
-        let rows = vec![row(0, OpKind::Mmap, 0x1000, 5 << 20), row(1, OpKind::Munmap, 0x1000, 5 << 20)];
+        let rows = vec![
+            row(0, OpKind::Mmap, 0x1000, 5 << 20),
+            row(1, OpKind::Munmap, 0x1000, 5 << 20),
+        ];
         let p = plan(&rows, MIB2);
         assert_eq!((p.direct_mmap_pages, p.needed()), (3, 0));
         let new = commands(&p, Some((2, 36)), "./a").join("\n");
         assert!(new.contains("glibc.malloc.hugetlb=2 ./a") && !new.contains("libhugetlbfs"));
         let old = commands(&p, Some((2, 31)), "./a").join("\n");
         assert!(old.contains("HUGETLB_MORECORE=yes") && old.contains("does nothing on glibc 2.34"));
-        assert!(commands(&plan(&rows, GIB1), Some((2, 36)), "./a").join("\n").contains("hugetlb=1073741824"));
+        assert!(commands(&plan(&rows, GIB1), Some((2, 36)), "./a")
+            .join("\n")
+            .contains("hugetlb=1073741824"));
     }
 }

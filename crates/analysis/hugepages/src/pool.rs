@@ -15,7 +15,10 @@ pub struct PoolCounts {
 impl PoolCounts {
     /// From the text of /proc/meminfo; None without the HugePages_ lines.
     pub fn from_meminfo(text: &str) -> Option<PoolCounts> {
-        Some(PoolCounts { free: field(text, "HugePages_Free")?, rsvd: field(text, "HugePages_Rsvd")? })
+        Some(PoolCounts {
+            free: field(text, "HugePages_Free")?,
+            rsvd: field(text, "HugePages_Rsvd")?,
+        })
     }
 }
 
@@ -44,7 +47,12 @@ pub fn smaps_huge(text: &str, page_kb: u64) -> Option<(u64, u64)> {
         let Some((key, rest)) = line.split_once(':') else {
             continue;
         };
-        let value = || rest.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let value = || {
+            rest.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
         match key {
             "Size" => {
                 // The first field of each mapping's block: close the previous one.
@@ -85,7 +93,11 @@ pub fn lost_to_others(before: PoolCounts, readings: &[PoolReading], page_kb: u64
     let available = |p: &PoolCounts| p.free.saturating_sub(p.rsvd);
     let others: Vec<u64> = readings
         .iter()
-        .map(|r| available(&before).saturating_sub(available(&r.pool)).saturating_sub(r.mapped_kb.div_ceil(page_kb)))
+        .map(|r| {
+            available(&before)
+                .saturating_sub(available(&r.pool))
+                .saturating_sub(r.mapped_kb.div_ceil(page_kb))
+        })
         .collect();
     others.windows(2).map(|w| w[0].min(w[1])).max().unwrap_or(0)
 }
@@ -107,13 +119,20 @@ mod tests {
     const PAGE_KB: u64 = 2048;
 
     fn reading(free: u64, rsvd: u64, mapped_pages: u64, held_pages: u64) -> PoolReading {
-        PoolReading { pool: PoolCounts { free, rsvd }, mapped_kb: mapped_pages * PAGE_KB, held_kb: held_pages * PAGE_KB }
+        PoolReading {
+            pool: PoolCounts { free, rsvd },
+            mapped_kb: mapped_pages * PAGE_KB,
+            held_kb: held_pages * PAGE_KB,
+        }
     }
 
     #[test]
     fn meminfo_and_smaps_are_read() {
         let meminfo = "MemTotal:        8000000 kB\nHugePages_Total:      10\nHugePages_Free:        8\nHugePages_Rsvd:        4\nHugePages_Surp:        0\nHugepagesize:       2048 kB\n";
-        assert_eq!(PoolCounts::from_meminfo(meminfo), Some(PoolCounts { free: 8, rsvd: 4 }));
+        assert_eq!(
+            PoolCounts::from_meminfo(meminfo),
+            Some(PoolCounts { free: 8, rsvd: 4 })
+        );
         assert_eq!(PoolCounts::from_meminfo("MemTotal: 1 kB\n"), None);
         // Recorded from `GLIBC_TUNABLES=glibc.malloc.hugetlb=2 hp 5`: a 10 MiB block of
         // which one page was touched, glibc's 2 MiB arena page, and a plain mapping.
@@ -152,7 +171,12 @@ Private_Hugetlb:       0 kB
     #[test]
     fn a_page_in_the_middle_of_its_fault_is_not_lost_to_others() {
         let before = PoolCounts { free: 10, rsvd: 0 };
-        let r = [reading(8, 8, 10, 2), reading(5, 5, 10, 5), reading(2, 2, 10, 8), reading(0, 0, 10, 9)];
+        let r = [
+            reading(8, 8, 10, 2),
+            reading(5, 5, 10, 5),
+            reading(2, 2, 10, 8),
+            reading(0, 0, 10, 9),
+        ];
         assert_eq!(lost_to_others(before, &r, PAGE_KB), 0);
     }
 
@@ -169,7 +193,11 @@ Private_Hugetlb:       0 kB
     #[test]
     fn pages_taken_by_another_process_are_counted() {
         let before = PoolCounts { free: 13, rsvd: 0 };
-        let r = [reading(3, 0, 10, 10), reading(0, 0, 10, 10), reading(0, 0, 10, 10)];
+        let r = [
+            reading(3, 0, 10, 10),
+            reading(0, 0, 10, 10),
+            reading(0, 0, 10, 10),
+        ];
         assert_eq!(lost_to_others(before, &r, PAGE_KB), 3);
     }
 
@@ -178,7 +206,11 @@ Private_Hugetlb:       0 kB
     #[test]
     fn one_torn_reading_is_not_a_loss() {
         let before = PoolCounts { free: 10, rsvd: 0 };
-        let r = [reading(0, 0, 10, 10), reading(0, 0, 0, 0), reading(10, 0, 0, 0)];
+        let r = [
+            reading(0, 0, 10, 10),
+            reading(0, 0, 0, 0),
+            reading(10, 0, 0, 0),
+        ];
         assert_eq!(lost_to_others(before, &r, PAGE_KB), 0);
     }
 }

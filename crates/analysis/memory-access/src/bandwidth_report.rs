@@ -31,7 +31,10 @@ pub fn document(t: Option<&Timeline>, d: &AccessData, limit: Option<usize>) -> D
     match t {
         None => {
             s.push("Timeline", Cell::text("none"));
-            notes.push("This result was collected before bandwidth timelines were kept; collect it again.".to_string());
+            notes.push(
+                "This result was collected before bandwidth timelines were kept; collect it again."
+                    .to_string(),
+            );
         }
         Some(t) => {
             match &t.unavailable {
@@ -40,7 +43,10 @@ pub fn document(t: Option<&Timeline>, d: &AccessData, limit: Option<usize>) -> D
                     notes.push(format!("No bandwidth timeline: {why}."));
                 }
                 None => {
-                    s.push("Source", Cell::text(t.source.split(" (").next().unwrap_or_default()));
+                    s.push(
+                        "Source",
+                        Cell::text(t.source.split(" (").next().unwrap_or_default()),
+                    );
                     s.push("Domains", Cell::text(format!("{}s", t.domain)));
                     notes.push(format!("Source: {}.", t.source));
                 }
@@ -91,7 +97,10 @@ fn flows(t: &Timeline) -> Table {
     .with_title("Bandwidth by domain and flow");
     for r in stats(t) {
         tab.push_row(vec![
-            Cell::text(r.domain.map_or("all".to_string(), |d| format!("{} {d}", t.domain))),
+            Cell::text(
+                r.domain
+                    .map_or("all".to_string(), |d| format!("{} {d}", t.domain)),
+            ),
             Cell::text(r.flow.name()),
             Cell::float(r.average_gbs, 2),
             Cell::float(r.peak_gbs, 2),
@@ -130,13 +139,29 @@ fn channels(t: &Timeline) -> Table {
 }
 
 fn utilization(t: &Timeline) -> Table {
-    let mut tab = Table::new(vec![Column::left("Level"), Column::right("From").with_unit("GB/s"), Column::right("To").with_unit("GB/s"), Column::right("Time"), Column::right("Share of time")])
-        .with_title("Bandwidth utilization histogram");
+    let mut tab = Table::new(vec![
+        Column::left("Level"),
+        Column::right("From").with_unit("GB/s"),
+        Column::right("To").with_unit("GB/s"),
+        Column::right("Time"),
+        Column::right("Share of time"),
+    ])
+    .with_title("Bandwidth utilization histogram");
     let bins = histogram(t, BINS);
     let total: f64 = bins.iter().map(|b| b.seconds).sum();
     for (i, b) in bins.iter().enumerate() {
-        let level = if i + 1 == bins.len() { format!("{}%+", 100 * i / BINS) } else { format!("{}-{}%", 100 * i / BINS, 100 * (i + 1) / BINS) };
-        tab.push_row(vec![Cell::text(level), Cell::float(b.from_gbs, 1), Cell::float(b.to_gbs, 1), Cell::ns((b.seconds * 1e9).round() as u64), pct(b.seconds, Some(total))]);
+        let level = if i + 1 == bins.len() {
+            format!("{}%+", 100 * i / BINS)
+        } else {
+            format!("{}-{}%", 100 * i / BINS, 100 * (i + 1) / BINS)
+        };
+        tab.push_row(vec![
+            Cell::text(level),
+            Cell::float(b.from_gbs, 1),
+            Cell::float(b.to_gbs, 1),
+            Cell::ns((b.seconds * 1e9).round() as u64),
+            pct(b.seconds, Some(total)),
+        ]);
     }
     if let Some((r, what)) = t.reference_gbs() {
         tab.push_note(format!("DRAM bandwidth of all domains at each tick, in bins of {what} ({r:.1} GB/s); the last bin also holds what is above it."));
@@ -150,8 +175,13 @@ pub fn by_object(t: Option<&Timeline>, d: &AccessData, limit: Option<usize>) -> 
     if d.source == Source::Pmu {
         return dram_loads(d, limit);
     }
-    let mut tab = Table::new(vec![Column::left("Object"), Column::left("Function"), Column::right("Samples"), Column::right("Share")])
-        .with_title("Address samples in high-bandwidth intervals, by object and function");
+    let mut tab = Table::new(vec![
+        Column::left("Object"),
+        Column::left("Function"),
+        Column::right("Samples"),
+        Column::right("Share"),
+    ])
+    .with_title("Address samples in high-bandwidth intervals, by object and function");
     let t = match t {
         Some(t) if t.unavailable.is_none() => t,
         _ => {
@@ -171,8 +201,20 @@ pub fn by_object(t: Option<&Timeline>, d: &AccessData, limit: Option<usize>) -> 
     rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     for ((o, f), c) in rows.into_iter().take(limit.unwrap_or(usize::MAX)) {
         tab.push_row(vec![
-            Cell::text(d.built.objects.get(o as usize).map(|x| x.name.clone()).unwrap_or_default()),
-            Cell::text(d.built.functions.get(f as usize).cloned().unwrap_or_default()),
+            Cell::text(
+                d.built
+                    .objects
+                    .get(o as usize)
+                    .map(|x| x.name.clone())
+                    .unwrap_or_default(),
+            ),
+            Cell::text(
+                d.built
+                    .functions
+                    .get(f as usize)
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
             Cell::UInt(c),
             pct(c as f64, Some(n as f64)),
         ]);
@@ -188,8 +230,15 @@ pub fn by_object(t: Option<&Timeline>, d: &AccessData, limit: Option<usize>) -> 
 }
 
 fn dram_loads(d: &AccessData, limit: Option<usize>) -> Table {
-    let mut tab = Table::new(vec![Column::left("Object"), Column::right("DRAM loads"), Column::right("Local DRAM"), Column::right("Remote DRAM"), Column::right("Remote share"), Column::right("Share of DRAM loads")])
-        .with_title("Loads served by DRAM, by object");
+    let mut tab = Table::new(vec![
+        Column::left("Object"),
+        Column::right("DRAM loads"),
+        Column::right("Local DRAM"),
+        Column::right("Remote DRAM"),
+        Column::right("Remote share"),
+        Column::right("Share of DRAM loads"),
+    ])
+    .with_title("Loads served by DRAM, by object");
     let mut rows: HashMap<u32, (u64, u64)> = HashMap::new();
     for (s, loc) in d.located().filter(|(s, _)| s.direction.reads()) {
         let e = rows.entry(loc.object).or_default();
@@ -200,11 +249,22 @@ fn dram_loads(d: &AccessData, limit: Option<usize>) -> Table {
         }
     }
     let total: u64 = rows.values().map(|(l, r)| l + r).sum();
-    let mut rows: Vec<(u32, (u64, u64))> = rows.into_iter().filter(|(_, (l, r))| l + r > 0).collect();
-    rows.sort_by(|a, b| (b.1 .0 + b.1 .1).cmp(&(a.1 .0 + a.1 .1)).then(a.0.cmp(&b.0)));
+    let mut rows: Vec<(u32, (u64, u64))> =
+        rows.into_iter().filter(|(_, (l, r))| l + r > 0).collect();
+    rows.sort_by(|a, b| {
+        (b.1 .0 + b.1 .1)
+            .cmp(&(a.1 .0 + a.1 .1))
+            .then(a.0.cmp(&b.0))
+    });
     for (o, (l, r)) in rows.into_iter().take(limit.unwrap_or(usize::MAX)) {
         tab.push_row(vec![
-            Cell::text(d.built.objects.get(o as usize).map(|x| x.name.clone()).unwrap_or_default()),
+            Cell::text(
+                d.built
+                    .objects
+                    .get(o as usize)
+                    .map(|x| x.name.clone())
+                    .unwrap_or_default(),
+            ),
             Cell::UInt(l + r),
             Cell::UInt(l),
             Cell::UInt(r),
@@ -220,7 +280,12 @@ fn dram_loads(d: &AccessData, limit: Option<usize>) -> Table {
 pub fn headline(t: &Timeline) -> Option<(f64, f64)> {
     let iv = t.dram_intervals();
     let secs: f64 = iv.iter().map(|x| x.1 as f64).sum();
-    (secs > 0.0).then(|| (iv.iter().map(|x| x.1 as f64 * x.2).sum::<f64>() / secs / 1e9, iv.iter().map(|x| x.2).fold(0.0, f64::max) / 1e9))
+    (secs > 0.0).then(|| {
+        (
+            iv.iter().map(|x| x.1 as f64 * x.2).sum::<f64>() / secs / 1e9,
+            iv.iter().map(|x| x.2).fold(0.0, f64::max) / 1e9,
+        )
+    })
 }
 
 #[cfg(test)]

@@ -15,11 +15,14 @@ const START: u64 = 1_000_000_000;
 const TICK: u64 = 100_000_000;
 
 fn golden(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../cli/tests/golden/memory-access").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../cli/tests/golden/memory-access")
+        .join(name)
 }
 
 fn timeline() -> Timeline {
-    kairos_bandwidth::fixture::timeline(kairos_bandwidth::fixture::PCM_2S, START).unwrap_or_else(|e| panic!("{e}"))
+    kairos_bandwidth::fixture::timeline(kairos_bandwidth::fixture::PCM_2S, START)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn sample(tick: u64, function: u32, level: Option<Bucket>) -> AccessSample {
@@ -33,7 +36,11 @@ fn sample(tick: u64, function: u32, level: Option<Bucket>) -> AccessSample {
         size: 8,
         direction: Direction::Load,
         weight: 250_000,
-        source: if level.is_some() { Source::Pmu } else { Source::Registers },
+        source: if level.is_some() {
+            Source::Pmu
+        } else {
+            Source::Registers
+        },
         sp: None,
         level,
         hitm: false,
@@ -44,16 +51,43 @@ fn sample(tick: u64, function: u32, level: Option<Bucket>) -> AccessSample {
 
 /// (tick, object, function, level) per sample.
 fn data(samples: &[(u64, u32, u32, Option<Bucket>)]) -> AccessData {
-    let object = |kind, name: &str, size| Object { kind, name: name.into(), size };
+    let object = |kind, name: &str, size| Object {
+        kind,
+        name: name.into(),
+        size,
+    };
     let built = Built {
-        samples: samples.iter().map(|&(t, _, f, l)| sample(t, f, l)).collect(),
-        locations: samples.iter().map(|&(_, o, _, _)| Location { object: o, offset: 0 }).collect(),
-        objects: vec![object(ObjectKind::Heap, "triad.c:20 (256 MiB)", 256 << 20), object(ObjectKind::Heap, "triad.c:21 (256 MiB)", 256 << 20), object(ObjectKind::Stack, "stack of thread 2", 0)],
+        samples: samples
+            .iter()
+            .map(|&(t, _, f, l)| sample(t, f, l))
+            .collect(),
+        locations: samples
+            .iter()
+            .map(|&(_, o, _, _)| Location {
+                object: o,
+                offset: 0,
+            })
+            .collect(),
+        objects: vec![
+            object(ObjectKind::Heap, "triad.c:20 (256 MiB)", 256 << 20),
+            object(ObjectKind::Heap, "triad.c:21 (256 MiB)", 256 << 20),
+            object(ObjectKind::Stack, "stack of thread 2", 0),
+        ],
         functions: vec!["triad".into(), "init".into()],
         skipped: 0,
     };
-    let source = samples.first().map_or(Source::Registers, |s| if s.3.is_some() { Source::Pmu } else { Source::Registers });
-    AccessData { built, source, ..AccessData::default() }
+    let source = samples.first().map_or(Source::Registers, |s| {
+        if s.3.is_some() {
+            Source::Pmu
+        } else {
+            Source::Registers
+        }
+    });
+    AccessData {
+        built,
+        source,
+        ..AccessData::default()
+    }
 }
 
 /// Seven samples of `a` and three of `b` in triad during the saturated ticks (4 and 13),
@@ -82,11 +116,24 @@ fn only_samples_of_high_intervals_count_by_object() {
     let tab = by_object(Some(&t), &registers(), None);
     let text = tab.to_text();
     assert!(!text.contains("stack of thread 2"), "{text}");
-    assert!(text.contains("the 10 address samples") && text.contains("in the 7 intervals at or above 70% of the measured maximum (63.0 GB/s)"), "{text}");
+    assert!(
+        text.contains("the 10 address samples")
+            && text
+                .contains("in the 7 intervals at or above 70% of the measured maximum (63.0 GB/s)"),
+        "{text}"
+    );
     // No maximum: 70% of the peak (72.1 GB/s) is 50.5 GB/s; the same seven ticks.
-    let t = Timeline { maximum: None, ..timeline() };
+    let t = Timeline {
+        maximum: None,
+        ..timeline()
+    };
     let text = by_object(Some(&t), &registers(), None).to_text();
-    assert!(text.contains("in the 7 intervals at or above 70% of the peak (no maximum measured) (50.5 GB/s)"), "{text}");
+    assert!(
+        text.contains(
+            "in the 7 intervals at or above 70% of the peak (no maximum measured) (50.5 GB/s)"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -105,7 +152,10 @@ fn a_machine_without_counters_says_why_and_how_to_measure_the_maximum() {
     let doc = document(Some(&t), &registers(), None);
     kairos_report::assert_golden(&golden("bandwidth-unavailable.txt"), &doc.to_text());
     let old = document(None, &registers(), None).to_text();
-    assert!(old.contains("collected before bandwidth timelines were kept"), "{old}");
+    assert!(
+        old.contains("collected before bandwidth timelines were kept"),
+        "{old}"
+    );
 }
 
 #[test]
@@ -115,14 +165,37 @@ fn per_channel_figures_get_their_own_table() {
     // Two ticks of socket 0: channel 1 carries twice channel 0's reads.
     for (i, k) in [(0u64, 1.0), (1, 3.0)] {
         for (ch, gbs) in [(0u32, 2.0), (1, 4.0)] {
-            t.channels.push(ChannelPoint { t_ns: START + i * TICK, dur_ns: TICK, domain: 0, channel: ch, flow: Flow::Read, bytes_per_s: gbs * k * 1e9 });
+            t.channels.push(ChannelPoint {
+                t_ns: START + i * TICK,
+                dur_ns: TICK,
+                domain: 0,
+                channel: ch,
+                flow: Flow::Read,
+                bytes_per_s: gbs * k * 1e9,
+            });
         }
     }
     let text = document(Some(&t), &registers(), None).to_text();
-    let table = text.split("Bandwidth by memory channel").nth(1).unwrap_or_else(|| panic!("no channel table:\n{text}"));
+    let table = text
+        .split("Bandwidth by memory channel")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no channel table:\n{text}"));
     // Averages over the two ticks (2 and 6 GB/s: 4; 4 and 12: 8), peaks 6 and 12.
-    let rows: Vec<Vec<&str>> = table.lines().filter(|l| l.starts_with("socket 0")).map(|l| l.split_whitespace().collect()).collect();
-    assert_eq!(rows, vec![vec!["socket", "0", "0", "read", "4.00", "6.00"], vec!["socket", "0", "1", "read", "8.00", "12.00"]], "{table}");
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .filter(|l| l.starts_with("socket 0"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            vec!["socket", "0", "0", "read", "4.00", "6.00"],
+            vec!["socket", "0", "1", "read", "8.00", "12.00"]
+        ],
+        "{table}"
+    );
     // Without per-channel figures there is no such table (the goldens above).
-    assert!(!document(Some(&timeline()), &registers(), None).to_text().contains("memory channel"));
+    assert!(!document(Some(&timeline()), &registers(), None)
+        .to_text()
+        .contains("memory channel"));
 }

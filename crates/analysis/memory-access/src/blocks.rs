@@ -19,7 +19,11 @@ pub fn heap_blocks(rows: &[AllocRow], sites: &[Site], origin_ns: u64) -> Vec<Hea
         Some(s) => s.location(),
         None => format!("[{} without a recorded stack]", row.kind.as_str()),
     };
-    let close = |out: &mut Vec<HeapBlock>, open: &mut HashMap<(u32, u64), usize>, pid: u32, addr: u64, t: u64| {
+    let close = |out: &mut Vec<HeapBlock>,
+                 open: &mut HashMap<(u32, u64), usize>,
+                 pid: u32,
+                 addr: u64,
+                 t: u64| {
         if let Some(i) = open.remove(&(pid, addr)) {
             out[i].free_ns = Some(t);
         }
@@ -50,7 +54,14 @@ pub fn heap_blocks(rows: &[AllocRow], sites: &[Site], origin_ns: u64) -> Vec<Hea
             // An address handed out again without a free we saw: the old block ended.
             close(&mut out, &mut open, r.pid, r.address, t);
             open.insert((r.pid, r.address), out.len());
-            out.push(HeapBlock { pid: r.pid, addr: r.address, size: r.size, alloc_ns: t, free_ns: None, site: site_name(r) });
+            out.push(HeapBlock {
+                pid: r.pid,
+                addr: r.address,
+                size: r.size,
+                alloc_ns: t,
+                free_ns: None,
+                site: site_name(r),
+            });
         }
     }
     out
@@ -79,15 +90,32 @@ mod tests {
 
     #[test]
     fn lifetimes_follow_free_realloc_and_reuse() {
-        let sites = vec![Site { id: 0, function: "main".into(), file: "/src/a.c".into(), line: 12, ..Default::default() }];
+        let sites = vec![Site {
+            id: 0,
+            function: "main".into(),
+            file: "/src/a.c".into(),
+            line: 12,
+            ..Default::default()
+        }];
         let mut realloc = row(30, Kind::Realloc, 0x2000, 128);
         realloc.old_address = Some(0x1000);
         realloc.release_time_ns = Some(29);
-        let rows = vec![row(10, Kind::Malloc, 0x1000, 64), realloc, row(40, Kind::Free, 0x2000, 0), row(50, Kind::Malloc, 0x1000, 32)];
+        let rows = vec![
+            row(10, Kind::Malloc, 0x1000, 64),
+            realloc,
+            row(40, Kind::Free, 0x2000, 0),
+            row(50, Kind::Malloc, 0x1000, 32),
+        ];
         let b = heap_blocks(&rows, &sites, 1000);
         assert_eq!(b.len(), 3);
-        assert_eq!((b[0].addr, b[0].alloc_ns, b[0].free_ns, b[0].site.as_str()), (0x1000, 1010, Some(1029), "a.c:12"));
-        assert_eq!((b[1].addr, b[1].size, b[1].alloc_ns, b[1].free_ns), (0x2000, 128, 1030, Some(1040)));
+        assert_eq!(
+            (b[0].addr, b[0].alloc_ns, b[0].free_ns, b[0].site.as_str()),
+            (0x1000, 1010, Some(1029), "a.c:12")
+        );
+        assert_eq!(
+            (b[1].addr, b[1].size, b[1].alloc_ns, b[1].free_ns),
+            (0x2000, 128, 1030, Some(1040))
+        );
         assert_eq!((b[2].addr, b[2].free_ns), (0x1000, None));
     }
 }

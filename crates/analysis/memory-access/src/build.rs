@@ -32,14 +32,24 @@ pub fn build(profile: &Profile, accesses: &[DataAccess], heap: Vec<HeapBlock>) -
 
 /// As [`build`], plus watchpoint hits as samples of weight 1 after the others. A hit's
 /// function is that of a sampled access at the same IP (no symbolizer runs here).
-pub fn build_with_hits(profile: &Profile, accesses: &[DataAccess], heap: Vec<HeapBlock>, hits: &[kairos_collector::watch::Hit]) -> Built {
+pub fn build_with_hits(
+    profile: &Profile,
+    accesses: &[DataAccess],
+    heap: Vec<HeapBlock>,
+    hits: &[kairos_collector::watch::Hit],
+) -> Built {
     build_full(profile, accesses, heap, hits).0
 }
 
 /// As [`build_with_hits`], also returning the object map, which the NUMA attribution
 /// goes on using for pages and page faults (it may intern more objects: take them from
 /// [`ObjectMap::objects`] afterwards).
-pub fn build_full(profile: &Profile, accesses: &[DataAccess], heap: Vec<HeapBlock>, hits: &[kairos_collector::watch::Hit]) -> (Built, ObjectMap) {
+pub fn build_full(
+    profile: &Profile,
+    accesses: &[DataAccess],
+    heap: Vec<HeapBlock>,
+    hits: &[kairos_collector::watch::Hit],
+) -> (Built, ObjectMap) {
     let mut functions: Vec<String> = Vec::new();
     let mut function_ids: HashMap<String, u32> = HashMap::new();
     let mut statics: HashMap<(u32, u64), StaticVar> = HashMap::new();
@@ -60,15 +70,39 @@ pub fn build_full(profile: &Profile, accesses: &[DataAccess], heap: Vec<HeapBloc
             (functions.len() - 1) as u32
         });
         if let Some(v) = &a.static_var {
-            statics.entry((pid, v.start)).or_insert_with(|| StaticVar { pid, addr: v.start, size: v.size, name: v.name.clone() });
+            statics.entry((pid, v.start)).or_insert_with(|| StaticVar {
+                pid,
+                addr: v.start,
+                size: v.size,
+                name: v.name.clone(),
+            });
         }
         let m = &a.mapping;
         // The upper half of the x86-64 (and arm64) address space is the kernel's.
-        let name = if m.name == "[unmapped]" && a.addr >= KERNEL_HALF { "[kernel]".to_string() } else { m.name.clone() };
-        let (start, end) = if name == "[kernel]" { (KERNEL_HALF, u64::MAX) } else { (m.start, m.end) };
-        regions.entry((pid, start, end)).or_insert_with(|| Region { pid, start, end, name });
+        let name = if m.name == "[unmapped]" && a.addr >= KERNEL_HALF {
+            "[kernel]".to_string()
+        } else {
+            m.name.clone()
+        };
+        let (start, end) = if name == "[kernel]" {
+            (KERNEL_HALF, u64::MAX)
+        } else {
+            (m.start, m.end)
+        };
+        regions.entry((pid, start, end)).or_insert_with(|| Region {
+            pid,
+            start,
+            end,
+            name,
+        });
         let (direction, weight, source, level, hitm) = match a.source {
-            AccessSource::Registers => (a.direction.unwrap_or(Direction::Load), a.period, Source::Registers, None, false),
+            AccessSource::Registers => (
+                a.direction.unwrap_or(Direction::Load),
+                a.period,
+                Source::Registers,
+                None,
+                false,
+            ),
             AccessSource::Pmu => {
                 let class = classify(&DataSrc::from_raw(a.data_src.unwrap_or(0)));
                 let direction = match class.access {
@@ -82,7 +116,13 @@ pub fn build_full(profile: &Profile, accesses: &[DataAccess], heap: Vec<HeapBloc
                     }
                 };
                 let bucket = class.bucket();
-                (direction, a.latency.unwrap_or(0), Source::Pmu, Some(bucket), matches!(bucket, Bucket::LocalHitm | Bucket::RemoteHitm))
+                (
+                    direction,
+                    a.latency.unwrap_or(0),
+                    Source::Pmu,
+                    Some(bucket),
+                    matches!(bucket, Bucket::LocalHitm | Bucket::RemoteHitm),
+                )
             }
         };
         samples.push(AccessSample {
@@ -108,15 +148,30 @@ pub fn build_full(profile: &Profile, accesses: &[DataAccess], heap: Vec<HeapBloc
         for h in hits {
             let function = match by_ip.get(&h.ip) {
                 Some(&f) => f,
-                None => *function_ids.entry("[unknown]".to_string()).or_insert_with(|| {
-                    functions.push("[unknown]".to_string());
-                    (functions.len() - 1) as u32
-                }),
+                None => *function_ids
+                    .entry("[unknown]".to_string())
+                    .or_insert_with(|| {
+                        functions.push("[unknown]".to_string());
+                        (functions.len() - 1) as u32
+                    }),
             };
             samples.push(crate::watch_table::sample(h, function));
         }
     }
-    let mut map = ObjectMap::new(heap, statics.into_values().collect(), regions.into_values().collect());
+    let mut map = ObjectMap::new(
+        heap,
+        statics.into_values().collect(),
+        regions.into_values().collect(),
+    );
     let locations = samples.iter().map(|s| map.locate(s)).collect();
-    (Built { samples, locations, objects: map.objects().to_vec(), functions, skipped }, map)
+    (
+        Built {
+            samples,
+            locations,
+            objects: map.objects().to_vec(),
+            functions,
+            skipped,
+        },
+        map,
+    )
 }

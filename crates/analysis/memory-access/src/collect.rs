@@ -16,7 +16,9 @@ use crate::{Source, SPEC};
 
 /// This machine's CPU, as the PMU event choice and the TMA check read it.
 pub(crate) fn this_cpu() -> Option<CpuId> {
-    std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| CpuId::from_cpuinfo(&t))
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| CpuId::from_cpuinfo(&t))
 }
 
 /// What `-k source=` settles on.
@@ -27,7 +29,14 @@ pub(crate) enum Chosen {
 
 /// The source `-k source=` asks for, with the reason, or why it cannot be had here.
 pub(crate) fn choose_source(knob: &str, ldlat: u32) -> Result<Chosen, Failure> {
-    let pmu = choose(Path::new(DEVICES), this_cpu().as_ref(), &Options { ldlat, ..Options::default() });
+    let pmu = choose(
+        Path::new(DEVICES),
+        this_cpu().as_ref(),
+        &Options {
+            ldlat,
+            ..Options::default()
+        },
+    );
     match (knob, pmu) {
         ("registers", _) => Ok(Chosen::Registers("asked for with -k source=registers".into())),
         (_, Ok(plan)) => {
@@ -61,7 +70,17 @@ fn pmu_groups(plan: &Plan) -> Vec<PmuGroup> {
         },
         no_exclude: a.no_exclude,
     };
-    plan.loads.iter().chain(&plan.stores).map(|g| PmuGroup { leader: g.leader.as_ref().map(event), event: event(&g.event), members: Vec::new(), optional: false, cpus: g.cpus.clone() }).collect()
+    plan.loads
+        .iter()
+        .chain(&plan.stores)
+        .map(|g| PmuGroup {
+            leader: g.leader.as_ref().map(event),
+            event: event(&g.event),
+            members: Vec::new(),
+            optional: false,
+            cpus: g.cpus.clone(),
+        })
+        .collect()
 }
 
 pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
@@ -95,13 +114,17 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
             opts.pmu_events = pmu_groups(&plan);
             dir.manifest_mut().notes.extend(plan.notes);
             let perfmon = req.knobs.get("perfmon");
-            tma = Some(crate::tma_collect::groups((!perfmon.is_empty()).then(|| Path::new(perfmon))));
+            tma = Some(crate::tma_collect::groups(
+                (!perfmon.is_empty()).then(|| Path::new(perfmon)),
+            ));
             (Source::Pmu, reason)
         }
     };
     match allocation_tracking(req, &target, dir.path()) {
         Ok(env) => opts.env = env,
-        Err(why) => dir.manifest_mut().notes.push(format!("heap blocks are not named by allocation site: {why}")),
+        Err(why) => dir.manifest_mut().notes.push(format!(
+            "heap blocks are not named by allocation site: {why}"
+        )),
     }
     let watching = match watchpoints(req, &target, source) {
         Ok(true) => {
@@ -129,7 +152,11 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     let bandwidth = crate::bandwidth::start(req.knobs.get("perfmon"));
     let bar = session::spinner(req.quiet, "collecting");
     let mut summary = kairos_collector::collect(&opts, &mut |p| {
-        bar.set_message(format!("collecting: {} samples, {} KiB", p.samples, p.bytes / 1024));
+        bar.set_message(format!(
+            "collecting: {} samples, {} KiB",
+            p.samples,
+            p.bytes / 1024
+        ));
     });
     if let Some(why) = busy_pmu(req.knobs.get("source"), &summary) {
         // The program never ran (the events open before it starts): run it again with
@@ -141,7 +168,11 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
         opts.user_regs = kairos_x86_access::SAMPLE_REGS_MASK;
         opts.include_kernel = Some(false);
         summary = kairos_collector::collect(&opts, &mut |p| {
-            bar.set_message(format!("collecting: {} samples, {} KiB", p.samples, p.bytes / 1024));
+            bar.set_message(format!(
+                "collecting: {} samples, {} KiB",
+                p.samples,
+                p.bytes / 1024
+            ));
         });
     }
     bar.finish_and_clear();
@@ -154,7 +185,10 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
 
 /// With `-k source=auto`, PMU events another tool holds (EBUSY) are no reason to fail:
 /// the sentence for falling back to address sampling, or None.
-pub(crate) fn busy_pmu(knob: &str, r: &Result<kairos_collector::CollectSummary, CollectError>) -> Option<String> {
+pub(crate) fn busy_pmu(
+    knob: &str,
+    r: &Result<kairos_collector::CollectSummary, CollectError>,
+) -> Option<String> {
     match r {
         Err(CollectError::Pmu(PmuError::Refused { event, errno, .. })) if knob == "auto" && *errno == libc::EBUSY => Some(format!(
             "auto: the PMU's counters are taken by another tool (EBUSY on {event}: another profiler or the NMI watchdog holds them), so addresses come from address sampling instead, and remote accesses are estimated from page placement rather than read from the data source"
@@ -172,21 +206,32 @@ fn watchpoints(req: &CollectRequest, target: &Target, source: Source) -> Result<
         return Err("-k watchpoints=on is ignored: the PMU samples exact data addresses and HITM, watchpoints are not needed".into());
     }
     if matches!(target, Target::SystemWide) {
-        return Err("-k watchpoints=on is ignored with -a: watchpoints follow one process (launched or -p)".into());
+        return Err(
+            "-k watchpoints=on is ignored with -a: watchpoints follow one process (launched or -p)"
+                .into(),
+        );
     }
     Ok(true)
 }
 
 /// The environment that preloads the allocation tracker into a launched program, or why
 /// there is none (then objects fall back to static data and mappings).
-fn allocation_tracking(req: &CollectRequest, target: &Target, result: &Path) -> Result<Vec<(OsString, OsString)>, String> {
+fn allocation_tracking(
+    req: &CollectRequest,
+    target: &Target,
+    result: &Path,
+) -> Result<Vec<(OsString, OsString)>, String> {
     if req.knobs.get("track-allocations") == "off" {
         return Err("-k track-allocations=off".into());
     }
     let Target::Launch { program, .. } = target else {
-        return Err("the allocation tracker is preloaded into launched programs only (not with -p or -a)".into());
+        return Err(
+            "the allocation tracker is preloaded into launched programs only (not with -p or -a)"
+                .into(),
+        );
     };
-    kairos_analysis_memory::check_loadable(program, &program.display().to_string()).map_err(|e| e.to_string())?;
+    kairos_analysis_memory::check_loadable(program, &program.display().to_string())
+        .map_err(|e| e.to_string())?;
     let lib = kairos_analysis_memory::tracker_lib().map_err(|e| e.to_string())?;
     let raw = result.join(kairos_analysis_memory::RAW_DIR);
     std::fs::create_dir_all(&raw).map_err(|e| format!("cannot create {}: {e}", raw.display()))?;
@@ -208,9 +253,18 @@ mod tests {
 
     #[test]
     fn counters_taken_by_another_tool_fall_back_with_a_sentence() {
-        let busy = |errno| Err(CollectError::Pmu(PmuError::Refused { event: "mem-loads".into(), errno, why: String::new() }));
+        let busy = |errno| {
+            Err(CollectError::Pmu(PmuError::Refused {
+                event: "mem-loads".into(),
+                errno,
+                why: String::new(),
+            }))
+        };
         let why = busy_pmu("auto", &busy(libc::EBUSY)).unwrap_or_default();
-        assert!(why.contains("EBUSY on mem-loads") && why.contains("address sampling"), "{why}");
+        assert!(
+            why.contains("EBUSY on mem-loads") && why.contains("address sampling"),
+            "{why}"
+        );
         // Asked for the PMU: the refusal stands (the collector's sentence says EBUSY).
         assert_eq!(busy_pmu("pmu", &busy(libc::EBUSY)), None);
         assert_eq!(busy_pmu("auto", &busy(libc::ENOENT)), None);

@@ -22,7 +22,10 @@ pub(crate) const EXTRA: &str = "memory_access";
 
 /// Stores the chosen source in the manifest before recording starts.
 pub(crate) fn remember_source(dir: &mut ResultDir, source: Source, reason: &str) {
-    dir.manifest_mut().extra.insert(EXTRA.into(), json!({ "source": source_key(source), "reason": reason }));
+    dir.manifest_mut().extra.insert(
+        EXTRA.into(),
+        json!({ "source": source_key(source), "reason": reason }),
+    );
 }
 
 /// Stores one more fact of the collection in the manifest (after `remember_source`).
@@ -43,30 +46,47 @@ pub(crate) fn finish(
     let numa = numa.finish(summary.as_ref().ok());
     let (summary, kallsyms) = session::finish_collection(dir, summary)?;
     for p in &summary.pmu_events {
-        dir.manifest_mut().notes.extend(p.notes.iter().map(|n| format!("{}: {n}", p.name)));
+        dir.manifest_mut()
+            .notes
+            .extend(p.notes.iter().map(|n| format!("{}: {n}", p.name)));
     }
     let refused = summary.pmu_events.iter().find_map(|p| p.refused.clone());
     if let Some(extra) = dir.manifest_mut().extra.get_mut(EXTRA) {
         // The collection's own reason (no perfmon files, ...) stands; else the kernel's.
         if extra["memory_bound"].is_null() {
             extra["memory_bound"] = json!(match refused {
-                Some(why) => format!("not measured: the memory-bound counters were refused ({why})"),
+                Some(why) =>
+                    format!("not measured: the memory-bound counters were refused ({why})"),
                 None => memory_bound_status(),
             });
         }
     }
     session::save(dir)?;
     session::warn_write_error(&summary.stopped_by);
-    let c = session::convert_result_full(dir, &session::convert_options(kallsyms), &Default::default(), quiet)?;
+    let c = session::convert_result_full(
+        dir,
+        &session::convert_options(kallsyms),
+        &Default::default(),
+        quiet,
+    )?;
     let heap = read_heap(dir);
     // After the conversion, which lists the tables it writes.
     let hits = match watched {
         Some(w) => record_watch(dir, w)?,
         None => Vec::new(),
     };
-    complete(dir, &c, heap, &hits, numa, (summary.start_monotonic_ns, summary.end_monotonic_ns))?;
+    complete(
+        dir,
+        &c,
+        heap,
+        &hits,
+        numa,
+        (summary.start_monotonic_ns, summary.end_monotonic_ns),
+    )?;
     if let Some(TargetExit::Signal(sig)) = summary.target_exit {
-        eprintln!("kairos: the target was killed by signal {sig}; the result covers it up to that point");
+        eprintln!(
+            "kairos: the target was killed by signal {sig}; the result covers it up to that point"
+        );
     }
     Ok(())
 }
@@ -74,9 +94,15 @@ pub(crate) fn finish(
 /// `kairos import` of a recording with data addresses (`perf mem record`, or cpu-clock
 /// with `--user-regs` and no stack copy): the result becomes a memory-access result.
 pub fn finish_import(dir: &mut ResultDir, c: &Conversion) -> Result<(), Failure> {
-    let pmu = c.data_accesses.iter().any(|a| a.source == kairos_convert::AccessSource::Pmu);
+    let pmu = c
+        .data_accesses
+        .iter()
+        .any(|a| a.source == kairos_convert::AccessSource::Pmu);
     let (source, reason) = if pmu {
-        (Source::Pmu, "imported: the recording's samples carry data addresses and sources (PEBS or IBS)")
+        (
+            Source::Pmu,
+            "imported: the recording's samples carry data addresses and sources (PEBS or IBS)",
+        )
     } else {
         (Source::Registers, "imported: timer samples with user registers and no stack copy, decoded as address samples")
     };
@@ -88,16 +114,27 @@ pub fn finish_import(dir: &mut ResultDir, c: &Conversion) -> Result<(), Failure>
         why_not: Some("an imported recording has no page placement queries; with a PMU its data sources still say which accesses were remote".into()),
         ..Default::default()
     };
-    let span = (c.profile.samples.first().map_or(0, |s| s.time_ns), c.profile.samples.last().map_or(0, |s| s.time_ns));
+    let span = (
+        c.profile.samples.first().map_or(0, |s| s.time_ns),
+        c.profile.samples.last().map_or(0, |s| s.time_ns),
+    );
     complete(dir, c, Heap::default(), &[], numa, span)
 }
 
 /// The watchpoint hits' table and the manifest's record of the watching; returns the hits.
-fn record_watch(dir: &mut ResultDir, w: crate::watch::Outcome) -> Result<Vec<kairos_collector::watch::Hit>, Failure> {
+fn record_watch(
+    dir: &mut ResultDir,
+    w: crate::watch::Outcome,
+) -> Result<Vec<kairos_collector::watch::Hit>, Failure> {
     let (name, file, rows, bytes) = crate::watch_table::write(&dir.tables_path(), &w.hits)
         .map_err(|e| Failure::failed(format!("cannot write the watchpoint hits table: {e}; check free disk space and permissions")))?;
     let m = dir.manifest_mut();
-    m.tables.push(TableInfo { name, file, rows, bytes });
+    m.tables.push(TableInfo {
+        name,
+        file,
+        rows,
+        bytes,
+    });
     m.notes.extend(w.notes.iter().cloned());
     if let Some(extra) = m.extra.get_mut(EXTRA) {
         extra["watch"] = w.to_json();
@@ -125,14 +162,36 @@ fn complete(
     crate::tma_collect::record(dir, &c.profile);
     let (mut built, mut map) = build::build_full(&c.profile, &c.data_accesses, heap.blocks, hits);
     let faults = crate::numa::faults::read(&dir.path().join(session::PERF_DATA), c);
-    let (numa_data, numa_summary) = crate::numa::analyse(&numa, &faults, &built, &mut map, &c.profile, &heap.sources, span.0, span.1);
+    let (numa_data, numa_summary) = crate::numa::analyse(
+        &numa,
+        &faults,
+        &built,
+        &mut map,
+        &c.profile,
+        &heap.sources,
+        span.0,
+        span.1,
+    );
     // Pages of mappings no sample touched became objects too.
     built.objects = map.objects().to_vec();
-    let cannot = |e: kairos_table::TableError| Failure::failed(format!("cannot write the memory-access tables: {e}; check free disk space and permissions"));
+    let cannot = |e: kairos_table::TableError| {
+        Failure::failed(format!(
+            "cannot write the memory-access tables: {e}; check free disk space and permissions"
+        ))
+    };
     let mut written = tables::write(&dir.tables_path(), &built).map_err(cannot)?;
     written.extend(crate::numa::table::write(&dir.tables_path(), &numa_data).map_err(cannot)?);
     let m = dir.manifest_mut();
-    m.tables.extend(written.into_iter().map(|(name, file, rows, bytes)| TableInfo { name, file, rows, bytes }));
+    m.tables.extend(
+        written
+            .into_iter()
+            .map(|(name, file, rows, bytes)| TableInfo {
+                name,
+                file,
+                rows,
+                bytes,
+            }),
+    );
     for n in &numa_summary.notes {
         if !m.notes.contains(n) {
             m.notes.push(n.clone());
@@ -147,15 +206,25 @@ fn complete(
     extra["false_sharing_lines"] = json!(count(Verdict::FalseSharing));
     extra["true_sharing_lines"] = json!(count(Verdict::TrueSharing));
     if !hits.is_empty() {
-        extra["confirmed_false_sharing_lines"] = json!(all.iter().filter(|l| l.confirmed == Some(Verdict::FalseSharing)).count());
-        extra["confirmed_true_sharing_lines"] = json!(all.iter().filter(|l| l.confirmed == Some(Verdict::TrueSharing)).count());
+        extra["confirmed_false_sharing_lines"] = json!(all
+            .iter()
+            .filter(|l| l.confirmed == Some(Verdict::FalseSharing))
+            .count());
+        extra["confirmed_true_sharing_lines"] = json!(all
+            .iter()
+            .filter(|l| l.confirmed == Some(Verdict::TrueSharing))
+            .count());
     }
     m.extra.insert(EXTRA.into(), extra);
     session::save(dir)?;
     let data = load(dir, built);
     print!("{}", reports::summary(&data, &meta(dir), 5).to_text());
     session::print_notes(dir);
-    println!("\nResult: {}  (see `kairos report cache-lines -r {}`)", dir.path().display(), dir.path().display());
+    println!(
+        "\nResult: {}  (see `kairos report cache-lines -r {}`)",
+        dir.path().display(),
+        dir.path().display()
+    );
     Ok(())
 }
 
@@ -168,9 +237,14 @@ pub(crate) fn meta(dir: &ResultDir) -> Vec<(String, String)> {
 
 /// Why the memory-bound share (TMA) is not in this result.
 fn memory_bound_status() -> String {
-    match kairos_mem_source::tma::availability(Path::new(kairos_mem_source::choice::DEVICES), crate::collect::this_cpu().as_ref()) {
+    match kairos_mem_source::tma::availability(
+        Path::new(kairos_mem_source::choice::DEVICES),
+        crate::collect::this_cpu().as_ref(),
+    ) {
         Err(r) => format!("unavailable: {}", r.reason),
-        Ok(()) => "not measured: this collection records memory samples, not the TMA counters".into(),
+        Ok(()) => {
+            "not measured: this collection records memory samples, not the TMA counters".into()
+        }
     }
 }
 
@@ -185,8 +259,16 @@ fn read_heap(dir: &mut ResultDir) -> Heap {
             let origin = trace.processes.iter().map(|p| p.inst).min().unwrap_or(0);
             let data = kairos_analysis_memory::build::build(&trace);
             dir.manifest_mut().notes.extend(data.notes.iter().cloned());
-            let sources = data.sites.iter().filter(|s| !s.file.is_empty() && s.line > 0).map(|s| (s.location(), format!("{}:{}", s.file, s.line))).collect();
-            Heap { blocks: heap_blocks(&data.rows, &data.sites, origin), sources }
+            let sources = data
+                .sites
+                .iter()
+                .filter(|s| !s.file.is_empty() && s.line > 0)
+                .map(|s| (s.location(), format!("{}:{}", s.file, s.line)))
+                .collect();
+            Heap {
+                blocks: heap_blocks(&data.rows, &data.sites, origin),
+                sources,
+            }
         }
         Ok(_) => {
             dir.manifest_mut().notes.push(
@@ -208,7 +290,10 @@ pub fn load(dir: &ResultDir, built: build::Built) -> AccessData {
     AccessData {
         built,
         unresolved: serde_json::from_value(extra["unresolved"].clone()).unwrap_or_default(),
-        source: extra["source"].as_str().and_then(parse_source).unwrap_or(Source::Registers),
+        source: extra["source"]
+            .as_str()
+            .and_then(parse_source)
+            .unwrap_or(Source::Registers),
         source_reason: extra["reason"].as_str().unwrap_or("").to_string(),
         memory_bound: extra["memory_bound"].as_str().map(str::to_string),
         numa,
@@ -217,12 +302,19 @@ pub fn load(dir: &ResultDir, built: build::Built) -> AccessData {
 
 /// The NUMA side of a result: the manifest's summary and the `numa_*` tables. Results
 /// written before them have none; damaged tables leave the summary with a note.
-fn load_numa(dir: &ResultDir, extra: &serde_json::Value, objects: usize) -> Option<crate::numa::report::Numa> {
-    let mut summary: crate::numa::Summary = serde_json::from_value(extra.get(crate::numa::KEY)?.clone()).ok()?;
+fn load_numa(
+    dir: &ResultDir,
+    extra: &serde_json::Value,
+    objects: usize,
+) -> Option<crate::numa::report::Numa> {
+    let mut summary: crate::numa::Summary =
+        serde_json::from_value(extra.get(crate::numa::KEY)?.clone()).ok()?;
     let data = match crate::numa::table::read(&dir.tables_path(), objects) {
         Ok(d) => d,
         Err(e) => {
-            summary.notes.push(format!("the NUMA tables are unreadable ({e}): collect the result again"));
+            summary.notes.push(format!(
+                "the NUMA tables are unreadable ({e}): collect the result again"
+            ));
             Default::default()
         }
     };
@@ -232,8 +324,12 @@ fn load_numa(dir: &ResultDir, extra: &serde_json::Value, objects: usize) -> Opti
 /// Reads a result's tables back.
 pub(crate) fn open(path: &Path) -> Result<(ResultDir, AccessData), Failure> {
     let dir = session::open_result(path)?;
-    let built = tables::read(&dir.tables_path())
-        .map_err(|e| Failure::failed(format!("result {} is damaged: {e}; collect it again", path.display())))?;
+    let built = tables::read(&dir.tables_path()).map_err(|e| {
+        Failure::failed(format!(
+            "result {} is damaged: {e}; collect it again",
+            path.display()
+        ))
+    })?;
     let data = load(&dir, built);
     Ok((dir, data))
 }

@@ -137,23 +137,34 @@ impl AccessData {
     /// Each time (or PMU) sample with its object; watchpoint hits are left out, so that
     /// shares and totals never mix time or latency with hit counts.
     pub fn located(&self) -> impl Iterator<Item = (&AccessSample, objects::Location)> + '_ {
-        self.located_all().filter(|(s, _)| s.source != Source::Watchpoint)
+        self.located_all()
+            .filter(|(s, _)| s.source != Source::Watchpoint)
     }
 
     /// Every sample with its object, watchpoint hits included (for [`lines::lines`], which
     /// keeps them apart).
     pub fn located_all(&self) -> impl Iterator<Item = (&AccessSample, objects::Location)> + '_ {
-        self.built.samples.iter().zip(self.built.locations.iter().copied())
+        self.built
+            .samples
+            .iter()
+            .zip(self.built.locations.iter().copied())
     }
 
     /// Whether the result has watchpoint hits (their report columns are shown then only).
     pub fn watched(&self) -> bool {
-        self.built.samples.iter().any(|s| s.source == Source::Watchpoint)
+        self.built
+            .samples
+            .iter()
+            .any(|s| s.source == Source::Watchpoint)
     }
 
     /// Samples that gave an address, watchpoint hits not counted.
     pub fn sampled(&self) -> u64 {
-        self.built.samples.iter().filter(|s| s.source != Source::Watchpoint).count() as u64
+        self.built
+            .samples
+            .iter()
+            .filter(|s| s.source != Source::Watchpoint)
+            .count() as u64
     }
 }
 
@@ -161,7 +172,10 @@ impl AccessData {
 pub fn line_bytes(addr: u64, size: u32) -> (u64, u8, u8) {
     let line = addr & !(LINE_BYTES - 1);
     let first = (addr - line) as u8;
-    let last = addr.saturating_add(u64::from(size.max(1)) - 1).min(line + LINE_BYTES - 1) - line;
+    let last = addr
+        .saturating_add(u64::from(size.max(1)) - 1)
+        .min(line + LINE_BYTES - 1)
+        - line;
     (line, first, last as u8)
 }
 

@@ -103,7 +103,13 @@ impl Line {
             .map(|t| {
                 let r: Vec<String> = Line::ranges(t.touched())
                     .iter()
-                    .map(|&(a, b)| format!("{}..{}", self.object_offset + i64::from(a), self.object_offset + i64::from(b)))
+                    .map(|&(a, b)| {
+                        format!(
+                            "{}..{}",
+                            self.object_offset + i64::from(a),
+                            self.object_offset + i64::from(b)
+                        )
+                    })
                     .collect();
                 format!("bytes {} (thread {})", r.join(","), t.tid)
             })
@@ -159,7 +165,15 @@ fn add_use(threads: &mut Vec<ThreadUse>, s: &AccessSample, first: u8, last: u8) 
     let i = match threads.binary_search_by_key(&s.tid, |t| t.tid) {
         Ok(i) => i,
         Err(i) => {
-            threads.insert(i, ThreadUse { tid: s.tid, first_ns: s.time_ns, last_ns: s.time_ns, ..Default::default() });
+            threads.insert(
+                i,
+                ThreadUse {
+                    tid: s.tid,
+                    first_ns: s.time_ns,
+                    last_ns: s.time_ns,
+                    ..Default::default()
+                },
+            );
             i
         }
     };

@@ -33,7 +33,10 @@ pub fn cache_lines(d: &AccessData, limit: Option<usize>) -> Document {
     // The watchpoint columns, only in results that have hits (after HITM).
     const WATCH_AT: usize = 10;
     if watched {
-        cols.splice(WATCH_AT..WATCH_AT, [Column::right("Watch hits"), Column::left("Confirmed")]);
+        cols.splice(
+            WATCH_AT..WATCH_AT,
+            [Column::right("Watch hits"), Column::left("Confirmed")],
+        );
     }
     let mut t = Table::new(cols).with_title("Cache lines");
     let mut offsets = Table::new(vec![
@@ -58,7 +61,11 @@ pub fn cache_lines(d: &AccessData, limit: Option<usize>) -> Document {
         let stores: u64 = l.threads.iter().map(|t| t.stores).sum();
         let mut functions: Vec<(&u32, &u64)> = l.functions.iter().collect();
         functions.sort_by(|a, b| b.1.cmp(a.1));
-        let names: Vec<&str> = functions.iter().take(3).filter_map(|(f, _)| d.built.functions.get(**f as usize).map(String::as_str)).collect();
+        let names: Vec<&str> = functions
+            .iter()
+            .take(3)
+            .filter_map(|(f, _)| d.built.functions.get(**f as usize).map(String::as_str))
+            .collect();
         let mut row = vec![
             Cell::text(format!("{:#x}", l.addr)),
             Cell::text(object.clone()),
@@ -69,12 +76,19 @@ pub fn cache_lines(d: &AccessData, limit: Option<usize>) -> Document {
             share(l.samples, total),
             Cell::UInt(loads),
             Cell::UInt(stores),
-            if d.source == Source::Pmu { Cell::UInt(l.hitm) } else { Cell::Empty },
+            if d.source == Source::Pmu {
+                Cell::UInt(l.hitm)
+            } else {
+                Cell::Empty
+            },
             Cell::text(names.join(", ")),
             Cell::text(l.fix().unwrap_or_default()),
         ];
         if watched {
-            row.splice(WATCH_AT..WATCH_AT, [Cell::UInt(l.watch_hits), Cell::text(confirmed(l))]);
+            row.splice(
+                WATCH_AT..WATCH_AT,
+                [Cell::UInt(l.watch_hits), Cell::text(confirmed(l))],
+            );
         }
         t.push_row(row);
         if l.threads.len() > 1 {
@@ -105,7 +119,10 @@ pub fn cache_lines(d: &AccessData, limit: Option<usize>) -> Document {
         }
     }
     hits.push_note("Hits are counts of accesses that trapped a hardware watchpoint (exact, not sampled): write hits are known writes; other hits are reads, or accesses the hardware did not tell apart.");
-    let false_sharing = all.iter().filter(|l| l.verdict == Verdict::FalseSharing).count();
+    let false_sharing = all
+        .iter()
+        .filter(|l| l.verdict == Verdict::FalseSharing)
+        .count();
     t.push_note(format!(
         "{} lines, {} touched by more than one thread, {false_sharing} with false sharing. False sharing: two or more threads at the same time on disjoint bytes of a line, at least one writing; true sharing: a byte written by one thread and used by another.",
         all.len(),
@@ -137,6 +154,9 @@ pub(crate) fn confirmed(l: &Line) -> String {
 
 /// Offsets `first..=last` of a line as offsets in its object.
 fn range(object_offset: i64, first: u8, last: u8) -> String {
-    format!("{}..{}", object_offset + i64::from(first), object_offset + i64::from(last))
+    format!(
+        "{}..{}",
+        object_offset + i64::from(first),
+        object_offset + i64::from(last)
+    )
 }
-

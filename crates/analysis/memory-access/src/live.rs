@@ -83,16 +83,24 @@ fn observe_one(
         2 => Bitness::B64,
         _ => return false,
     };
-    let site = code.entry((v.pid, v.ip)).or_insert_with(|| live.site(v.pid, v.ip, bitness));
-    let Some(site) = site.as_ref() else { return false };
+    let site = code
+        .entry((v.pid, v.ip))
+        .or_insert_with(|| live.site(v.pid, v.ip, bitness));
+    let Some(site) = site.as_ref() else {
+        return false;
+    };
     let regs = |i: u32| {
         let bit = 1u64.checked_shl(i)?;
         if v.regs_mask & bit == 0 {
             return None;
         }
-        v.regs.get((v.regs_mask & (bit - 1)).count_ones() as usize).copied()
+        v.regs
+            .get((v.regs_mask & (bit - 1)).count_ones() as usize)
+            .copied()
     };
-    let Ok((accesses, _)) = site.resolve(&regs, &SegmentBases::default()) else { return false };
+    let Ok((accesses, _)) = site.resolve(&regs, &SegmentBases::default()) else {
+        return false;
+    };
     let mut changed = false;
     for a in accesses {
         let (line, first, last) = line_bytes(a.addr, a.size);
@@ -115,20 +123,35 @@ fn observe_one(
 
 /// Publishes the busiest candidate lines of the process with the most of them.
 fn publish(lines: &HashMap<(i32, u64), LineUse>, shared: &Shared) {
-    let mut cands: Vec<(&(i32, u64), &LineUse)> = lines.iter().filter(|(_, u)| u.shared_with_store()).collect();
+    let mut cands: Vec<(&(i32, u64), &LineUse)> = lines
+        .iter()
+        .filter(|(_, u)| u.shared_with_store())
+        .collect();
     if cands.is_empty() {
         return;
     }
     cands.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0.cmp(b.0)));
     let Ok(mut c) = shared.lock() else { return };
     // The watcher holds one process: the one chosen first, unless it has no candidate.
-    let pid = if c.version > 0 && cands.iter().any(|((p, _), _)| *p == c.pid) { c.pid } else { cands[0].0 .0 };
+    let pid = if c.version > 0 && cands.iter().any(|((p, _), _)| *p == c.pid) {
+        c.pid
+    } else {
+        cands[0].0 .0
+    };
     cands.retain(|((p, _), _)| *p == pid);
-    let mut watches: Vec<Watch> = cands.iter().take(MAX_CANDIDATE_LINES).flat_map(|(&(_, line), u)| words(line, u)).collect();
+    let mut watches: Vec<Watch> = cands
+        .iter()
+        .take(MAX_CANDIDATE_LINES)
+        .flat_map(|(&(_, line), u)| words(line, u))
+        .collect();
     // By address: a new order of the same lines is no change.
     watches.sort_by_key(|w| w.addr());
     if c.version == 0 || c.pid != pid || c.watches != watches {
-        *c = Candidates { pid, watches, version: c.version + 1 };
+        *c = Candidates {
+            pid,
+            watches,
+            version: c.version + 1,
+        };
     }
 }
 
@@ -163,8 +186,15 @@ mod tests {
         u.threads.insert(2, (0xff << 8, 0xff << 8));
         u.threads.insert(3, (0xff << 16, 0));
         let w = words(0x1000, &u);
-        let kinds = vec![(0x1000, WatchKind::Write), (0x1008, WatchKind::Write), (0x1010, WatchKind::Write)];
-        assert_eq!(w.iter().map(|w| (w.addr(), w.kind())).collect::<Vec<_>>(), kinds);
+        let kinds = vec![
+            (0x1000, WatchKind::Write),
+            (0x1008, WatchKind::Write),
+            (0x1010, WatchKind::Write),
+        ];
+        assert_eq!(
+            w.iter().map(|w| (w.addr(), w.kind())).collect::<Vec<_>>(),
+            kinds
+        );
         u.threads.insert(3, (0xff, 0));
         assert_eq!(words(0x1000, &u)[0].kind(), WatchKind::ReadWrite);
     }

@@ -28,8 +28,12 @@ struct Elf {
 
 impl Elf {
     fn read(path: &str) -> Elf {
-        let Ok(data) = std::fs::read(path) else { return Elf::default() };
-        let Ok(file) = object::File::parse(&*data) else { return Elf::default() };
+        let Ok(data) = std::fs::read(path) else {
+            return Elf::default();
+        };
+        let Ok(file) = object::File::parse(&*data) else {
+            return Elf::default();
+        };
         let mut functions: Vec<(u64, u64)> = file
             .symbols()
             .chain(file.dynamic_symbols())
@@ -45,22 +49,32 @@ impl Elf {
                 (off, size, s.address())
             })
             .collect();
-        Elf { functions, segments }
+        Elf {
+            functions,
+            segments,
+        }
     }
 
     /// The ELF address of a file offset, through the segment holding it.
     fn vaddr(&self, offset: u64) -> Option<u64> {
-        let &(off, _, vaddr) = self.segments.iter().find(|&&(off, size, _)| offset >= off && offset - off < size)?;
+        let &(off, _, vaddr) = self
+            .segments
+            .iter()
+            .find(|&&(off, size, _)| offset >= off && offset - off < size)?;
         Some(vaddr + (offset - off))
     }
 
     /// The (start, size) of the function holding ELF address `a`.
     fn function(&self, a: u64) -> Option<(u64, u64)> {
         let i = self.functions.partition_point(|&(start, _)| start <= a);
-        self.functions[..i].iter().rev().take(8).find(|&&(start, size)| a - start < size).copied()
+        self.functions[..i]
+            .iter()
+            .rev()
+            .take(8)
+            .find(|&&(start, size)| a - start < size)
+            .copied()
     }
 }
-
 
 /// Code of the live processes, cached per file.
 #[derive(Default)]
@@ -75,11 +89,20 @@ impl LiveCode {
     /// The decoded site at `ip` of `pid`, or None when its code cannot be read or decoded.
     pub(crate) fn site(&mut self, pid: i32, ip: u64, bitness: Bitness) -> Option<Site> {
         // Runtime start of the function around ip, when a symbol says where it starts.
-        let start = self.function_start(pid, ip).filter(|&s| ip - s < LONGEST_WALK);
-        let file = self.mem.entry(pid).or_insert_with(|| File::open(format!("/proc/{pid}/mem")).ok()).as_ref()?;
+        let start = self
+            .function_start(pid, ip)
+            .filter(|&s| ip - s < LONGEST_WALK);
+        let file = self
+            .mem
+            .entry(pid)
+            .or_insert_with(|| File::open(format!("/proc/{pid}/mem")).ok())
+            .as_ref()?;
         let from = start.unwrap_or(ip);
         let mut bytes = vec![0u8; (ip - from) as usize + MAX_INSTRUCTION_BYTES];
-        let n = file.read_at(&mut bytes, from).ok().filter(|&n| n as u64 > ip - from)?;
+        let n = file
+            .read_at(&mut bytes, from)
+            .ok()
+            .filter(|&n| n as u64 > ip - from)?;
         match start {
             Some(s) => Site::decode(&bytes[..n], s, ip, bitness).ok(),
             None => Site::lone(&bytes[..n], ip, bitness).ok(),
@@ -88,14 +111,20 @@ impl LiveCode {
 
     fn function_start(&mut self, pid: i32, ip: u64) -> Option<u64> {
         let find = |m: &[Mapping]| kairos_procfs::maps::find(m, ip).cloned();
-        let (maps, read_at) = self.maps.entry(pid).or_insert_with(|| (read_maps(pid), Instant::now()));
+        let (maps, read_at) = self
+            .maps
+            .entry(pid)
+            .or_insert_with(|| (read_maps(pid), Instant::now()));
         // A library loaded since the last reading (the first samples may come before the
         // dynamic loader is done): read again, at most every REREAD.
         if find(maps).is_none() && read_at.elapsed() >= REREAD {
             (*maps, *read_at) = (read_maps(pid), Instant::now());
         }
         let m = find(maps)?;
-        let elf = self.elves.entry(m.path.clone()).or_insert_with(|| Elf::read(&m.path));
+        let elf = self
+            .elves
+            .entry(m.path.clone())
+            .or_insert_with(|| Elf::read(&m.path));
         let a = elf.vaddr(ip - m.start + m.offset)?;
         let (f, _) = elf.function(a)?;
         Some(ip - (a - f))
@@ -105,6 +134,11 @@ impl LiveCode {
 /// The file-backed executable mappings of a process (through the one maps parser, which
 /// keeps paths with spaces whole).
 fn read_maps(pid: i32) -> Vec<Mapping> {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else { return Vec::new() };
-    kairos_procfs::maps::parse(&text).into_iter().filter(|m| m.executable && m.path.starts_with('/')).collect()
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return Vec::new();
+    };
+    kairos_procfs::maps::parse(&text)
+        .into_iter()
+        .filter(|m| m.executable && m.path.starts_with('/'))
+        .collect()
 }

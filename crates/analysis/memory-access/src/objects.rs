@@ -117,13 +117,19 @@ impl ObjectMap {
                 size: b.size,
             });
             let i = m.heap.len() as u32;
-            let (first, last) = (b.addr / PAGE, b.addr.saturating_add(b.size.max(1) - 1) / PAGE);
+            let (first, last) = (
+                b.addr / PAGE,
+                b.addr.saturating_add(b.size.max(1) - 1) / PAGE,
+            );
             if last - first < INDEXED_PAGES {
                 for p in first..=last {
                     m.heap_pages.entry((b.pid, p)).or_default().push(i);
                 }
             } else {
-                let (first, last) = (b.addr / SPAN, b.addr.saturating_add(b.size.max(1) - 1) / SPAN);
+                let (first, last) = (
+                    b.addr / SPAN,
+                    b.addr.saturating_add(b.size.max(1) - 1) / SPAN,
+                );
                 if last - first < MAX_SPANS {
                     for span in first..=last {
                         m.big_blocks.entry((b.pid, span)).or_default().push(i);
@@ -141,7 +147,11 @@ impl ObjectMap {
                 name: format!("{} ({})", v.name, bytes(v.size)),
                 size: v.size,
             });
-            m.statics.entry(v.pid).or_default().push((v.addr, v.addr.saturating_add(v.size.max(1)), object));
+            m.statics.entry(v.pid).or_default().push((
+                v.addr,
+                v.addr.saturating_add(v.size.max(1)),
+                object,
+            ));
         }
         for list in m.statics.values_mut() {
             list.sort_unstable();
@@ -162,31 +172,61 @@ impl ObjectMap {
     /// The object holding `s.addr` at `s.time_ns`.
     pub fn locate(&mut self, s: &AccessSample) -> Location {
         if let Some((b, object)) = self.heap_block(s.pid, s.addr, s.time_ns) {
-            return Location { object, offset: s.addr - b };
+            return Location {
+                object,
+                offset: s.addr - b,
+            };
         }
         if let Some(list) = self.statics.get(&s.pid) {
             let i = list.partition_point(|&(start, _, _)| start <= s.addr);
             if let Some(&(start, end, object)) = i.checked_sub(1).and_then(|i| list.get(i)) {
                 if s.addr < end {
-                    return Location { object, offset: s.addr - start };
+                    return Location {
+                        object,
+                        offset: s.addr - start,
+                    };
                 }
             }
         }
-        let region = self.region(s.pid, s.addr).map(|r| (r.start, r.end, r.name.clone()));
+        let region = self
+            .region(s.pid, s.addr)
+            .map(|r| (r.start, r.end, r.name.clone()));
         match region {
             Some((start, end, name)) => {
                 // A thread's stack: the mapping its stack pointer was in, or the main one.
                 let own_stack = s.sp.is_some_and(|sp| (start..end).contains(&sp));
-                let key = if own_stack || name == "[stack]" { Key::Stack(s.tid) } else { Key::Mapping(name.clone()) };
+                let key = if own_stack || name == "[stack]" {
+                    Key::Stack(s.tid)
+                } else {
+                    Key::Mapping(name.clone())
+                };
                 let object = self.intern(key.clone(), || match key {
-                    Key::Stack(tid) => Object { kind: ObjectKind::Stack, name: format!("stack of thread {tid}"), size: 0 },
-                    _ => Object { kind: ObjectKind::Mapping, name, size: end - start },
+                    Key::Stack(tid) => Object {
+                        kind: ObjectKind::Stack,
+                        name: format!("stack of thread {tid}"),
+                        size: 0,
+                    },
+                    _ => Object {
+                        kind: ObjectKind::Mapping,
+                        name,
+                        size: end - start,
+                    },
                 });
-                Location { object, offset: s.addr - start }
+                Location {
+                    object,
+                    offset: s.addr - start,
+                }
             }
             None => {
-                let object = self.intern(Key::Unknown, || Object { kind: ObjectKind::Unknown, name: "[unknown]".into(), size: 0 });
-                Location { object, offset: s.addr }
+                let object = self.intern(Key::Unknown, || Object {
+                    kind: ObjectKind::Unknown,
+                    name: "[unknown]".into(),
+                    size: 0,
+                });
+                Location {
+                    object,
+                    offset: s.addr,
+                }
             }
         }
     }
@@ -232,9 +272,17 @@ impl ObjectMap {
     /// page of small blocks belongs to each of them).
     pub fn owners(&mut self, pid: u32, lo: u64, hi: u64, (t0, t1): (u64, u64), out: &mut Vec<u32>) {
         out.clear();
-        let alive = |b: &HeapBlock| b.pid == pid && b.addr < hi && lo < b.addr.saturating_add(b.size.max(1)) && b.alloc_ns <= t1 && b.free_ns.is_none_or(|f| t0 < f);
-        let pages = (lo / PAGE..=hi.saturating_sub(1) / PAGE).flat_map(|p| self.heap_pages.get(&(pid, p)).into_iter().flatten());
-        let spans = (lo / SPAN..=hi.saturating_sub(1) / SPAN).flat_map(|sp| self.big_blocks.get(&(pid, sp)).into_iter().flatten());
+        let alive = |b: &HeapBlock| {
+            b.pid == pid
+                && b.addr < hi
+                && lo < b.addr.saturating_add(b.size.max(1))
+                && b.alloc_ns <= t1
+                && b.free_ns.is_none_or(|f| t0 < f)
+        };
+        let pages = (lo / PAGE..=hi.saturating_sub(1) / PAGE)
+            .flat_map(|p| self.heap_pages.get(&(pid, p)).into_iter().flatten());
+        let spans = (lo / SPAN..=hi.saturating_sub(1) / SPAN)
+            .flat_map(|sp| self.big_blocks.get(&(pid, sp)).into_iter().flatten());
         for &i in pages.chain(spans).chain(self.vast_blocks.iter()) {
             let (b, object) = &self.heap[i as usize];
             if alive(b) && !out.contains(object) {
@@ -246,8 +294,14 @@ impl ObjectMap {
         }
         if let Some(list) = self.statics.get(&pid) {
             // Statics do not overlap: the one holding `lo`, then those starting inside.
-            let first = list.partition_point(|&(start, _, _)| start <= lo).saturating_sub(1);
-            for &(start, end, object) in list.iter().skip(first).take_while(|&&(start, _, _)| start < hi) {
+            let first = list
+                .partition_point(|&(start, _, _)| start <= lo)
+                .saturating_sub(1);
+            for &(start, end, object) in list
+                .iter()
+                .skip(first)
+                .take_while(|&&(start, _, _)| start < hi)
+            {
                 if start < hi && lo < end && !out.contains(&object) {
                     out.push(object);
                 }
@@ -261,14 +315,29 @@ impl ObjectMap {
     fn heap_block(&self, pid: u32, addr: u64, t: u64) -> Option<(u64, u32)> {
         let alive = |i: &u32| {
             let (b, _) = &self.heap[*i as usize];
-            b.pid == pid && b.addr <= addr && addr - b.addr < b.size.max(1) && b.alloc_ns <= t && b.free_ns.is_none_or(|f| t < f)
+            b.pid == pid
+                && b.addr <= addr
+                && addr - b.addr < b.size.max(1)
+                && b.alloc_ns <= t
+                && b.free_ns.is_none_or(|f| t < f)
         };
-        let page = self.heap_pages.get(&(pid, addr / PAGE)).into_iter().flatten();
-        let span = self.big_blocks.get(&(pid, addr / SPAN)).into_iter().flatten();
-        page.chain(span).chain(self.vast_blocks.iter()).find(|i| alive(i)).map(|&i| {
-            let (b, object) = &self.heap[i as usize];
-            (b.addr, *object)
-        })
+        let page = self
+            .heap_pages
+            .get(&(pid, addr / PAGE))
+            .into_iter()
+            .flatten();
+        let span = self
+            .big_blocks
+            .get(&(pid, addr / SPAN))
+            .into_iter()
+            .flatten();
+        page.chain(span)
+            .chain(self.vast_blocks.iter())
+            .find(|i| alive(i))
+            .map(|&i| {
+                let (b, object) = &self.heap[i as usize];
+                (b.addr, *object)
+            })
     }
 
     fn region(&self, pid: u32, addr: u64) -> Option<&Region> {

@@ -9,7 +9,11 @@ use crate::totals::{by_function, by_object};
 use crate::{bucket_name, AccessData, Source, BUCKETS};
 
 pub(crate) fn share(part: u64, whole: u64) -> Cell {
-    Cell::Percent(if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 })
+    Cell::Percent(if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    })
 }
 
 /// Weight column: time for address sampling, latency with a PMU.
@@ -62,7 +66,10 @@ pub fn memory_objects(d: &AccessData, limit: Option<usize>) -> Table {
             Cell::UInt(tot.threads.len() as u64),
         ];
         if pmu {
-            row.push(tot.average_latency().map_or(Cell::Empty, |v| Cell::float(v, 1)));
+            row.push(
+                tot.average_latency()
+                    .map_or(Cell::Empty, |v| Cell::float(v, 1)),
+            );
             row.extend(tot.levels.iter().map(|&n| Cell::UInt(n)));
         }
         t.push_row(row);
@@ -90,7 +97,13 @@ pub fn memory_functions(d: &AccessData, limit: Option<usize>) -> Table {
     let total: u64 = rows.iter().map(|(_, t)| t.weight).sum();
     for ((function, object), tot) in rows.iter().take(limit.unwrap_or(usize::MAX)) {
         t.push_row(vec![
-            Cell::text(d.built.functions.get(*function as usize).cloned().unwrap_or_default()),
+            Cell::text(
+                d.built
+                    .functions
+                    .get(*function as usize)
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
             Cell::text(d.built.objects[*object as usize].name.clone()),
             Cell::UInt(tot.samples),
             share(tot.weight, total),
@@ -111,7 +124,10 @@ pub fn summary(d: &AccessData, meta: &[(String, String)], top: usize) -> Documen
     for (k, v) in meta {
         s.push(k.clone(), Cell::text(v.clone()));
     }
-    s.push("Address source", Cell::text(format!("{} ({})", d.source.name(), d.source_reason)));
+    s.push(
+        "Address source",
+        Cell::text(format!("{} ({})", d.source.name(), d.source_reason)),
+    );
     let with_address = d.sampled();
     let unresolved: u64 = d.unresolved.values().sum();
     if let Some(why) = &d.memory_bound {
@@ -122,13 +138,19 @@ pub fn summary(d: &AccessData, meta: &[(String, String)], top: usize) -> Documen
     if d.source == Source::Registers && with_address + unresolved > 0 {
         // Without a PMU, the share of time the threads were at a memory access stands in
         // for the memory-bound share.
-        s.push("Time at memory accesses", share(with_address, with_address + unresolved));
+        s.push(
+            "Time at memory accesses",
+            share(with_address, with_address + unresolved),
+        );
     }
     for (why, n) in &d.unresolved {
         s.push(format!("  {why}"), Cell::UInt(*n));
     }
     if d.source == Source::Registers {
-        s.push("Weights", Cell::text("CPU time of the sampled thread at the access (not latency: no PMU)"));
+        s.push(
+            "Weights",
+            Cell::text("CPU time of the sampled thread at the access (not latency: no PMU)"),
+        );
     }
     doc.push_section(s);
     doc.push_table(memory_objects(d, Some(top)));
@@ -138,12 +160,17 @@ pub fn summary(d: &AccessData, meta: &[(String, String)], top: usize) -> Documen
         .take(top)
         .collect();
     let watched = d.watched();
-    let mut cols = vec![Column::left("Line"), Column::left("Object"), Column::left("Verdict"), Column::right("Threads"), Column::left("Fix")];
+    let mut cols = vec![
+        Column::left("Line"),
+        Column::left("Object"),
+        Column::left("Verdict"),
+        Column::right("Threads"),
+        Column::left("Fix"),
+    ];
     if watched {
         cols.insert(4, Column::left("Confirmed"));
     }
-    let mut t = Table::new(cols)
-        .with_title("Cache lines shared by threads");
+    let mut t = Table::new(cols).with_title("Cache lines shared by threads");
     for l in &shared {
         let mut row = vec![
             Cell::text(format!("{:#x}", l.addr)),
@@ -170,8 +197,15 @@ pub fn summary(d: &AccessData, meta: &[(String, String)], top: usize) -> Documen
 pub(crate) fn fix_notes(d: &AccessData, lines: &[&Line], t: &mut Table) {
     for l in lines.iter().filter(|l| l.verdict == Verdict::FalseSharing) {
         if let Some(fix) = l.fix() {
-            let by = if l.confirmed == Some(Verdict::FalseSharing) { " (confirmed by watchpoints)" } else { "" };
-            t.push_note(format!("False sharing on line {:#x} of {}{by}: {fix}.", l.addr, d.built.objects[l.object as usize].name));
+            let by = if l.confirmed == Some(Verdict::FalseSharing) {
+                " (confirmed by watchpoints)"
+            } else {
+                ""
+            };
+            t.push_note(format!(
+                "False sharing on line {:#x} of {}{by}: {fix}.",
+                l.addr, d.built.objects[l.object as usize].name
+            ));
         }
     }
 }

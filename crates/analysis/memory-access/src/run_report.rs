@@ -13,11 +13,22 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
     let limit = req.row_limit();
     let doc = match req.report.as_str() {
         "summary" => reports::summary(&data, &crate::finish::meta(&dir), limit.unwrap_or(10)),
-        "memory-objects" => one("Memory objects", reports::memory_objects(&data, limit.or(Some(50)))),
-        "memory-functions" => one("Memory accesses by function", reports::memory_functions(&data, limit.or(Some(50)))),
-        "memory-bound" => crate::tma_report::document(crate::tma_collect::load(dir.path()).as_ref(), data.memory_bound.as_deref(), limit.or(Some(30))),
+        "memory-objects" => one(
+            "Memory objects",
+            reports::memory_objects(&data, limit.or(Some(50))),
+        ),
+        "memory-functions" => one(
+            "Memory accesses by function",
+            reports::memory_functions(&data, limit.or(Some(50))),
+        ),
+        "memory-bound" => crate::tma_report::document(
+            crate::tma_collect::load(dir.path()).as_ref(),
+            data.memory_bound.as_deref(),
+            limit.or(Some(30)),
+        ),
         "bandwidth" => {
-            let t = crate::bandwidth::load(&dir).map_err(|e| Failure::failed(format!("{e}; collect the result again")))?;
+            let t = crate::bandwidth::load(&dir)
+                .map_err(|e| Failure::failed(format!("{e}; collect the result again")))?;
             crate::bandwidth_report::document(t.as_ref(), &data, limit.or(Some(20)))
         }
         "numa" => crate::numa::report::numa_of(&data, &crate::finish::meta(&dir), limit),

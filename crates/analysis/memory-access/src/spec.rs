@@ -18,7 +18,9 @@ fn folder(v: &str) -> Result<(), String> {
     if v.is_empty() || std::path::Path::new(v).is_dir() {
         Ok(())
     } else {
-        Err(format!("{v} is not a folder: give the folder that holds mapfile.csv"))
+        Err(format!(
+            "{v} is not a folder: give the folder that holds mapfile.csv"
+        ))
     }
 }
 

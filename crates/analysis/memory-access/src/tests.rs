@@ -26,14 +26,44 @@ fn access(tid: u32, t: u64, addr: u64, direction: Direction) -> AccessSample {
 }
 
 fn map() -> ObjectMap {
-    let block = |addr, alloc_ns, free_ns, site: &str| HeapBlock { pid: 1, addr, size: 512, alloc_ns, free_ns, site: site.into() };
+    let block = |addr, alloc_ns, free_ns, site: &str| HeapBlock {
+        pid: 1,
+        addr,
+        size: 512,
+        alloc_ns,
+        free_ns,
+        site: site.into(),
+    };
     ObjectMap::new(
-        vec![block(0x10_0000, 10, Some(100), "a.c:5"), block(0x10_0000, 100, None, "b.c:9")],
-        vec![StaticVar { pid: 1, addr: 0x60_0000, size: 64, name: "table".into() }],
         vec![
-            Region { pid: 1, start: 0x10_0000, end: 0x20_0000, name: "[heap]".into() },
-            Region { pid: 1, start: 0x7ff0_0000, end: 0x7ff1_0000, name: "[anon]".into() },
-            Region { pid: 1, start: 0x50_0000, end: 0x70_0000, name: "/bin/prog".into() },
+            block(0x10_0000, 10, Some(100), "a.c:5"),
+            block(0x10_0000, 100, None, "b.c:9"),
+        ],
+        vec![StaticVar {
+            pid: 1,
+            addr: 0x60_0000,
+            size: 64,
+            name: "table".into(),
+        }],
+        vec![
+            Region {
+                pid: 1,
+                start: 0x10_0000,
+                end: 0x20_0000,
+                name: "[heap]".into(),
+            },
+            Region {
+                pid: 1,
+                start: 0x7ff0_0000,
+                end: 0x7ff1_0000,
+                name: "[anon]".into(),
+            },
+            Region {
+                pid: 1,
+                start: 0x50_0000,
+                end: 0x70_0000,
+                name: "/bin/prog".into(),
+            },
         ],
     )
 }
@@ -47,14 +77,35 @@ fn objects_by_kind_and_time() {
         (o.kind, o.name.clone(), loc.offset)
     };
     // The same address belongs to two blocks, one after the other.
-    assert_eq!(name(&mut m, &access(1, 50, 0x10_0008, Direction::Load)), (ObjectKind::Heap, "a.c:5 (512 B)".into(), 8));
-    assert_eq!(name(&mut m, &access(1, 150, 0x10_0008, Direction::Load)), (ObjectKind::Heap, "b.c:9 (512 B)".into(), 8));
+    assert_eq!(
+        name(&mut m, &access(1, 50, 0x10_0008, Direction::Load)),
+        (ObjectKind::Heap, "a.c:5 (512 B)".into(), 8)
+    );
+    assert_eq!(
+        name(&mut m, &access(1, 150, 0x10_0008, Direction::Load)),
+        (ObjectKind::Heap, "b.c:9 (512 B)".into(), 8)
+    );
     // Before the first allocation: the heap mapping.
-    assert_eq!(name(&mut m, &access(1, 5, 0x10_0008, Direction::Load)).0, ObjectKind::Mapping);
-    assert_eq!(name(&mut m, &access(1, 5, 0x60_0010, Direction::Store)), (ObjectKind::Static, "table (64 B)".into(), 16));
-    assert_eq!(name(&mut m, &access(7, 5, 0x7ff0_0200, Direction::Store)), (ObjectKind::Stack, "stack of thread 7".into(), 0x200));
-    assert_eq!(name(&mut m, &access(1, 5, 0x50_0040, Direction::Load)), (ObjectKind::Mapping, "/bin/prog".into(), 0x40));
-    assert_eq!(name(&mut m, &access(1, 5, 0x9000_0000, Direction::Load)).0, ObjectKind::Unknown);
+    assert_eq!(
+        name(&mut m, &access(1, 5, 0x10_0008, Direction::Load)).0,
+        ObjectKind::Mapping
+    );
+    assert_eq!(
+        name(&mut m, &access(1, 5, 0x60_0010, Direction::Store)),
+        (ObjectKind::Static, "table (64 B)".into(), 16)
+    );
+    assert_eq!(
+        name(&mut m, &access(7, 5, 0x7ff0_0200, Direction::Store)),
+        (ObjectKind::Stack, "stack of thread 7".into(), 0x200)
+    );
+    assert_eq!(
+        name(&mut m, &access(1, 5, 0x50_0040, Direction::Load)),
+        (ObjectKind::Mapping, "/bin/prog".into(), 0x40)
+    );
+    assert_eq!(
+        name(&mut m, &access(1, 5, 0x9000_0000, Direction::Load)).0,
+        ObjectKind::Unknown
+    );
 }
 
 #[test]
@@ -75,27 +126,48 @@ fn verdict_of(samples: &[AccessSample]) -> Line {
 
 #[test]
 fn disjoint_writers_at_the_same_time_are_false_sharing() {
-    let s = [access(1, 150, 0x10_0000, Direction::LoadStore), access(2, 160, 0x10_0008, Direction::Store), access(1, 170, 0x10_0000, Direction::Load)];
+    let s = [
+        access(1, 150, 0x10_0000, Direction::LoadStore),
+        access(2, 160, 0x10_0008, Direction::Store),
+        access(1, 170, 0x10_0000, Direction::Load),
+    ];
     let l = verdict_of(&s);
     assert_eq!(l.verdict, Verdict::FalseSharing);
     assert_eq!(l.threads.len(), 2);
     assert_eq!(l.object_offset, 0);
     let fix = l.fix().expect("a fix for false sharing");
-    assert!(fix.contains("bytes 0..7 (thread 1); bytes 8..15 (thread 2)"), "{fix}");
+    assert!(
+        fix.contains("bytes 0..7 (thread 1); bytes 8..15 (thread 2)"),
+        "{fix}"
+    );
 }
 
 #[test]
 fn one_after_the_other_is_no_sharing() {
-    let s = [access(1, 150, 0x10_0000, Direction::Store), access(1, 151, 0x10_0000, Direction::Store), access(2, 160, 0x10_0008, Direction::Store)];
+    let s = [
+        access(1, 150, 0x10_0000, Direction::Store),
+        access(1, 151, 0x10_0000, Direction::Store),
+        access(2, 160, 0x10_0008, Direction::Store),
+    ];
     assert_eq!(verdict_of(&s).verdict, Verdict::None);
 }
 
 #[test]
 fn a_byte_written_by_two_threads_is_true_sharing() {
-    let s = [access(1, 150, 0x10_0000, Direction::LoadStore), access(2, 150, 0x10_0004, Direction::Load)];
+    let s = [
+        access(1, 150, 0x10_0000, Direction::LoadStore),
+        access(2, 150, 0x10_0004, Direction::Load),
+    ];
     assert_eq!(verdict_of(&s).verdict, Verdict::TrueSharing);
-    let reads = [access(1, 150, 0x10_0000, Direction::Load), access(2, 150, 0x10_0000, Direction::Load)];
-    assert_eq!(verdict_of(&reads).verdict, Verdict::None, "read-only sharing costs nothing");
+    let reads = [
+        access(1, 150, 0x10_0000, Direction::Load),
+        access(2, 150, 0x10_0000, Direction::Load),
+    ];
+    assert_eq!(
+        verdict_of(&reads).verdict,
+        Verdict::None,
+        "read-only sharing costs nothing"
+    );
 }
 
 #[test]
@@ -108,23 +180,40 @@ fn ranges_merge_adjacent_bytes() {
 #[test]
 fn totals_per_object_and_function() {
     let mut m = map();
-    let s = [access(1, 150, 0x10_0000, Direction::LoadStore), access(2, 150, 0x10_0008, Direction::Store), access(3, 5, 0x60_0000, Direction::Load)];
+    let s = [
+        access(1, 150, 0x10_0000, Direction::LoadStore),
+        access(2, 150, 0x10_0008, Direction::Store),
+        access(3, 5, 0x60_0000, Direction::Load),
+    ];
     let located: Vec<_> = s.iter().map(|s| (s, m.locate(s))).collect();
     let objects = by_object(located.iter().map(|(s, l)| (*s, *l)));
     assert_eq!(objects.len(), 2);
     let (heap, t) = &objects[0];
     assert_eq!(m.objects()[*heap as usize].name, "b.c:9 (512 B)");
-    assert_eq!((t.samples, t.loads, t.stores, t.threads.len()), (2, 1, 2, 2));
+    assert_eq!(
+        (t.samples, t.loads, t.stores, t.threads.len()),
+        (2, 1, 2, 2)
+    );
     let functions = by_function(located.iter().map(|(s, l)| (*s, *l)));
     assert_eq!(functions.len(), 3, "three (function, object) pairs");
 }
 
 #[test]
 fn a_damaged_block_size_is_scanned_not_indexed() {
-    let vast = HeapBlock { pid: 1, addr: 0x1000, size: u64::MAX / 2, alloc_ns: 0, free_ns: None, site: "bad.c:1".into() };
+    let vast = HeapBlock {
+        pid: 1,
+        addr: 0x1000,
+        size: u64::MAX / 2,
+        alloc_ns: 0,
+        free_ns: None,
+        site: "bad.c:1".into(),
+    };
     let mut m = ObjectMap::new(vec![vast], vec![], vec![]);
     let loc = m.locate(&access(1, 5, 0x7fff_0000_0000, Direction::Load));
-    assert_eq!(m.objects()[loc.object as usize].name, format!("bad.c:1 ({} B)", u64::MAX / 2));
+    assert_eq!(
+        m.objects()[loc.object as usize].name,
+        format!("bad.c:1 ({} B)", u64::MAX / 2)
+    );
     let mut out = Vec::new();
     m.owners(1, 0x2000, 0x3000, (0, 10), &mut out);
     assert_eq!(out, vec![loc.object]);

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use kairos_collector::pmu::{PmuEvent, PmuGroup, PmuSampling};
+use kairos_mem_source::choice::DEVICES;
 use kairos_mem_source::perfmon_dir::{candidates, load_for};
 use kairos_mem_source::perfmon_events::{Encoded, Kind};
 use kairos_mem_source::tma::{availability, plan, recording_name};
-use kairos_mem_source::choice::DEVICES;
 use kairos_model::Profile;
 use kairos_result::ResultDir;
 use perf_event_open_sys::bindings as b;
@@ -26,10 +26,12 @@ const INTERVALS: usize = 50;
 /// `Memory bound` line). `perfmon`: the folder the user gave, if any.
 pub(crate) fn groups(perfmon: Option<&Path>) -> Result<(Vec<PmuGroup>, PathBuf), String> {
     let cpu = crate::collect::this_cpu();
-    availability(Path::new(DEVICES), cpu.as_ref()).map_err(|r| format!("unavailable: {}", r.reason))?;
+    availability(Path::new(DEVICES), cpu.as_ref())
+        .map_err(|r| format!("unavailable: {}", r.reason))?;
     let cpu = cpu.ok_or("unavailable: /proc/cpuinfo does not say which CPU this is")?;
     let files = load_for(&cpu, &candidates(perfmon)).map_err(|e| format!("not measured: {e}"))?;
-    let planned = plan(&files.metrics, &files.events, GP_COUNTERS).map_err(|e| format!("not measured: {e}"))?;
+    let planned = plan(&files.metrics, &files.events, GP_COUNTERS)
+        .map_err(|e| format!("not measured: {e}"))?;
     let core = HybridCore::read(Path::new(DEVICES));
     let groups = planned
         .iter()
@@ -37,7 +39,11 @@ pub(crate) fn groups(perfmon: Option<&Path>) -> Result<(Vec<PmuGroup>, PathBuf),
         .map(|(g, p)| PmuGroup {
             leader: None,
             event: event(g, &p.leader, PmuSampling::Period(p.period), core.as_ref()),
-            members: p.members.iter().map(|m| event(g, m, PmuSampling::Count, core.as_ref())).collect(),
+            members: p
+                .members
+                .iter()
+                .map(|m| event(g, m, PmuSampling::Count, core.as_ref()))
+                .collect(),
             optional: true,
             cpus: core.as_ref().and_then(|c| c.cpus.clone()),
         })
@@ -56,7 +62,10 @@ struct HybridCore {
 impl HybridCore {
     fn read(devices: &Path) -> Option<HybridCore> {
         let p = kairos_mem_source::sysfs::read_pmu(devices, "cpu_core").ok()??;
-        Some(HybridCore { type_: p.type_, cpus: p.cpus })
+        Some(HybridCore {
+            type_: p.type_,
+            cpus: p.cpus,
+        })
     }
 }
 
@@ -69,7 +78,10 @@ fn event(group: usize, e: &Encoded, sampling: PmuSampling, core: Option<&HybridC
     // a hybrid CPU's `cpu_core` has a type of its own.
     let (type_, config) = match (e.kind == Kind::Hardware, core) {
         (true, None) => (b::PERF_TYPE_HARDWARE, e.config),
-        (true, Some(c)) => (b::PERF_TYPE_HARDWARE, e.config | (u64::from(c.type_) << PMU_TYPE_SHIFT)),
+        (true, Some(c)) => (
+            b::PERF_TYPE_HARDWARE,
+            e.config | (u64::from(c.type_) << PMU_TYPE_SHIFT),
+        ),
         (false, None) => (b::PERF_TYPE_RAW, e.config),
         (false, Some(c)) => (c.type_, e.config),
     };
@@ -83,7 +95,10 @@ fn event(group: usize, e: &Encoded, sampling: PmuSampling, core: Option<&HybridC
         precise_ip: 0,
         precise_min: 0,
         // The leader's stack gives the function; members need nothing of their own.
-        sample_type: (b::PERF_SAMPLE_IP | b::PERF_SAMPLE_TID | b::PERF_SAMPLE_TIME | b::PERF_SAMPLE_CALLCHAIN) as u64,
+        sample_type: (b::PERF_SAMPLE_IP
+            | b::PERF_SAMPLE_TID
+            | b::PERF_SAMPLE_TIME
+            | b::PERF_SAMPLE_CALLCHAIN) as u64,
         sampling,
         no_exclude: false,
     }
@@ -93,9 +108,16 @@ fn event(group: usize, e: &Encoded, sampling: PmuSampling, core: Option<&HybridC
 /// and the manifest's sentence when there are none. Results without TMA events are left
 /// as they are.
 pub(crate) fn record(dir: &mut ResultDir, profile: &Profile) {
-    let extra = dir.manifest().extra.get(crate::finish::EXTRA).cloned().unwrap_or_default();
+    let extra = dir
+        .manifest()
+        .extra
+        .get(crate::finish::EXTRA)
+        .cloned()
+        .unwrap_or_default();
     let given = extra["perfmon_dir"].as_str().map(PathBuf::from);
-    let Some(cpu) = crate::collect::this_cpu() else { return };
+    let Some(cpu) = crate::collect::this_cpu() else {
+        return;
+    };
     let files = match load_for(&cpu, &candidates(given.as_deref())) {
         Ok(f) => f,
         Err(e) => {
@@ -105,19 +127,28 @@ pub(crate) fn record(dir: &mut ResultDir, profile: &Profile) {
             return;
         }
     };
-    match analyse(profile, &files.metrics, &crate::tma::constants_here(), INTERVALS) {
+    match analyse(
+        profile,
+        &files.metrics,
+        &crate::tma::constants_here(),
+        INTERVALS,
+    ) {
         None => {}
-        Some(Ok(r)) => match serde_json::to_vec_pretty(&r).map(|j| std::fs::write(dir.path().join(FILE), j)) {
-            Ok(Ok(())) => set_status(dir, sentence(&r)),
-            Ok(Err(e)) => set_status(dir, format!("not saved: cannot write {FILE}: {e}")),
-            Err(e) => set_status(dir, format!("not saved: {e}")),
-        },
+        Some(Ok(r)) => {
+            match serde_json::to_vec_pretty(&r).map(|j| std::fs::write(dir.path().join(FILE), j)) {
+                Ok(Ok(())) => set_status(dir, sentence(&r)),
+                Ok(Err(e)) => set_status(dir, format!("not saved: cannot write {FILE}: {e}")),
+                Err(e) => set_status(dir, format!("not saved: {e}")),
+            }
+        }
         Some(Err(e)) => set_status(dir, format!("not computed: {e}")),
     }
 }
 
 fn has_tma_events(p: &Profile) -> bool {
-    p.events.iter().any(|e| kairos_mem_source::tma::parse_recording_name(&e.name).is_some())
+    p.events
+        .iter()
+        .any(|e| kairos_mem_source::tma::parse_recording_name(&e.name).is_some())
 }
 
 fn set_status(dir: &mut ResultDir, s: String) {
@@ -128,12 +159,24 @@ fn set_status(dir: &mut ResultDir, s: String) {
 
 /// The recipe's first sentence: "memory bound: 42% of the CPU's resources wait for memory".
 pub fn sentence(r: &MemoryBoundResult) -> String {
-    let split: Vec<String> = r.overall.split.iter().map(|(n, v)| format!("{} {v:.1}%", n.trim_end_matches("_Bound"))).collect();
+    let split: Vec<String> = r
+        .overall
+        .split
+        .iter()
+        .map(|(n, v)| format!("{} {v:.1}%", n.trim_end_matches("_Bound")))
+        .collect();
     format!(
         "{:.1}% of pipeline slots wait for memory (of clocks: {}){}",
         r.overall.memory_bound,
         split.join(", "),
-        if r.groups > 1 { format!("; {} counter groups counted in turn, each scaled by its own cycles", r.groups) } else { String::new() }
+        if r.groups > 1 {
+            format!(
+                "; {} counter groups counted in turn, each scaled by its own cycles",
+                r.groups
+            )
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -154,10 +197,31 @@ mod tests {
         std::fs::write(t.join("cpu_core/cpus"), "0-15\n").ok();
         let core = HybridCore::read(&t);
         std::fs::remove_dir_all(&t).ok();
-        assert_eq!(core, Some(HybridCore { type_: 8, cpus: Some((0..16).collect()) }));
-        let raw = Encoded { name: "MEM_LOAD_RETIRED.L1_MISS".into(), kind: Kind::Raw, config: 0x8d1, config1: 0, fixed: false };
-        let cycles = Encoded { name: "CPU_CLK_UNHALTED.THREAD".into(), kind: Kind::Hardware, config: 0, config1: 0, fixed: true };
-        let (r, c) = (event(0, &raw, PmuSampling::Count, core.as_ref()), event(0, &cycles, PmuSampling::Count, core.as_ref()));
+        assert_eq!(
+            core,
+            Some(HybridCore {
+                type_: 8,
+                cpus: Some((0..16).collect())
+            })
+        );
+        let raw = Encoded {
+            name: "MEM_LOAD_RETIRED.L1_MISS".into(),
+            kind: Kind::Raw,
+            config: 0x8d1,
+            config1: 0,
+            fixed: false,
+        };
+        let cycles = Encoded {
+            name: "CPU_CLK_UNHALTED.THREAD".into(),
+            kind: Kind::Hardware,
+            config: 0,
+            config1: 0,
+            fixed: true,
+        };
+        let (r, c) = (
+            event(0, &raw, PmuSampling::Count, core.as_ref()),
+            event(0, &cycles, PmuSampling::Count, core.as_ref()),
+        );
         assert_eq!((r.type_, r.config), (8, 0x8d1));
         assert_eq!((c.type_, c.config), (b::PERF_TYPE_HARDWARE, 8 << 32));
         // One `cpu` PMU: the generic types.

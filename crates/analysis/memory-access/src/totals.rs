@@ -46,7 +46,9 @@ impl Totals {
 }
 
 /// Per object, by descending weight (ties: object index).
-pub fn by_object<'a>(accesses: impl IntoIterator<Item = (&'a AccessSample, Location)>) -> Vec<(u32, Totals)> {
+pub fn by_object<'a>(
+    accesses: impl IntoIterator<Item = (&'a AccessSample, Location)>,
+) -> Vec<(u32, Totals)> {
     let mut map: HashMap<u32, Totals> = HashMap::new();
     for (s, loc) in accesses {
         map.entry(loc.object).or_default().add(s);
@@ -55,7 +57,9 @@ pub fn by_object<'a>(accesses: impl IntoIterator<Item = (&'a AccessSample, Locat
 }
 
 /// Per (function, object), by descending weight.
-pub fn by_function<'a>(accesses: impl IntoIterator<Item = (&'a AccessSample, Location)>) -> Vec<((u32, u32), Totals)> {
+pub fn by_function<'a>(
+    accesses: impl IntoIterator<Item = (&'a AccessSample, Location)>,
+) -> Vec<((u32, u32), Totals)> {
     let mut map: HashMap<(u32, u32), Totals> = HashMap::new();
     for (s, loc) in accesses {
         map.entry((s.function, loc.object)).or_default().add(s);

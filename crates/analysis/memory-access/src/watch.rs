@@ -92,7 +92,14 @@ pub(crate) fn start() -> (SampleSender, Watching) {
         let stop = stop.clone();
         std::thread::spawn(move || watch(&shared, &stop))
     };
-    (tx, Watching { stop, observer, watcher })
+    (
+        tx,
+        Watching {
+            stop,
+            observer,
+            watcher,
+        },
+    )
 }
 
 impl Watching {
@@ -101,7 +108,10 @@ impl Watching {
         self.stop.store(true, Ordering::Relaxed);
         let _ = self.observer.join();
         self.watcher.join().unwrap_or_else(|_| Outcome {
-            notes: vec!["watchpoints: the watching thread failed; the collection has no watchpoint hits".into()],
+            notes: vec![
+                "watchpoints: the watching thread failed; the collection has no watchpoint hits"
+                    .into(),
+            ],
             ..Outcome::default()
         })
     }
@@ -129,12 +139,16 @@ fn watch(shared: &Shared, stop: &AtomicBool) -> Outcome {
         }
     };
     if let Some(e) = w.warning() {
-        out.notes.push(format!("watchpoints: fewer slots than asked: {e}"));
+        out.notes
+            .push(format!("watchpoints: fewer slots than asked: {e}"));
     }
     // The schedule counts in traps: priced on this machine, not the 12 us of our guests.
     match calibrate::measure_trap_cost(3) {
         Ok(ns) => (cfg.trap_cost_ns, out.trap_cost_measured) = (ns.max(1), true),
-        Err(e) => out.notes.push(format!("watchpoints: the trap cost was not measured ({e}); {} us assumed", cfg.trap_cost_ns / 1000)),
+        Err(e) => out.notes.push(format!(
+            "watchpoints: the trap cost was not measured ({e}); {} us assumed",
+            cfg.trap_cost_ns / 1000
+        )),
     }
     out.trap_cost_ns = cfg.trap_cost_ns;
     let (mut lines, mut words) = (BTreeSet::new(), BTreeSet::new());
@@ -148,7 +162,12 @@ fn watch(shared: &Shared, stop: &AtomicBool) -> Outcome {
         let rep = run(&mut w, &sets, true, cfg, ROUND, stop);
         out.elapsed_ns += rep.elapsed_ns;
         out.armed_ns += rep.armed_ns;
-        out.charged_ns += rep.sets.iter().map(|s| s.hits).sum::<u64>().saturating_mul(cfg.trap_cost_ns);
+        out.charged_ns += rep
+            .sets
+            .iter()
+            .map(|s| s.hits)
+            .sum::<u64>()
+            .saturating_mul(cfg.trap_cost_ns);
         for (set, stats) in sets.iter().zip(&rep.sets) {
             if stats.windows > 0 {
                 lines.extend(set.iter().map(|w| w.addr() / 64));
@@ -160,7 +179,9 @@ fn watch(shared: &Shared, stop: &AtomicBool) -> Outcome {
             // The program ended: the normal way for watching to stop.
             Some(WatchError::ProcessGone { .. }) => break,
             Some(e) => {
-                out.notes.push(format!("watchpoints: stopped early: {e}; the hits until then are kept"));
+                out.notes.push(format!(
+                    "watchpoints: stopped early: {e}; the hits until then are kept"
+                ));
                 break;
             }
         }
@@ -171,7 +192,10 @@ fn watch(shared: &Shared, stop: &AtomicBool) -> Outcome {
     out.losses = w.losses();
     (out.lines, out.words) = (lines.len(), words.len());
     if out.losses.lost > 0 {
-        out.notes.push(format!("watchpoints: {} hits were lost (ring buffer full)", out.losses.lost));
+        out.notes.push(format!(
+            "watchpoints: {} hits were lost (ring buffer full)",
+            out.losses.lost
+        ));
     }
     out
 }
@@ -202,11 +226,19 @@ pub(crate) fn meta(dir: &ResultDir) -> Option<(String, String)> {
     let n = |k: &str| w[k].as_u64().unwrap_or(0);
     let f = |k: &str| w[k].as_f64().unwrap_or(0.0);
     let secs = n("elapsed_ns") as f64 / 1e9;
-    let armed = if n("elapsed_ns") > 0 { 100.0 * n("armed_ns") as f64 / n("elapsed_ns") as f64 } else { 0.0 };
+    let armed = if n("elapsed_ns") > 0 {
+        100.0 * n("armed_ns") as f64 / n("elapsed_ns") as f64
+    } else {
+        0.0
+    };
     if n("elapsed_ns") == 0 {
         return Some(("Watchpoints".into(), "none armed (see the notes)".into()));
     }
-    let cost = if w["trap_cost_measured"].as_bool() == Some(true) { "measured" } else { "assumed" };
+    let cost = if w["trap_cost_measured"].as_bool() == Some(true) {
+        "measured"
+    } else {
+        "assumed"
+    };
     Some((
         "Watchpoints".into(),
         format!(

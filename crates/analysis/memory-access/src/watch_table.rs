@@ -52,10 +52,17 @@ pub fn write(tables_dir: &Path, hits: &[Hit]) -> Result<(String, String, u64, u6
             Arc::new(UInt64Array::from_iter_values(h.iter().map(|x| x.ip))),
             Arc::new(UInt64Array::from_iter_values(h.iter().map(|x| x.addr))),
             Arc::new(UInt8Array::from_iter_values(h.iter().map(|x| x.len))),
-            Arc::new(StringArray::from_iter_values(h.iter().map(|x| access_name(x.access)))),
+            Arc::new(StringArray::from_iter_values(
+                h.iter().map(|x| access_name(x.access)),
+            )),
         ])
     })?;
-    Ok((WATCH_HITS.to_string(), format!("tables/{WATCH_HITS}.parquet"), hits.len() as u64, n))
+    Ok((
+        WATCH_HITS.to_string(),
+        format!("tables/{WATCH_HITS}.parquet"),
+        hits.len() as u64,
+        n,
+    ))
 }
 
 /// Reads the hits back (no table: none).
@@ -73,8 +80,12 @@ pub fn read(tables_dir: &Path) -> Result<Vec<Hit>, TableError> {
         let len = b.col::<UInt8Array>("len", true)?;
         let access = b.col::<StringArray>("access", true)?;
         for i in 0..b.rows {
-            let a = [Access::Write, Access::Read, Access::ReadOrWrite].into_iter().find(|&a| access_name(a) == access.value(i));
-            let access = a.ok_or_else(|| b.damaged(format!("unknown access '{}' in row {i}", access.value(i))))?;
+            let a = [Access::Write, Access::Read, Access::ReadOrWrite]
+                .into_iter()
+                .find(|&a| access_name(a) == access.value(i));
+            let access = a.ok_or_else(|| {
+                b.damaged(format!("unknown access '{}' in row {i}", access.value(i)))
+            })?;
             out.push(Hit {
                 time_ns: time.value(i),
                 pid: pid.value(i),
@@ -102,7 +113,11 @@ pub fn sample(h: &Hit, function: u32) -> AccessSample {
         function,
         addr: h.addr,
         size: u32::from(h.len),
-        direction: if h.access == Access::Write { Direction::Store } else { Direction::Load },
+        direction: if h.access == Access::Write {
+            Direction::Store
+        } else {
+            Direction::Load
+        },
         weight: 1,
         source: Source::Watchpoint,
         sp: None,
@@ -120,25 +135,58 @@ mod tests {
     use crate::objects::Location;
 
     fn hit(tid: i32, addr: u64, access: Access) -> Hit {
-        Hit { time_ns: 5, pid: 1, tid, cpu: 0, ip: 0x1003, addr, len: 8, access }
+        Hit {
+            time_ns: 5,
+            pid: 1,
+            tid,
+            cpu: 0,
+            ip: 0x1003,
+            addr,
+            len: 8,
+            access,
+        }
     }
 
     #[test]
     fn hits_stay_apart_from_samples_and_confirm_the_line() {
-        let timed = AccessSample { weight: 250_000, source: Source::Registers, direction: Direction::Store, ..sample(&hit(1, 0x1000, Access::Write), 0) };
-        let hits = [hit(1, 0x1000, Access::Write), hit(2, 0x1008, Access::Write), hit(2, 0x1008, Access::ReadOrWrite)];
+        let timed = AccessSample {
+            weight: 250_000,
+            source: Source::Registers,
+            direction: Direction::Store,
+            ..sample(&hit(1, 0x1000, Access::Write), 0)
+        };
+        let hits = [
+            hit(1, 0x1000, Access::Write),
+            hit(2, 0x1008, Access::Write),
+            hit(2, 0x1008, Access::ReadOrWrite),
+        ];
         let mut all = vec![timed];
         all.extend(hits.iter().map(|h| sample(h, 0)));
-        let at = Location { object: 0, offset: 0 };
+        let at = Location {
+            object: 0,
+            offset: 0,
+        };
         let l = &lines(all.iter().map(|s| (s, at)))[0];
         // One time sample: its weight and thread only; the hits are counted apart.
         assert_eq!((l.samples, l.weight, l.threads.len()), (1, 250_000, 1));
         assert_eq!((l.watch_hits, l.watch.len()), (3, 2));
         assert_eq!(l.confirmed, Some(Verdict::FalseSharing));
         // A hit that may be a read makes no writer: one writer is not false sharing.
-        let one = [sample(&hits[0], 0), sample(&hit(2, 0x1008, Access::ReadOrWrite), 0)];
-        assert_eq!(lines(one.iter().map(|s| (s, at)))[0].confirmed, Some(Verdict::None));
-        let same = [sample(&hits[0], 0), sample(&hit(2, 0x1000, Access::Write), 0)];
-        assert_eq!(lines(same.iter().map(|s| (s, at)))[0].confirmed, Some(Verdict::TrueSharing));
+        let one = [
+            sample(&hits[0], 0),
+            sample(&hit(2, 0x1008, Access::ReadOrWrite), 0),
+        ];
+        assert_eq!(
+            lines(one.iter().map(|s| (s, at)))[0].confirmed,
+            Some(Verdict::None)
+        );
+        let same = [
+            sample(&hits[0], 0),
+            sample(&hit(2, 0x1000, Access::Write), 0),
+        ];
+        assert_eq!(
+            lines(same.iter().map(|s| (s, at)))[0].confirmed,
+            Some(Verdict::TrueSharing)
+        );
     }
 }

@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use kairos_symbolize::{file_offset_to_elf_vaddr, ElfInfo, ModuleKey, Symbolizer, SymbolizerOptions};
+use kairos_symbolize::{
+    file_offset_to_elf_vaddr, ElfInfo, ModuleKey, Symbolizer, SymbolizerOptions,
+};
 
 use crate::decode::{Mapping, Trace};
 use crate::{AllocRow, Kind, MemoryData, Site};
@@ -38,7 +40,9 @@ pub fn build(trace: &Trace) -> MemoryData {
                     .map(|&a| {
                         frame_cache
                             .entry(a)
-                            .or_insert_with(|| symbolize(a, &p.maps_exit, &p.maps_start, &mut sym, &mut elfs))
+                            .or_insert_with(|| {
+                                symbolize(a, &p.maps_exit, &p.maps_start, &mut sym, &mut elfs)
+                            })
                             .clone()
                     })
                     .collect();
@@ -87,18 +91,35 @@ fn symbolize(
     elfs: &mut HashMap<String, Option<ElfInfo>>,
 ) -> Frame {
     let Some(m) = find(exit, addr).or_else(|| find(start, addr)) else {
-        return Frame { function: format!("0x{addr:x}"), ..Default::default() };
+        return Frame {
+            function: format!("0x{addr:x}"),
+            ..Default::default()
+        };
     };
-    let mut f = Frame { module: m.path.clone(), function: format!("0x{addr:x}"), ..Default::default() };
+    let mut f = Frame {
+        module: m.path.clone(),
+        function: format!("0x{addr:x}"),
+        ..Default::default()
+    };
     if !m.path.starts_with('/') {
         return f;
     }
-    let elf = elfs.entry(m.path.clone()).or_insert_with(|| ElfInfo::open(&m.path).ok());
+    let elf = elfs
+        .entry(m.path.clone())
+        .or_insert_with(|| ElfInfo::open(&m.path).ok());
     let Some(elf) = elf.as_ref() else { return f };
     // A return address points after the call; the call itself is one byte before.
-    let off = addr.saturating_sub(1).saturating_sub(m.start).saturating_add(m.offset);
-    let Some(vaddr) = file_offset_to_elf_vaddr(elf, off) else { return f };
-    let key = ModuleKey::Elf { path: m.path.clone(), build_id: elf.build_id.clone() };
+    let off = addr
+        .saturating_sub(1)
+        .saturating_sub(m.start)
+        .saturating_add(m.offset);
+    let Some(vaddr) = file_offset_to_elf_vaddr(elf, off) else {
+        return f;
+    };
+    let key = ModuleKey::Elf {
+        path: m.path.clone(),
+        build_id: elf.build_id.clone(),
+    };
     if let Some(frames) = sym.symbolize(&key, &[vaddr]).into_iter().next() {
         // Innermost inlined function last: that is where the call is.
         if let Some(inner) = frames.last() {
@@ -114,7 +135,10 @@ fn symbolize(
 /// their caller, as a user thinks of it.
 fn is_wrapper(f: &Frame) -> bool {
     let base = f.module.rsplit('/').next().unwrap_or("");
-    base.starts_with("libstdc++") || base.starts_with("libc.so") || base.starts_with("libc++") || f.function.starts_with("operator new")
+    base.starts_with("libstdc++")
+        || base.starts_with("libc.so")
+        || base.starts_with("libc++")
+        || f.function.starts_with("operator new")
 }
 
 fn make_site(id: u32, frames: &[Frame]) -> Site {
@@ -132,7 +156,18 @@ fn make_site(id: u32, frames: &[Frame]) -> Site {
         .collect::<Vec<_>>()
         .join(" <- ");
     match pick {
-        Some(f) => Site { id, function: f.function.clone(), file: f.file.clone(), line: f.line, module: f.module.clone(), stack },
-        None => Site { id, stack, ..Default::default() },
+        Some(f) => Site {
+            id,
+            function: f.function.clone(),
+            file: f.file.clone(),
+            line: f.line,
+            module: f.module.clone(),
+            stack,
+        },
+        None => Site {
+            id,
+            stack,
+            ..Default::default()
+        },
     }
 }

@@ -32,8 +32,12 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
 
     let mut dir = session::create_result_dir(req.result_dir.as_deref(), SPEC.result_suffix)?;
     let raw = dir.path().join(RAW_DIR);
-    std::fs::create_dir_all(&raw).map_err(|e| Failure::failed(format!("cannot create {}: {e}", raw.display())))?;
-    let target = kairos_result::Target::Program { program: first.clone(), args: req.program[1..].to_vec() };
+    std::fs::create_dir_all(&raw)
+        .map_err(|e| Failure::failed(format!("cannot create {}: {e}", raw.display())))?;
+    let target = kairos_result::Target::Program {
+        program: first.clone(),
+        args: req.program[1..].to_vec(),
+    };
     session::start_manifest(&mut dir, SPEC.name, &req.knobs, target);
     session::save(&dir)?;
 
@@ -63,7 +67,12 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
             return Err(Failure::failed(format!("'{first}' cannot be executed ({e}); check that it is a program for this machine and has the execute bit")));
         }
     };
-    let run = crate::finish::Run { status, interrupted, seconds: started.elapsed().as_secs_f64(), program: first.clone() };
+    let run = crate::finish::Run {
+        status,
+        interrupted,
+        seconds: started.elapsed().as_secs_f64(),
+        program: first.clone(),
+    };
     crate::finish::finish(&mut dir, run)
 }
 
@@ -73,8 +82,12 @@ pub fn tracker_lib() -> Result<PathBuf, Failure> {
     if let Some(p) = std::env::var_os("KAIROS_MEMTRACK_LIB") {
         return Ok(PathBuf::from(p));
     }
-    let exe = std::env::current_exe().map_err(|e| Failure::failed(format!("cannot find the kairos binary ({e})")))?;
-    let lib = exe.parent().map(|d| d.join("lib").join("libkairos_memtrack.so")).unwrap_or_default();
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::failed(format!("cannot find the kairos binary ({e})")))?;
+    let lib = exe
+        .parent()
+        .map(|d| d.join("lib").join("libkairos_memtrack.so"))
+        .unwrap_or_default();
     if lib.is_file() {
         Ok(lib)
     } else {

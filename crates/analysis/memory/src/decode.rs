@@ -81,7 +81,10 @@ pub struct Trace {
 
 /// Reads a tracker directory. Processes are in start order; their events in time order.
 pub fn read_dir(dir: &Path) -> Result<Trace, Error> {
-    let io = |e: std::io::Error| Error::Io { path: dir.display().to_string(), source: e };
+    let io = |e: std::io::Error| Error::Io {
+        path: dir.display().to_string(),
+        source: e,
+    };
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map_err(io)?
         .filter_map(Result::ok)
@@ -91,14 +94,24 @@ pub fn read_dir(dir: &Path) -> Result<Trace, Error> {
     let mut procs: BTreeMap<(u32, u64), Process> = BTreeMap::new();
     let mut notes = Vec::new();
     for name in &names {
-        let Some((key, rest)) = parse_name(name) else { continue };
-        let p = procs.entry(key).or_insert_with(|| Process { pid: key.0, inst: key.1, ..Default::default() });
+        let Some((key, rest)) = parse_name(name) else {
+            continue;
+        };
+        let p = procs.entry(key).or_insert_with(|| Process {
+            pid: key.0,
+            inst: key.1,
+            ..Default::default()
+        });
         let path = dir.join(name);
         match rest {
             Rest::MapsStart | Rest::MapsExit => {
                 let text = std::fs::read_to_string(&path).unwrap_or_default();
                 let maps = parse_maps(&text);
-                if matches!(rest, Rest::MapsStart) { p.maps_start = maps } else { p.maps_exit = maps }
+                if matches!(rest, Rest::MapsStart) {
+                    p.maps_start = maps
+                } else {
+                    p.maps_exit = maps
+                }
             }
             Rest::Info => {
                 p.exited_cleanly = true;
@@ -112,7 +125,10 @@ pub fn read_dir(dir: &Path) -> Result<Trace, Error> {
                 }
             }
             Rest::Events => {
-                let bytes = std::fs::read(&path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+                let bytes = std::fs::read(&path).map_err(|e| Error::Io {
+                    path: path.display().to_string(),
+                    source: e,
+                })?;
                 match decode_file(&bytes, key.1, &mut p.stacks) {
                     Ok((tid, mut ev, damage)) => {
                         if let Some(d) = damage {
@@ -128,7 +144,10 @@ pub fn read_dir(dir: &Path) -> Result<Trace, Error> {
             }
         }
     }
-    let mut processes: Vec<Process> = procs.into_values().filter(|p| !p.events.is_empty() || p.exited_cleanly).collect();
+    let mut processes: Vec<Process> = procs
+        .into_values()
+        .filter(|p| !p.events.is_empty() || p.exited_cleanly)
+        .collect();
     for p in &mut processes {
         // Stable: within a thread, file order is call order even at equal times.
         p.events.sort_by_key(|e| e.time_ns);
@@ -139,7 +158,10 @@ pub fn read_dir(dir: &Path) -> Result<Trace, Error> {
             ));
         }
         if p.lost > 0 {
-            notes.push(format!("process {}: the tracker could not write {} event batches", p.pid, p.lost));
+            notes.push(format!(
+                "process {}: the tracker could not write {} event batches",
+                p.pid, p.lost
+            ));
         }
     }
     processes.sort_by_key(|p| p.inst);
@@ -187,13 +209,19 @@ fn word32(b: &[u8], at: usize) -> Option<u32> {
 
 /// Decodes one `.kmt` file: its thread id, events, and the damage found, if any.
 /// `inst` is the process start (ns) that relative times are counted from.
-pub fn decode_file(b: &[u8], inst: u64, stacks: &mut Stacks) -> Result<(u32, Vec<RawEvent>, Option<String>), String> {
+pub fn decode_file(
+    b: &[u8],
+    inst: u64,
+    stacks: &mut Stacks,
+) -> Result<(u32, Vec<RawEvent>, Option<String>), String> {
     if b.len() < HEADER || &b[..8] != MAGIC {
         return Err("not a Kairos allocation-tracker file (bad header)".into());
     }
     let version = word32(b, 8).unwrap_or(0);
     if version != 1 {
-        return Err(format!("format version {version}, this Kairos reads version 1"));
+        return Err(format!(
+            "format version {version}, this Kairos reads version 1"
+        ));
     }
     let tid = word32(b, 16).unwrap_or(0);
     let tsc = word32(b, 20).unwrap_or(0) == 1;
@@ -236,7 +264,11 @@ pub fn decode_file(b: &[u8], inst: u64, stacks: &mut Stacks) -> Result<(u32, Vec
         for (i, w) in h.iter_mut().enumerate().take(head) {
             *w = word(b, at + 8 * i).unwrap_or(0);
         }
-        let (size, depth) = if head > 2 { (h[2] & mask, (h[2] >> 56) as usize) } else { (0, 0) };
+        let (size, depth) = if head > 2 {
+            (h[2] & mask, (h[2] >> 56) as usize)
+        } else {
+            (0, 0)
+        };
         if depth as u64 > MAX_DEPTH {
             damage = Some(format!("impossible stack depth {depth} at byte {at}"));
             break;
@@ -251,7 +283,8 @@ pub fn decode_file(b: &[u8], inst: u64, stacks: &mut Stacks) -> Result<(u32, Vec
             *f = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
         }
         let stack = (depth > 0).then(|| stacks.intern(&frames[..depth]));
-        let t0 = matches!(kind, Kind::Munmap | Kind::Mremap) || (kind == Kind::Realloc && h[3] != 0);
+        let t0 =
+            matches!(kind, Kind::Munmap | Kind::Mremap) || (kind == Kind::Realloc && h[3] != 0);
         events.push(RawEvent {
             time_ns: time,
             t0_ns: if t0 { Some(h[5] & mask) } else { None },
@@ -285,7 +318,11 @@ pub fn decode_file(b: &[u8], inst: u64, stacks: &mut Stacks) -> Result<(u32, Vec
 fn ticks_to_ns(anchors: &[(u64, u64)], t: u64) -> Option<u64> {
     let (first, last) = (anchors.first()?, anchors.last()?);
     let slope = |a: &(u64, u64), b: &(u64, u64)| -> f64 {
-        if b.0 > a.0 { (b.1 as f64 - a.1 as f64) / (b.0 as f64 - a.0 as f64) } else { 1.0 }
+        if b.0 > a.0 {
+            (b.1 as f64 - a.1 as f64) / (b.0 as f64 - a.0 as f64)
+        } else {
+            1.0
+        }
     };
     let i = anchors.partition_point(|a| a.0 <= t);
     let (a, s) = if i == 0 || i >= anchors.len() {
@@ -325,7 +362,10 @@ mod tests {
         let mut st = Stacks::default();
         let (tid, ev, dmg) = decode_file(&b, 100, &mut st).expect("valid");
         assert_eq!((tid, ev.len(), dmg), (11, 2, None));
-        assert_eq!(st.list[ev[0].stack.expect("stack") as usize], vec![0xaaa, 0xbbb]);
+        assert_eq!(
+            st.list[ev[0].stack.expect("stack") as usize],
+            vec![0xaaa, 0xbbb]
+        );
         assert_eq!(ev[0].time_ns, 105);
         assert_eq!(ev[1].kind, Kind::Free);
         // Every prefix decodes without panicking.
@@ -350,8 +390,14 @@ mod tests {
 
     #[test]
     fn names() {
-        assert!(matches!(parse_name("12-345-0.kmt"), Some(((12, 345), Rest::Events))));
-        assert!(matches!(parse_name("12-345.maps.exit"), Some(((12, 345), Rest::MapsExit))));
+        assert!(matches!(
+            parse_name("12-345-0.kmt"),
+            Some(((12, 345), Rest::Events))
+        ));
+        assert!(matches!(
+            parse_name("12-345.maps.exit"),
+            Some(((12, 345), Rest::MapsExit))
+        ));
         assert!(parse_name("junk").is_none());
     }
 }

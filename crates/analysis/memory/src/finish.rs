@@ -25,7 +25,8 @@ pub(crate) fn finish(dir: &mut ResultDir, run: Run) -> Result<(), Failure> {
     // faults and CPU times `kairos compare` shows (the tracker's own faults included).
     let process = session::children_rusage();
     let raw = dir.path().join(crate::collect::RAW_DIR);
-    let trace = decode::read_dir(&raw).map_err(|e| Failure::failed(format!("cannot read the tracker's files: {e}")))?;
+    let trace = decode::read_dir(&raw)
+        .map_err(|e| Failure::failed(format!("cannot read the tracker's files: {e}")))?;
     if trace.processes.is_empty() {
         let _ = std::fs::remove_dir_all(dir.path());
         if let Some(sig) = run.interrupted {
@@ -45,8 +46,16 @@ pub(crate) fn finish(dir: &mut ResultDir, run: Run) -> Result<(), Failure> {
         let written = tables::write(&dir.tables_path(), &data);
         (written, summary.join())
     });
-    let st = st.map_err(|_| Failure::failed("the analysis of the allocation events failed unexpectedly; please report this"))?;
-    let infos = written.map_err(|e| Failure::failed(format!("cannot write the result tables: {e}; check free disk space and permissions")))?;
+    let st = st.map_err(|_| {
+        Failure::failed(
+            "the analysis of the allocation events failed unexpectedly; please report this",
+        )
+    })?;
+    let infos = written.map_err(|e| {
+        Failure::failed(format!(
+            "cannot write the result tables: {e}; check free disk space and permissions"
+        ))
+    })?;
     {
         let m = dir.manifest_mut();
         m.duration_secs = Some(run.seconds);
@@ -57,16 +66,30 @@ pub(crate) fn finish(dir: &mut ResultDir, run: Run) -> Result<(), Failure> {
         m.target_exit = Some(session::exit_of(run.status));
         m.notes.extend(data.notes.iter().cloned());
         m.extra.insert("process".into(), process);
-        m.tables = infos.into_iter().map(|(name, file, rows, bytes)| TableInfo { name, file, rows, bytes }).collect();
+        m.tables = infos
+            .into_iter()
+            .map(|(name, file, rows, bytes)| TableInfo {
+                name,
+                file,
+                rows,
+                bytes,
+            })
+            .collect();
     }
     session::save(dir)?;
     let mut doc = reports::summary(&data, &st, &crate::run_report::meta(dir), 10);
     doc.title = Some("Memory consumption".into());
     print!("{}", doc.to_text());
     crate::run_report::print_notes(dir, &st);
-    println!("\nResult: {}  (see `kairos report allocations -r {}`)", dir.path().display(), dir.path().display());
+    println!(
+        "\nResult: {}  (see `kairos report allocations -r {}`)",
+        dir.path().display(),
+        dir.path().display()
+    );
     if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&run.status) {
-        eprintln!("kairos: the target was killed by signal {sig}; the result covers it up to that point");
+        eprintln!(
+            "kairos: the target was killed by signal {sig}; the result covers it up to that point"
+        );
     }
     Ok(())
 }

@@ -13,10 +13,18 @@ use crate::{AllocRow, Kind};
 pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
     let format = kairos_session::report_format(req)?;
     let dir = kairos_session::open_result(&req.result_dir)?;
-    let data = crate::tables::read(&dir.tables_path())
-        .map_err(|e| Failure::failed(format!("result {} is damaged: {e}; collect it again", req.result_dir.display())))?;
+    let data = crate::tables::read(&dir.tables_path()).map_err(|e| {
+        Failure::failed(format!(
+            "result {} is damaged: {e}; collect it again",
+            req.result_dir.display()
+        ))
+    })?;
     let program = match &dir.manifest().target {
-        Some(kairos_result::Target::Program { program, args }) => format!("{program} {}", args.join(" ")).trim_end().to_string(),
+        Some(kairos_result::Target::Program { program, args }) => {
+            format!("{program} {}", args.join(" "))
+                .trim_end()
+                .to_string()
+        }
         _ => "PROGRAM".into(),
     };
     // The glibc Kairos runs on is the one the program gets on this machine.
@@ -36,7 +44,11 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
     ]);
     for p in &plans {
         t.push_row(vec![
-            Cell::text(if p.page_size == MIB2 { "2 MiB" } else { "1 GiB" }),
+            Cell::text(if p.page_size == MIB2 {
+                "2 MiB"
+            } else {
+                "1 GiB"
+            }),
             Cell::UInt(p.pool_blocks),
             Cell::UInt(p.pool_pages),
             Cell::UInt(p.arena_pages),
@@ -123,5 +135,13 @@ fn op(r: &AllocRow) -> Op {
         Kind::Munmap => OpKind::Munmap,
         _ => OpKind::Other,
     };
-    Op { time_ns: r.time_ns, process: r.process, kind, address: r.address, size: r.size, old_address: r.old_address, anonymous: r.anonymous }
+    Op {
+        time_ns: r.time_ns,
+        process: r.process,
+        kind,
+        address: r.address,
+        size: r.size,
+        old_address: r.old_address,
+        anonymous: r.anonymous,
+    }
 }

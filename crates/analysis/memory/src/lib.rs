@@ -23,10 +23,10 @@ pub mod replay;
 pub mod reports;
 mod run_report;
 mod spec;
-pub use spec::SPEC;
 /// For analyses that run the tracker in their own collection (memory-access).
 pub use collect::{tracker_lib, RAW_DIR};
 pub use loadable::check_loadable;
+pub use spec::SPEC;
 pub mod tables;
 
 /// One call the tracker intercepted.
@@ -87,13 +87,18 @@ impl Kind {
     }
 
     pub fn parse(s: &str) -> Option<Kind> {
-        (1..=12).filter_map(Kind::from_code).find(|k| k.as_str() == s)
+        (1..=12)
+            .filter_map(Kind::from_code)
+            .find(|k| k.as_str() == s)
     }
 
     /// Calls that hand out a new heap block (realloc is handled apart).
     pub fn is_heap_alloc(self) -> bool {
         use Kind::*;
-        matches!(self, Malloc | Calloc | PosixMemalign | AlignedAlloc | Memalign | Valloc | Pvalloc)
+        matches!(
+            self,
+            Malloc | Calloc | PosixMemalign | AlignedAlloc | Memalign | Valloc | Pvalloc
+        )
     }
 }
 
@@ -150,7 +155,11 @@ impl Site {
         } else if !self.function.is_empty() {
             self.function.clone()
         } else if !self.module.is_empty() {
-            self.module.rsplit('/').next().unwrap_or(&self.module).to_string()
+            self.module
+                .rsplit('/')
+                .next()
+                .unwrap_or(&self.module)
+                .to_string()
         } else {
             "[unknown]".into()
         }

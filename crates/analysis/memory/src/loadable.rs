@@ -11,7 +11,9 @@ use kairos_analysis_api::Failure;
 /// interpreter is what runs.
 pub fn check_loadable(program: &Path, name: &str) -> Result<(), Failure> {
     use std::os::unix::fs::PermissionsExt;
-    let Ok(bytes) = std::fs::read(program) else { return Ok(()) };
+    let Ok(bytes) = std::fs::read(program) else {
+        return Ok(());
+    };
     if bytes.starts_with(b"#!") {
         return Ok(());
     }
@@ -41,8 +43,11 @@ fn elf_interp(b: &[u8]) -> Option<bool> {
         let s = b.get(at..at + n)?;
         Some(s.iter().rev().fold(0u64, |acc, &x| acc << 8 | u64::from(x)))
     };
-    let (phoff, phentsize, phnum) =
-        if is64 { (rd(0x20, 8)?, rd(0x36, 2)?, rd(0x38, 2)?) } else { (rd(0x1c, 4)?, rd(0x2a, 2)?, rd(0x2c, 2)?) };
+    let (phoff, phentsize, phnum) = if is64 {
+        (rd(0x20, 8)?, rd(0x36, 2)?, rd(0x38, 2)?)
+    } else {
+        (rd(0x1c, 4)?, rd(0x2a, 2)?, rd(0x2c, 2)?)
+    };
     const PT_INTERP: u64 = 3;
     for i in 0..phnum.min(4096) {
         let at = usize::try_from(phoff.checked_add(i.checked_mul(phentsize)?)?).ok()?;

@@ -108,20 +108,43 @@ pub struct Stats {
 
 /// One step of the replay: a release or an acquisition, at a time.
 enum Step {
-    Release { process: u32, addr: u64 },
-    Acquire { process: u32, addr: u64, size: u64, object: ObjectKey },
-    Unmap { process: u32, addr: u64, len: u64 },
-    Map { process: u32, addr: u64, len: u64 },
+    Release {
+        process: u32,
+        addr: u64,
+    },
+    Acquire {
+        process: u32,
+        addr: u64,
+        size: u64,
+        object: ObjectKey,
+    },
+    Unmap {
+        process: u32,
+        addr: u64,
+        len: u64,
+    },
+    Map {
+        process: u32,
+        addr: u64,
+        len: u64,
+    },
 }
 
 /// Power-of-two bucket of a size.
 pub fn size_class(size: u64) -> usize {
-    if size == 0 { 0 } else { 64 - size.leading_zeros() as usize }
+    if size == 0 {
+        0
+    } else {
+        64 - size.leading_zeros() as usize
+    }
 }
 
 /// Replays `rows` (any order); `bucket_ns` is the timeline's bucket width (0: no timeline).
 pub fn replay(rows: &[AllocRow], bucket_ns: u64) -> Stats {
-    let mut st = Stats { histogram: vec![(0, 0); 65], ..Default::default() };
+    let mut st = Stats {
+        histogram: vec![(0, 0); 65],
+        ..Default::default()
+    };
     // Releases happen at the time before the call, acquisitions after it: expand, then sort.
     let mut steps: Vec<(u64, u8, Step)> = Vec::with_capacity(rows.len() + rows.len() / 4);
     let mut threads = std::collections::HashSet::new();
@@ -146,36 +169,100 @@ pub fn replay(rows: &[AllocRow], bucket_ns: u64) -> Stats {
         match r.kind {
             k if k.is_heap_alloc() => {
                 count_block(&mut st);
-                steps.push((r.time_ns, 1, Step::Acquire { process: r.process, addr: r.address, size: r.size, object }));
+                steps.push((
+                    r.time_ns,
+                    1,
+                    Step::Acquire {
+                        process: r.process,
+                        addr: r.address,
+                        size: r.size,
+                        object,
+                    },
+                ));
             }
             Kind::Realloc => {
                 let old = r.old_address.unwrap_or(0);
                 if old != 0 {
                     st.reallocs += 1;
-                    steps.push((release_t, 0, Step::Release { process: r.process, addr: old }));
+                    steps.push((
+                        release_t,
+                        0,
+                        Step::Release {
+                            process: r.process,
+                            addr: old,
+                        },
+                    ));
                 }
                 if r.address != 0 {
                     count_block(&mut st);
-                    steps.push((r.time_ns, 1, Step::Acquire { process: r.process, addr: r.address, size: r.size, object }));
+                    steps.push((
+                        r.time_ns,
+                        1,
+                        Step::Acquire {
+                            process: r.process,
+                            addr: r.address,
+                            size: r.size,
+                            object,
+                        },
+                    ));
                 } else {
                     st.frees += 1;
                 }
             }
             Kind::Free => {
                 st.frees += 1;
-                steps.push((r.time_ns, 0, Step::Release { process: r.process, addr: r.address }));
+                steps.push((
+                    r.time_ns,
+                    0,
+                    Step::Release {
+                        process: r.process,
+                        addr: r.address,
+                    },
+                ));
             }
             Kind::Mmap if r.anonymous == Some(true) => {
                 st.mmap_bytes += r.size;
                 st.mmap_regions += 1;
-                steps.push((r.time_ns, 1, Step::Map { process: r.process, addr: r.address, len: r.size }));
+                steps.push((
+                    r.time_ns,
+                    1,
+                    Step::Map {
+                        process: r.process,
+                        addr: r.address,
+                        len: r.size,
+                    },
+                ));
             }
             Kind::Mmap => st.file_mappings += 1,
-            Kind::Munmap => steps.push((release_t, 0, Step::Unmap { process: r.process, addr: r.address, len: r.size })),
+            Kind::Munmap => steps.push((
+                release_t,
+                0,
+                Step::Unmap {
+                    process: r.process,
+                    addr: r.address,
+                    len: r.size,
+                },
+            )),
             Kind::Mremap => {
                 let (old, old_len) = (r.old_address.unwrap_or(0), r.old_size.unwrap_or(0));
-                steps.push((release_t, 0, Step::Unmap { process: r.process, addr: old, len: old_len }));
-                steps.push((r.time_ns, 1, Step::Map { process: r.process, addr: r.address, len: r.size }));
+                steps.push((
+                    release_t,
+                    0,
+                    Step::Unmap {
+                        process: r.process,
+                        addr: old,
+                        len: old_len,
+                    },
+                ));
+                steps.push((
+                    r.time_ns,
+                    1,
+                    Step::Map {
+                        process: r.process,
+                        addr: r.address,
+                        len: r.size,
+                    },
+                ));
                 st.mmap_bytes += r.size.saturating_sub(old_len);
             }
             _ => {}
@@ -192,7 +279,12 @@ pub fn replay(rows: &[AllocRow], bucket_ns: u64) -> Stats {
     let bucket_of = |t: u64| t.checked_div(bucket_ns).unwrap_or(0) as usize;
     if bucket_ns > 0 {
         let n = bucket_of(st.end_ns) + 1;
-        st.timeline = (0..n).map(|i| Bucket { start_ns: i as u64 * bucket_ns, ..Default::default() }).collect();
+        st.timeline = (0..n)
+            .map(|i| Bucket {
+                start_ns: i as u64 * bucket_ns,
+                ..Default::default()
+            })
+            .collect();
     }
     let mut touched = vec![false; st.timeline.len()];
     for (t, _, step) in steps {
@@ -200,7 +292,12 @@ pub fn replay(rows: &[AllocRow], bucket_ns: u64) -> Stats {
             *x = true;
         }
         match step {
-            Step::Acquire { process, addr, size, object } => {
+            Step::Acquire {
+                process,
+                addr,
+                size,
+                object,
+            } => {
                 // An address handed out twice without a free in between means the free was
                 // not seen (or came from untracked code): release the stale block first.
                 if let Some((old, _)) = live.insert((process, addr), (size, object)) {
@@ -327,8 +424,14 @@ mod tests {
         let s = replay(&rows, 2);
         assert_eq!((s.heap_bytes, s.heap_blocks, s.reallocs), (115, 3, 1));
         assert_eq!((s.peak_heap_bytes, s.peak_time_ns), (105, 4));
-        assert_eq!((s.leaked_bytes, s.leaked_blocks, s.unknown_frees), (5, 1, 1));
-        assert_eq!((s.mmap_bytes, s.mmap_peak, s.mmap_at_exit), (8192, 8192, 4096));
+        assert_eq!(
+            (s.leaked_bytes, s.leaked_blocks, s.unknown_frees),
+            (5, 1, 1)
+        );
+        assert_eq!(
+            (s.mmap_bytes, s.mmap_peak, s.mmap_at_exit),
+            (8192, 8192, 4096)
+        );
         assert_eq!(s.histogram[size_class(100)], (1, 100));
         assert_eq!(s.timeline.len(), 5);
         assert_eq!(s.timeline[4].heap_end, 5);

@@ -12,7 +12,9 @@ fn b(v: u64) -> Cell {
 
 /// VTune-style object name: `file:line (size B)`.
 pub fn object_name(site: Option<&Site>, size: u64) -> String {
-    let loc = site.map(Site::location).unwrap_or_else(|| "[no stack: below min-object-size]".into());
+    let loc = site
+        .map(Site::location)
+        .unwrap_or_else(|| "[no stack: below min-object-size]".into());
     format!("{loc} ({size} B)")
 }
 
@@ -30,7 +32,8 @@ pub fn summary(data: &MemoryData, st: &Stats, meta: &[(String, String)], top: us
     s.push("Events", b(data.rows.len() as u64));
     d.push_section(s);
 
-    let mut h = Section::new("Heap (malloc, calloc, realloc, memalign family; C++ new through malloc)");
+    let mut h =
+        Section::new("Heap (malloc, calloc, realloc, memalign family; C++ new through malloc)");
     h.push("Total allocated (B)", b(st.heap_bytes));
     h.push("Total blocks", b(st.heap_blocks));
     h.push("of which realloc", b(st.reallocs));
@@ -70,7 +73,12 @@ pub fn allocations(data: &MemoryData, st: &Stats, limit: Option<usize>) -> Table
         Column::left("Stack"),
     ]);
     let mut objs: Vec<_> = st.objects.iter().collect();
-    objs.sort_by(|a, b| b.1.bytes.cmp(&a.1.bytes).then(b.1.blocks.cmp(&a.1.blocks)).then(a.0.cmp(b.0)));
+    objs.sort_by(|a, b| {
+        b.1.bytes
+            .cmp(&a.1.bytes)
+            .then(b.1.blocks.cmp(&a.1.blocks))
+            .then(a.0.cmp(b.0))
+    });
     let n = objs.len();
     for (&(site, size), o) in objs.into_iter().take(limit.unwrap_or(usize::MAX)) {
         let s = site.and_then(|i| data.sites.get(i as usize));
@@ -86,7 +94,10 @@ pub fn allocations(data: &MemoryData, st: &Stats, limit: Option<usize>) -> Table
     }
     if let Some(l) = limit {
         if n > l {
-            t.push_note(format!("{} more objects not shown (--limit 0 shows all)", n - l));
+            t.push_note(format!(
+                "{} more objects not shown (--limit 0 shows all)",
+                n - l
+            ));
         }
     }
     t
@@ -111,7 +122,12 @@ pub fn sizes(st: &Stats) -> Table {
             let lo = 1u128 << (i - 1);
             format!("{lo}-{}", (lo << 1) - 1)
         };
-        t.push_row(vec![Cell::text(label), b(blocks), b(bytes), Cell::Percent(blocks as f64 * 100.0 / total)]);
+        t.push_row(vec![
+            Cell::text(label),
+            b(blocks),
+            b(bytes),
+            Cell::Percent(blocks as f64 * 100.0 / total),
+        ]);
     }
     t
 }
@@ -128,7 +144,15 @@ pub fn heap_timeline(st: &Stats) -> Table {
         Column::right("Frees"),
     ]);
     for k in &st.timeline {
-        t.push_row(vec![Cell::ns(k.start_ns), b(k.heap_end), b(k.heap_max), b(k.mmap_end), b(k.allocations), b(k.allocated_bytes), b(k.frees)]);
+        t.push_row(vec![
+            Cell::ns(k.start_ns),
+            b(k.heap_end),
+            b(k.heap_max),
+            b(k.mmap_end),
+            b(k.allocations),
+            b(k.allocated_bytes),
+            b(k.frees),
+        ]);
     }
     t
 }

@@ -5,7 +5,10 @@ use kairos_analysis_api::{AnalysisSpec, KnobSpec, ReportSpec};
 fn bytes(v: &str) -> Result<(), String> {
     match v.parse::<u64>() {
         Ok(n) if n <= 1 << 40 => Ok(()),
-        _ => Err("a whole number of bytes from 0 to 1099511627776 (1 tracks every block with its stack)".into()),
+        _ => Err(
+            "a whole number of bytes from 0 to 1099511627776 (1 tracks every block with its stack)"
+                .into(),
+        ),
     }
 }
 

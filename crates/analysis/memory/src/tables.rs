@@ -44,35 +44,54 @@ fn sites_schema() -> Schema {
 }
 
 /// Writes both tables into `tables_dir`; returns (name, file name relative to the result, rows, bytes).
-pub fn write(tables_dir: &Path, data: &MemoryData) -> Result<Vec<(String, String, u64, u64)>, Error> {
+pub fn write(
+    tables_dir: &Path,
+    data: &MemoryData,
+) -> Result<Vec<(String, String, u64, u64)>, Error> {
     let mut out = Vec::new();
-    let a = write_one(tables_dir, ALLOCATIONS, allocations_schema(), data.rows.len(), |r| {
-        let s = &data.rows[r];
-        Ok(vec![
-            Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.time_ns))) as ArrayRef,
-            Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.release_time_ns))),
-            Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.process))),
-            Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.pid))),
-            Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.tid))),
-            Arc::new(StringArray::from_iter_values(s.iter().map(|x| x.kind.as_str()))),
-            Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.address))),
-            Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.size))),
-            Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.old_address))),
-            Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.old_size))),
-            Arc::new(BooleanArray::from_iter(s.iter().map(|x| x.anonymous))),
-            Arc::new(UInt32Array::from_iter(s.iter().map(|x| x.site))),
-        ])
-    })?;
+    let a = write_one(
+        tables_dir,
+        ALLOCATIONS,
+        allocations_schema(),
+        data.rows.len(),
+        |r| {
+            let s = &data.rows[r];
+            Ok(vec![
+                Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.time_ns))) as ArrayRef,
+                Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.release_time_ns))),
+                Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.process))),
+                Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.pid))),
+                Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.tid))),
+                Arc::new(StringArray::from_iter_values(
+                    s.iter().map(|x| x.kind.as_str()),
+                )),
+                Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.address))),
+                Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.size))),
+                Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.old_address))),
+                Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.old_size))),
+                Arc::new(BooleanArray::from_iter(s.iter().map(|x| x.anonymous))),
+                Arc::new(UInt32Array::from_iter(s.iter().map(|x| x.site))),
+            ])
+        },
+    )?;
     out.push(a);
     let s = write_one(tables_dir, SITES, sites_schema(), data.sites.len(), |r| {
         let s = &data.sites[r];
         Ok(vec![
             Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.id))) as ArrayRef,
-            Arc::new(StringArray::from_iter_values(s.iter().map(|x| x.function.as_str()))),
-            Arc::new(StringArray::from_iter_values(s.iter().map(|x| x.file.as_str()))),
+            Arc::new(StringArray::from_iter_values(
+                s.iter().map(|x| x.function.as_str()),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                s.iter().map(|x| x.file.as_str()),
+            )),
             Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.line))),
-            Arc::new(StringArray::from_iter_values(s.iter().map(|x| x.module.as_str()))),
-            Arc::new(StringArray::from_iter_values(s.iter().map(|x| x.stack.as_str()))),
+            Arc::new(StringArray::from_iter_values(
+                s.iter().map(|x| x.module.as_str()),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                s.iter().map(|x| x.stack.as_str()),
+            )),
         ])
     })?;
     out.push(s);
@@ -88,17 +107,29 @@ fn write_one(
 ) -> Result<(String, String, u64, u64), Error> {
     // Dictionaries only where values repeat (kind, ids, sizes, sites).
     let opts = WriteOptions {
-        dictionary: &["kind", "process", "pid", "tid", "size", "site", "function", "file", "module"],
+        dictionary: &[
+            "kind", "process", "pid", "tid", "size", "site", "function", "file", "module",
+        ],
         created_by: format!("kairos {}", env!("CARGO_PKG_VERSION")),
         ..WriteOptions::default()
     };
     let path = dir.join(format!("{name}.parquet"));
-    let bytes = kairos_table::write(&path, schema, rows, &opts, |r| cols(r).map_err(|e| e.to_string()))?;
-    Ok((name.to_string(), format!("tables/{name}.parquet"), rows as u64, bytes))
+    let bytes = kairos_table::write(&path, schema, rows, &opts, |r| {
+        cols(r).map_err(|e| e.to_string())
+    })?;
+    Ok((
+        name.to_string(),
+        format!("tables/{name}.parquet"),
+        rows as u64,
+        bytes,
+    ))
 }
 
 /// Column `name` of batch `b`: nulls allowed, the schema says where they may be.
-fn col<'a, T: Array + 'static>(b: &Batch<'a>, name: &str) -> Result<&'a T, kairos_table::TableError> {
+fn col<'a, T: Array + 'static>(
+    b: &Batch<'a>,
+    name: &str,
+) -> Result<&'a T, kairos_table::TableError> {
     b.col::<T>(name, true)
 }
 
@@ -120,7 +151,8 @@ pub fn read(tables_dir: &Path) -> Result<MemoryData, Error> {
         let anon = col::<BooleanArray>(b, "anonymous")?;
         let site = col::<UInt32Array>(b, "site")?;
         for i in 0..b.rows {
-            let k = Kind::parse(kind.value(i)).ok_or_else(|| b.damaged(format!("unknown kind '{}' in row {i}", kind.value(i))))?;
+            let k = Kind::parse(kind.value(i))
+                .ok_or_else(|| b.damaged(format!("unknown kind '{}' in row {i}", kind.value(i))))?;
             data.rows.push(AllocRow {
                 time_ns: time.value(i),
                 release_time_ns: opt(rel, i),
@@ -159,11 +191,26 @@ pub fn read(tables_dir: &Path) -> Result<MemoryData, Error> {
         Ok(())
     })?;
     // Site ids are row numbers; anything else is a damaged table.
-    if data.sites.iter().enumerate().any(|(i, s)| s.id as usize != i) {
-        return Err(Error::Damaged { path: spath.display().to_string(), detail: "site ids are not row numbers".into() });
+    if data
+        .sites
+        .iter()
+        .enumerate()
+        .any(|(i, s)| s.id as usize != i)
+    {
+        return Err(Error::Damaged {
+            path: spath.display().to_string(),
+            detail: "site ids are not row numbers".into(),
+        });
     }
-    if let Some(r) = data.rows.iter().find(|r| r.site.is_some_and(|s| s as usize >= data.sites.len())) {
-        return Err(Error::Damaged { path: apath.display().to_string(), detail: format!("site {:?} does not exist", r.site) });
+    if let Some(r) = data
+        .rows
+        .iter()
+        .find(|r| r.site.is_some_and(|s| s as usize >= data.sites.len()))
+    {
+        return Err(Error::Damaged {
+            path: apath.display().to_string(),
+            detail: format!("site {:?} does not exist", r.site),
+        });
     }
     Ok(data)
 }
@@ -190,7 +237,14 @@ mod tests {
                 anonymous: None,
                 site: Some(0),
             }],
-            sites: vec![Site { id: 0, function: "f".into(), file: "a.c".into(), line: 3, module: "/bin/x".into(), stack: "f (a.c:3)".into() }],
+            sites: vec![Site {
+                id: 0,
+                function: "f".into(),
+                file: "a.c".into(),
+                line: 3,
+                module: "/bin/x".into(),
+                stack: "f (a.c:3)".into(),
+            }],
             notes: vec![],
         };
         write(dir.path(), &data).expect("write");

@@ -1,6 +1,8 @@
 //! The one list of Kairos analyses; see the README.
 
-pub use kairos_analysis_api::{AnalysisSpec, CollectRequest, Failure, KnobError, Knobs, ReportRequest, ReportSpec, TargetStep};
+pub use kairos_analysis_api::{
+    AnalysisSpec, CollectRequest, Failure, KnobError, Knobs, ReportRequest, ReportSpec, TargetStep,
+};
 
 /// Every analysis, in the order menus show them. Adding one is one line here. The first
 /// reads the results no analysis claims (imported or older ones): sampled profiles.
@@ -32,7 +34,10 @@ pub fn for_report(name: &str) -> Result<&'static AnalysisSpec, Failure> {
     let mut all: Vec<&str> = ANALYSES.iter().flat_map(|a| a.report_names()).collect();
     all.sort_unstable();
     all.dedup();
-    Err(Failure::usage(format!("unknown report '{name}'; the reports are: {}", all.join(", "))))
+    Err(Failure::usage(format!(
+        "unknown report '{name}'; the reports are: {}",
+        all.join(", ")
+    )))
 }
 
 /// The names, for sentences.
@@ -42,7 +47,10 @@ pub fn names() -> Vec<&'static str> {
 
 /// Why `name` is not an analysis, listing the ones there are.
 pub fn unknown(name: &str) -> String {
-    format!("unknown analysis '{name}'; the analyses are: {}", names().join(", "))
+    format!(
+        "unknown analysis '{name}'; the analyses are: {}",
+        names().join(", ")
+    )
 }
 
 /// An analysis's verdict on a machine: can it run, and what it lacks or uses.
@@ -88,15 +96,30 @@ mod tests {
         let mut suffixes: Vec<_> = ANALYSES.iter().map(|a| a.result_suffix).collect();
         suffixes.sort_unstable();
         suffixes.dedup();
-        assert_eq!(suffixes.len(), ANALYSES.len(), "each analysis has its own rNNN suffix");
+        assert_eq!(
+            suffixes.len(),
+            ANALYSES.len(),
+            "each analysis has its own rNNN suffix"
+        );
         for a in ANALYSES {
             let mut r = a.report_names();
             r.sort_unstable();
             r.dedup();
-            assert_eq!(r.len(), a.reports.len(), "{}: a report listed twice", a.name);
+            assert_eq!(
+                r.len(),
+                a.reports.len(),
+                "{}: a report listed twice",
+                a.name
+            );
             assert!(a.has_report("summary"), "{} has a summary report", a.name);
             for k in a.knobs {
-                assert!((k.check)(k.default).is_ok(), "{}: default {}={} fails its own check", a.name, k.name, k.default);
+                assert!(
+                    (k.check)(k.default).is_ok(),
+                    "{}: default {}={} fails its own check",
+                    a.name,
+                    k.name,
+                    k.default
+                );
             }
         }
     }
@@ -105,9 +128,18 @@ mod tests {
     fn every_report_entry_refuses_a_report_its_spec_lacks() {
         // Before touching the result: the directory does not exist.
         for a in ANALYSES {
-            let req = ReportRequest { report: "no-such-report".into(), result_dir: "/nonexistent".into(), format: "text".into(), ..Default::default() };
+            let req = ReportRequest {
+                report: "no-such-report".into(),
+                result_dir: "/nonexistent".into(),
+                format: "text".into(),
+                ..Default::default()
+            };
             match (a.report)(&req) {
-                Err(Failure::Usage(s)) => assert!(s.contains("unknown report 'no-such-report'") && s.contains(a.name), "{}: {s}", a.name),
+                Err(Failure::Usage(s)) => assert!(
+                    s.contains("unknown report 'no-such-report'") && s.contains(a.name),
+                    "{}: {s}",
+                    a.name
+                ),
                 other => panic!("{}: {other:?}", a.name),
             }
         }
@@ -116,18 +148,32 @@ mod tests {
     #[test]
     fn results_find_the_analysis_of_their_reports() {
         assert!(!ANALYSES.is_empty());
-        assert_eq!(for_kind(Some("memory-consumption")).name, "memory-consumption");
+        assert_eq!(
+            for_kind(Some("memory-consumption")).name,
+            "memory-consumption"
+        );
         assert_eq!(for_kind(Some("from-the-future")).name, ANALYSES[0].name);
         assert_eq!(for_kind(None).name, ANALYSES[0].name);
-        assert_eq!(for_report("allocations").map(|a| a.name), Ok("memory-consumption"));
+        assert_eq!(
+            for_report("allocations").map(|a| a.name),
+            Ok("memory-consumption")
+        );
         let e = for_report("flamegraph").unwrap_err();
-        assert!(e.is_usage() && e.to_string().contains("unknown report 'flamegraph'; the reports are: "), "{e}");
+        assert!(
+            e.is_usage()
+                && e.to_string()
+                    .contains("unknown report 'flamegraph'; the reports are: "),
+            "{e}"
+        );
     }
 
     #[test]
     fn readiness_names_what_is_missing() {
         let r = readiness(&|c| c == "cpu_clock");
-        let so = r.iter().find(|x| x.analysis == "system-overview").expect("listed");
+        let so = r
+            .iter()
+            .find(|x| x.analysis == "system-overview")
+            .expect("listed");
         assert!(!so.can_run && so.missing == ["tracepoints"]);
         let hs = r.iter().find(|x| x.analysis == "hotspots").expect("listed");
         assert!(hs.can_run && hs.without.contains(&"lbr"));

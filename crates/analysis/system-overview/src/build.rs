@@ -58,7 +58,9 @@ impl EventNames {
     /// Whether the recording has the fault-entry tracepoints (else the software fault
     /// events alone make the entries, untimed).
     fn has_fault_tracepoints(&self) -> bool {
-        self.0.iter().any(|k| matches!(k, Kind::FaultUserEntry | Kind::FaultKernelEntry))
+        self.0
+            .iter()
+            .any(|k| matches!(k, Kind::FaultUserEntry | Kind::FaultKernelEntry))
     }
 }
 
@@ -102,7 +104,11 @@ pub fn build(side: &[SideSample], names: &EventNames) -> Vec<Entry> {
     for s in side {
         match names.kind(s.attr) {
             k @ (Kind::FaultUserEntry | Kind::FaultKernelEntry) => {
-                let cause = if k == Kind::FaultUserEntry { Cause::UserFault } else { Cause::KernelFault };
+                let cause = if k == Kind::FaultUserEntry {
+                    Cause::UserFault
+                } else {
+                    Cause::KernelFault
+                };
                 let mut e = entry(s, cause);
                 // The tracepoint's first field is the faulting address.
                 e.addr = s.payload.map(|a| a as u64);
@@ -111,7 +117,11 @@ pub fn build(side: &[SideSample], names: &EventNames) -> Vec<Entry> {
                 out.push(e);
             }
             k @ (Kind::MinorFault | Kind::MajorFault) => {
-                let want = if kernel_address(s.ip) { Cause::KernelFault } else { Cause::UserFault };
+                let want = if kernel_address(s.ip) {
+                    Cause::KernelFault
+                } else {
+                    Cause::UserFault
+                };
                 let opened = open_fault.get_mut(&s.thread).and_then(|stack| {
                     let at = stack
                         .iter()
@@ -128,7 +138,11 @@ pub fn build(side: &[SideSample], names: &EventNames) -> Vec<Entry> {
                     // before recording started: counted by the tracepoint side only.
                     None if with_tracepoints => continue,
                     None => {
-                        let cause = if kernel_address(s.ip) { Cause::KernelFault } else { Cause::UserFault };
+                        let cause = if kernel_address(s.ip) {
+                            Cause::KernelFault
+                        } else {
+                            Cause::UserFault
+                        };
                         out.push(entry(s, cause));
                         out.len() - 1
                     }
@@ -170,7 +184,10 @@ pub fn build(side: &[SideSample], names: &EventNames) -> Vec<Entry> {
                 out.push(e);
             }
             k @ (Kind::IrqExit | Kind::TimerExit) => {
-                if let Some(e) = open_irq.remove(&(s.cpu, k == Kind::TimerExit)).and_then(|i| out.get_mut(i)) {
+                if let Some(e) = open_irq
+                    .remove(&(s.cpu, k == Kind::TimerExit))
+                    .and_then(|i| out.get_mut(i))
+                {
                     e.duration_ns = Some(s.time_ns.saturating_sub(e.time_ns));
                 }
             }
@@ -190,7 +207,17 @@ mod tests {
     use super::*;
 
     fn side(attr: u32, t: u64, thread: u32, ip: u64) -> SideSample {
-        SideSample { attr, time_ns: t, thread, cpu: 0, ip, stack: None, addr: None, object: None, payload: None }
+        SideSample {
+            attr,
+            time_ns: t,
+            thread,
+            cpu: 0,
+            ip,
+            stack: None,
+            addr: None,
+            object: None,
+            payload: None,
+        }
     }
 
     #[test]
@@ -212,7 +239,10 @@ mod tests {
         ];
         let e = build(&v, &names);
         assert_eq!(e.len(), 2);
-        assert_eq!((e[0].cause, e[0].duration_ns, e[0].ip, e[0].addr), (Cause::UserFault, Some(50), 0x401000, Some(0x7000)));
+        assert_eq!(
+            (e[0].cause, e[0].duration_ns, e[0].ip, e[0].addr),
+            (Cause::UserFault, Some(50), 0x401000, Some(0x7000))
+        );
         assert_eq!((e[1].cause, e[1].duration_ns), (Cause::Syscall, Some(290)));
     }
 
@@ -220,13 +250,28 @@ mod tests {
     /// kernel mode and never completes: the fault event (user IP) closes the user fault.
     #[test]
     fn a_fault_nested_in_an_interrupt_does_not_take_the_outer_close() {
-        let names = EventNames::new(&["cpu-clock".into(), "minor-faults".into(), "exceptions:page_fault_user".into(), "exceptions:page_fault_kernel".into()]);
+        let names = EventNames::new(&[
+            "cpu-clock".into(),
+            "minor-faults".into(),
+            "exceptions:page_fault_user".into(),
+            "exceptions:page_fault_kernel".into(),
+        ]);
         let k = 0xffff_ffff_8100_0000;
-        let v = vec![side(2, 100, 1, k), side(3, 120, 1, k), side(1, 150, 1, 0x401000)];
+        let v = vec![
+            side(2, 100, 1, k),
+            side(3, 120, 1, k),
+            side(1, 150, 1, 0x401000),
+        ];
         let e = build(&v, &names);
         assert_eq!(e.len(), 2);
-        assert_eq!((e[0].cause, e[0].duration_ns, e[0].completed), (Cause::UserFault, Some(50), true));
-        assert_eq!((e[1].cause, e[1].duration_ns, e[1].completed), (Cause::KernelFault, None, false));
+        assert_eq!(
+            (e[0].cause, e[0].duration_ns, e[0].completed),
+            (Cause::UserFault, Some(50), true)
+        );
+        assert_eq!(
+            (e[1].cause, e[1].duration_ns, e[1].completed),
+            (Cause::KernelFault, None, false)
+        );
         // A kernel-mode fault that completes (copy_to_user in a system call) still pairs.
         let v = vec![side(3, 100, 1, k), side(1, 130, 1, k)];
         assert_eq!(build(&v, &names)[0].duration_ns, Some(30));

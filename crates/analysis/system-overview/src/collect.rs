@@ -15,10 +15,7 @@ use crate::SPEC;
 /// The events to record next to cpu-clock; tracepoints that do not exist here are listed
 /// with the reason rather than failing the collection.
 fn extra_events(missing: &mut Vec<(String, String)>) -> Vec<ExtraEvent> {
-    let mut v = vec![
-        ExtraEvent::minor_faults(),
-        ExtraEvent::major_faults(),
-    ];
+    let mut v = vec![ExtraEvent::minor_faults(), ExtraEvent::major_faults()];
     // (system, event, payload wanted, user stack wanted). Interrupt entries carry the user
     // stack so an interruption is attributed to the user function it stopped. The user
     // stack of a fault is taken at its entry tracepoint, not at the fault event that closes
@@ -42,7 +39,10 @@ fn extra_events(missing: &mut Vec<(String, String)>) -> Vec<ExtraEvent> {
                 fault_entries |= sys == "exceptions";
                 v.push(e);
             }
-            Err(e) => missing.push((format!("{sys}:{ev}"), format!("tracepoint id not readable ({e})"))),
+            Err(e) => missing.push((
+                format!("{sys}:{ev}"),
+                format!("tracepoint id not readable ({e})"),
+            )),
         }
     }
     if fault_entries {
@@ -71,7 +71,10 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
 
     // What the timed pairs cannot see (entry and exit paths, the closing event's own
     // recording), measured now with the same events, before the target runs.
-    let calibration = kairos_collector::calibrate::entry_exit_cost(&extras, kairos_collector::attr::kernel_permitted());
+    let calibration = kairos_collector::calibrate::entry_exit_cost(
+        &extras,
+        kairos_collector::attr::kernel_permitted(),
+    );
     let mut opts = CollectOptions::new(target, dir.path().join(PERF_DATA));
     opts.interval_us = req.knobs.u64("sampling-interval-us");
     opts.duration = duration;
@@ -85,7 +88,11 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     opts.context_switches = true;
     let bar = session::spinner(req.quiet, "collecting");
     let summary = kairos_collector::collect(&opts, &mut |p| {
-        bar.set_message(format!("collecting: {} records, {} KiB", p.samples, p.bytes / 1024));
+        bar.set_message(format!(
+            "collecting: {} records, {} KiB",
+            p.samples,
+            p.bytes / 1024
+        ));
     });
     bar.finish_and_clear();
     crate::finish::finish(&mut dir, summary, missing, calibration, req.quiet)

@@ -28,12 +28,20 @@ pub(crate) fn finish(
     let (summary, kallsyms) = session::finish_collection(dir, summary)?;
     {
         let m = dir.manifest_mut();
-        let outcomes = summary.extra_events.iter().map(|o| (o.name.clone(), o.missing.clone()));
+        let outcomes = summary
+            .extra_events
+            .iter()
+            .map(|o| (o.name.clone(), o.missing.clone()));
         for (name, why) in outcomes.chain(missing.into_iter().map(|(n, w)| (n, Some(w)))) {
             if let Some(w) = &why {
                 m.notes.push(format!("{name} not recorded: {w}"));
             }
-            m.capabilities.push(Capability { name: format!("event {name}"), available: why.is_none(), detail: None, reason: why });
+            m.capabilities.push(Capability {
+                name: format!("event {name}"),
+                available: why.is_none(),
+                detail: None,
+                reason: why,
+            });
         }
         let mut so = serde_json::json!({ "fault_time": FAULT_TIME_METHOD, "syscall_time": "paired per thread: raw_syscalls:sys_enter to the next sys_exit", "interrupt_time": "paired per CPU: irq:irq_handler_entry/exit and irq_vectors:local_timer_entry/exit", "entry_exit_method": ENTRY_EXIT_METHOD });
         match &calibration {
@@ -52,13 +60,27 @@ pub(crate) fn finish(
     kernel_time::time_switches(&mut entries, &switch_ins(dir, &profile));
     let (name, file, rows, bytes) = tables::write(&dir.tables_path(), &entries)
         .map_err(|e| Failure::failed(format!("{e}; check free disk space and permissions")))?;
-    dir.manifest_mut().tables.push(TableInfo { name, file, rows, bytes });
+    dir.manifest_mut().tables.push(TableInfo {
+        name,
+        file,
+        rows,
+        bytes,
+    });
     record_counts(dir, &entries);
     session::save(dir)?;
-    let doc = reports::summary(&profile, &entries, &crate::run_report::path_cost(dir), &session::meta(dir));
+    let doc = reports::summary(
+        &profile,
+        &entries,
+        &crate::run_report::path_cost(dir),
+        &session::meta(dir),
+    );
     print!("{}", doc.to_text());
     session::print_notes(dir);
-    println!("\nResult: {}  (see `kairos report page-faults -r {}`)", dir.path().display(), dir.path().display());
+    println!(
+        "\nResult: {}  (see `kairos report page-faults -r {}`)",
+        dir.path().display(),
+        dir.path().display()
+    );
     Ok(())
 }
 
@@ -72,7 +94,8 @@ fn record_counts(dir: &mut ResultDir, entries: &[crate::Entry]) {
         *by_cause.entry(e.cause.as_str()).or_insert(0) += 1;
         faults += u64::from(e.cause.is_fault() && e.completed);
     }
-    if let Some(serde_json::Value::Object(so)) = dir.manifest_mut().extra.get_mut("system_overview") {
+    if let Some(serde_json::Value::Object(so)) = dir.manifest_mut().extra.get_mut("system_overview")
+    {
         so.insert("page_faults".into(), faults.into());
         so.insert("kernel_entries".into(), serde_json::json!(by_cause));
     }
@@ -81,26 +104,53 @@ fn record_counts(dir: &mut ResultDir, entries: &[crate::Entry]) {
 /// When each thread was switched back in: the PERF_RECORD_SWITCH records (switch-in) of
 /// the recording, which the converter passes over. Their sample_id trailer starts with
 /// pid/tid and time, as the sampling event has TID and TIME (and nothing before them).
-fn switch_ins(dir: &ResultDir, profile: &kairos_model::Profile) -> std::collections::BTreeMap<u32, Vec<u64>> {
-    use kairos_perf_data::{PerfFile, Record, PERF_RECORD_MISC_SWITCH_OUT, PERF_RECORD_SWITCH, PERF_SAMPLE_TID, PERF_SAMPLE_TIME};
+fn switch_ins(
+    dir: &ResultDir,
+    profile: &kairos_model::Profile,
+) -> std::collections::BTreeMap<u32, Vec<u64>> {
+    use kairos_perf_data::{
+        PerfFile, Record, PERF_RECORD_MISC_SWITCH_OUT, PERF_RECORD_SWITCH, PERF_SAMPLE_TID,
+        PERF_SAMPLE_TIME,
+    };
     let mut out: std::collections::BTreeMap<u32, Vec<u64>> = std::collections::BTreeMap::new();
-    let Ok(file) = PerfFile::open(dir.path().join(PERF_DATA)) else { return out };
-    let Some(first) = file.attrs().first() else { return out };
+    let Ok(file) = PerfFile::open(dir.path().join(PERF_DATA)) else {
+        return out;
+    };
+    let Some(first) = file.attrs().first() else {
+        return out;
+    };
     let st = first.attr.sample_type;
     if !first.attr.sample_id_all() || st & PERF_SAMPLE_TID == 0 || st & PERF_SAMPLE_TIME == 0 {
         return out;
     }
-    let index: std::collections::HashMap<(i32, i32), u32> =
-        profile.threads.iter().enumerate().map(|(i, t)| ((t.pid, t.tid), i as u32)).collect();
+    let index: std::collections::HashMap<(i32, i32), u32> = profile
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ((t.pid, t.tid), i as u32))
+        .collect();
     for r in file.records() {
-        let Ok(Record::Other { record_type: PERF_RECORD_SWITCH, misc, bytes }) = r else { continue };
+        let Ok(Record::Other {
+            record_type: PERF_RECORD_SWITCH,
+            misc,
+            bytes,
+        }) = r
+        else {
+            continue;
+        };
         if misc & PERF_RECORD_MISC_SWITCH_OUT != 0 {
             continue;
         }
-        let (Some(p), Some(t), Some(time)) = (bytes.get(8..12), bytes.get(12..16), bytes.get(16..24)) else { continue };
+        let (Some(p), Some(t), Some(time)) =
+            (bytes.get(8..12), bytes.get(12..16), bytes.get(16..24))
+        else {
+            continue;
+        };
         let pid = i32::from_le_bytes([p[0], p[1], p[2], p[3]]);
         let tid = i32::from_le_bytes([t[0], t[1], t[2], t[3]]);
-        let time = u64::from_le_bytes([time[0], time[1], time[2], time[3], time[4], time[5], time[6], time[7]]);
+        let time = u64::from_le_bytes([
+            time[0], time[1], time[2], time[3], time[4], time[5], time[6], time[7],
+        ]);
         if let Some(&i) = index.get(&(pid, tid)) {
             out.entry(i).or_default().push(time);
         }

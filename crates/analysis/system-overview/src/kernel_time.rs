@@ -59,8 +59,13 @@ pub fn time_switches(entries: &mut [Entry], switch_ins: &BTreeMap<u32, Vec<u64>>
     for v in sorted.values_mut() {
         v.sort_unstable();
     }
-    for e in entries.iter_mut().filter(|e| e.cause == Cause::ContextSwitch) {
-        let Some(ins) = sorted.get(&e.thread) else { continue };
+    for e in entries
+        .iter_mut()
+        .filter(|e| e.cause == Cause::ContextSwitch)
+    {
+        let Some(ins) = sorted.get(&e.thread) else {
+            continue;
+        };
         if let Some(&t) = ins.get(ins.partition_point(|&x| x <= e.time_ns)) {
             e.duration_ns = Some(t - e.time_ns);
         }
@@ -96,7 +101,10 @@ pub fn observed_cost(profile: &Profile, entries: &[Entry], calibrated: &PathCost
         Cause::UserFault => Some(1),
         _ => None,
     };
-    let limit = [calibrated.syscall_ns.saturating_mul(2), calibrated.fault_ns.saturating_mul(2)];
+    let limit = [
+        calibrated.syscall_ns.saturating_mul(2),
+        calibrated.fault_ns.saturating_mul(2),
+    ];
     let mut gaps: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
     for (thread, mut list) in by_thread {
         list.sort_by_key(|e| e.time_ns);
@@ -104,13 +112,17 @@ pub fn observed_cost(profile: &Profile, entries: &[Entry], calibrated: &PathCost
         times.sort_unstable();
         for w in list.windows(2) {
             let (a, b) = (w[0], w[1]);
-            let (Some(k), Some(d)) = (kind(a.cause), a.duration_ns) else { continue };
+            let (Some(k), Some(d)) = (kind(a.cause), a.duration_ns) else {
+                continue;
+            };
             if kind(b.cause) != Some(k) || (k == 1 && !a.completed) {
                 continue;
             }
             let end = a.time_ns.saturating_add(d);
             let gap = b.time_ns.saturating_sub(end);
-            let sampled_between = times.get(times.partition_point(|&t| t < end)).is_some_and(|&t| t <= b.time_ns);
+            let sampled_between = times
+                .get(times.partition_point(|&t| t < end))
+                .is_some_and(|&t| t <= b.time_ns);
             if b.time_ns >= end && gap < limit[k] && !sampled_between {
                 gaps[k].push(gap);
             }
@@ -124,11 +136,18 @@ pub fn observed_cost(profile: &Profile, entries: &[Entry], calibrated: &PathCost
         g[g.len() / 2]
     };
     let [sys, fault] = gaps;
-    PathCost { syscall_ns: pick(sys, calibrated.syscall_ns), fault_ns: pick(fault, calibrated.fault_ns) }
+    PathCost {
+        syscall_ns: pick(sys, calibrated.syscall_ns),
+        fault_ns: pick(fault, calibrated.fault_ns),
+    }
 }
 
 /// Measured kernel time of every thread with kernel entries, by thread index.
-pub fn per_thread(profile: &Profile, entries: &[Entry], cost: &PathCost) -> BTreeMap<u32, ThreadKernelTime> {
+pub fn per_thread(
+    profile: &Profile,
+    entries: &[Entry],
+    cost: &PathCost,
+) -> BTreeMap<u32, ThreadKernelTime> {
     // Everything known of each thread: timed spans, where entries ended (with their path
     // cost), its switch-outs, and the times it was seen running (entry starts and ends,
     // samples).
@@ -166,7 +185,10 @@ pub fn per_thread(profile: &Profile, entries: &[Entry], cost: &PathCost) -> BTre
     for s in &profile.samples {
         if let Some(a) = by.get_mut(&s.thread) {
             a.seen.push(s.time_ns);
-            if profile.leaf_frame(s).is_some_and(|f| f.mode == Mode::Kernel) {
+            if profile
+                .leaf_frame(s)
+                .is_some_and(|f| f.mode == Mode::Kernel)
+            {
                 a.kernel_samples.push(s.time_ns);
             }
         }
@@ -177,10 +199,15 @@ pub fn per_thread(profile: &Profile, entries: &[Entry], cost: &PathCost) -> BTre
             a.seen.sort_unstable();
             a.switches.sort_unstable();
             let next_seen = |t: u64| a.seen.get(a.seen.partition_point(|&x| x <= t)).copied();
-            let next_switch = |t: u64| a.switches.get(a.switches.partition_point(|&(x, _)| x <= t)).map(|&(x, _)| x);
+            let next_switch = |t: u64| {
+                a.switches
+                    .get(a.switches.partition_point(|&(x, _)| x <= t))
+                    .map(|&(x, _)| x)
+            };
             // The thread is off the CPU from its sched_switch to its switch-in (the
             // recording's PERF_RECORD_SWITCH), or at most until it is next seen.
-            let back_in = |t: u64, d: Option<u64>| d.map(|d| t.saturating_add(d)).or_else(|| next_seen(t));
+            let back_in =
+                |t: u64, d: Option<u64>| d.map(|d| t.saturating_add(d)).or_else(|| next_seen(t));
             let timed = union(a.timed.clone());
             let mut all = a.timed;
             let mut preempted_on_way_out = Vec::new();
@@ -208,7 +235,11 @@ pub fn per_thread(profile: &Profile, entries: &[Entry], cost: &PathCost) -> BTre
             // gaps reach 15 us here, far beyond the path cost.
             a.kernel_samples.sort_unstable();
             let mut seen_all = a.seen.clone();
-            seen_all.extend(a.switches.iter().filter_map(|&(t, d)| d.map(|d| t.saturating_add(d))));
+            seen_all.extend(
+                a.switches
+                    .iter()
+                    .filter_map(|&(t, d)| d.map(|d| t.saturating_add(d))),
+            );
             seen_all.sort_unstable();
             for &(start, end) in &a.irqs {
                 let i = a.kernel_samples.partition_point(|&t| t < start);
@@ -227,7 +258,8 @@ pub fn per_thread(profile: &Profile, entries: &[Entry], cost: &PathCost) -> BTre
                 off.push((t, back));
                 // Back in after a preemption on the way out: the rest of that way out.
                 if d.is_some() && preempted_on_way_out.binary_search(&t).is_ok() && path_in > 0 {
-                    let until = next_seen(back).map_or(back + path_in, |n| way_out(back, n, path_in));
+                    let until =
+                        next_seen(back).map_or(back + path_in, |n| way_out(back, n, path_in));
                     all.push((back, until));
                 }
             }
@@ -235,7 +267,13 @@ pub fn per_thread(profile: &Profile, entries: &[Entry], cost: &PathCost) -> BTre
             let spans = subtract(union(all), &off);
             let timed_ns: u64 = subtract(timed, &off).iter().map(|&(x, y)| y - x).sum();
             let total: u64 = spans.iter().map(|&(x, y)| y - x).sum();
-            (thread, ThreadKernelTime { spans, paths_ns: total.saturating_sub(timed_ns) })
+            (
+                thread,
+                ThreadKernelTime {
+                    spans,
+                    paths_ns: total.saturating_sub(timed_ns),
+                },
+            )
         })
         .collect()
 }
@@ -320,16 +358,30 @@ mod tests {
     #[test]
     fn observed_cost_follows_back_to_back_entries() {
         let p = Profile::default();
-        let cal = PathCost { syscall_ns: 700, fault_ns: 1000 };
+        let cal = PathCost {
+            syscall_ns: 700,
+            fault_ns: 1000,
+        };
         // 200 system calls of 500 ns, 1100 ns apart (end to start): the run's cost.
-        let mut e: Vec<Entry> = (0..200).map(|i| entry(i * 1600, Some(500), Cause::Syscall)).collect();
+        let mut e: Vec<Entry> = (0..200)
+            .map(|i| entry(i * 1600, Some(500), Cause::Syscall))
+            .collect();
         // 200 faults 20 us apart: user work between them, so the calibrated cost stands.
         e.extend((0..200).map(|i| entry(1_000_000 + i * 20_000, Some(800), Cause::UserFault)));
-        assert_eq!(observed_cost(&p, &e, &cal), PathCost { syscall_ns: 1100, fault_ns: 1000 });
+        assert_eq!(
+            observed_cost(&p, &e, &cal),
+            PathCost {
+                syscall_ns: 1100,
+                fault_ns: 1000
+            }
+        );
         // Too few gaps: calibrated.
         assert_eq!(observed_cost(&p, &e[..50], &cal), cal);
         // Nothing calibrated: nothing credited.
-        assert_eq!(observed_cost(&p, &e, &PathCost::default()), PathCost::default());
+        assert_eq!(
+            observed_cost(&p, &e, &PathCost::default()),
+            PathCost::default()
+        );
     }
 
     /// With the switch-in known (PERF_RECORD_SWITCH): a preemption on the way out of a
@@ -338,8 +390,14 @@ mod tests {
     #[test]
     fn preemption_on_the_way_out_and_sleep_with_known_switch_in() {
         let p = Profile::default();
-        let cost = PathCost { syscall_ns: 100, fault_ns: 50 };
-        let switch = |t: u64, d: u64| Entry { duration_ns: Some(d), ..entry(t, None, Cause::ContextSwitch) };
+        let cost = PathCost {
+            syscall_ns: 100,
+            fault_ns: 50,
+        };
+        let switch = |t: u64, d: u64| Entry {
+            duration_ns: Some(d),
+            ..entry(t, None, Cause::ContextSwitch)
+        };
         let e = vec![
             entry(0, Some(1000), Cause::Syscall),
             switch(1500, 10_000),
@@ -348,16 +406,32 @@ mod tests {
             switch(20_100, 9_000),
         ];
         let k = &per_thread(&p, &e, &cost)[&0];
-        assert_eq!(k.spans, vec![(0, 1500), (11_500, 11_600), (12_000, 12_600), (20_000, 20_100), (29_100, 30_100)]);
+        assert_eq!(
+            k.spans,
+            vec![
+                (0, 1500),
+                (11_500, 11_600),
+                (12_000, 12_600),
+                (20_000, 20_100),
+                (29_100, 30_100)
+            ]
+        );
         assert_eq!(k.paths_ns, 500 + 100 + 100 + 100);
     }
 
     #[test]
     fn switches_are_timed_until_the_next_switch_in() {
-        let mut e = vec![entry(100, None, Cause::ContextSwitch), entry(500, None, Cause::ContextSwitch), entry(900, None, Cause::ContextSwitch)];
+        let mut e = vec![
+            entry(100, None, Cause::ContextSwitch),
+            entry(500, None, Cause::ContextSwitch),
+            entry(900, None, Cause::ContextSwitch),
+        ];
         let ins = BTreeMap::from([(0u32, vec![700, 300])]);
         time_switches(&mut e, &ins);
-        assert_eq!(e.iter().map(|e| e.duration_ns).collect::<Vec<_>>(), vec![Some(200), Some(200), None]);
+        assert_eq!(
+            e.iter().map(|e| e.duration_ns).collect::<Vec<_>>(),
+            vec![Some(200), Some(200), None]
+        );
     }
 
     /// A timer interrupt 15 us after a system call's exit whose sample shows kernel mode:
@@ -366,31 +440,84 @@ mod tests {
     fn a_timer_interrupt_that_caught_the_kernel_extends_the_way_out() {
         use kairos_model::{Frame, Sample, Stack};
         let mut p = Profile::default();
-        let frame = |mode| Frame { address: 0, module: None, module_offset: 0, function: "f".into(), file: None, line: None, inline_depth: 0, mode };
+        let frame = |mode| Frame {
+            address: 0,
+            module: None,
+            module_offset: 0,
+            function: "f".into(),
+            file: None,
+            line: None,
+            inline_depth: 0,
+            mode,
+        };
         p.frames = vec![frame(Mode::Kernel), frame(Mode::User)];
-        p.stacks = vec![Stack { parent: None, frame: 0 }, Stack { parent: None, frame: 1 }];
+        p.stacks = vec![
+            Stack {
+                parent: None,
+                frame: 0,
+            },
+            Stack {
+                parent: None,
+                frame: 1,
+            },
+        ];
         let (k, u) = (0, 1);
         p.samples = vec![
-            Sample { time_ns: 16_500, thread: 0, cpu: 0, stack: Some(k), weight: 1_000_000 },
-            Sample { time_ns: 56_500, thread: 0, cpu: 0, stack: Some(u), weight: 1_000_000 },
+            Sample {
+                time_ns: 16_500,
+                thread: 0,
+                cpu: 0,
+                stack: Some(k),
+                weight: 1_000_000,
+            },
+            Sample {
+                time_ns: 56_500,
+                thread: 0,
+                cpu: 0,
+                stack: Some(u),
+                weight: 1_000_000,
+            },
         ];
-        let irq = |t: u64| Entry { detail: Some(-1), ..entry(t, Some(2000), Cause::Interrupt) };
-        let e = vec![entry(0, Some(1000), Cause::Syscall), irq(16_000), entry(40_000, Some(1000), Cause::Syscall), irq(56_000)];
-        let cost = PathCost { syscall_ns: 100, fault_ns: 100 };
+        let irq = |t: u64| Entry {
+            detail: Some(-1),
+            ..entry(t, Some(2000), Cause::Interrupt)
+        };
+        let e = vec![
+            entry(0, Some(1000), Cause::Syscall),
+            irq(16_000),
+            entry(40_000, Some(1000), Cause::Syscall),
+            irq(56_000),
+        ];
+        let cost = PathCost {
+            syscall_ns: 100,
+            fault_ns: 100,
+        };
         let spans = &per_thread(&p, &e, &cost)[&0].spans;
-        assert_eq!(spans, &vec![(0, 18_000), (40_000, 41_100), (56_000, 58_000)]);
+        assert_eq!(
+            spans,
+            &vec![(0, 18_000), (40_000, 41_100), (56_000, 58_000)]
+        );
     }
 
     #[test]
     fn union_and_subtract() {
-        assert_eq!(union(vec![(5, 9), (1, 3), (2, 4), (9, 10), (7, 7)]), vec![(1, 4), (5, 10)]);
-        assert_eq!(subtract(vec![(0, 10), (20, 30)], &[(2, 3), (8, 22), (29, 40)]), vec![(0, 2), (3, 8), (22, 29)]);
+        assert_eq!(
+            union(vec![(5, 9), (1, 3), (2, 4), (9, 10), (7, 7)]),
+            vec![(1, 4), (5, 10)]
+        );
+        assert_eq!(
+            subtract(vec![(0, 10), (20, 30)], &[(2, 3), (8, 22), (29, 40)]),
+            vec![(0, 2), (3, 8), (22, 29)]
+        );
     }
 
     #[test]
     fn overlaps_count_once_paths_are_capped_and_sleep_is_not_kernel_time() {
         let p = Profile::default();
-        let cost = PathCost { syscall_ns: 100, fault_ns: 50 };
+        let cost = PathCost {
+            syscall_ns: 100,
+            fault_ns: 50,
+        };
         let e = vec![
             // A system call 0..1000 with a kernel fault 200..300 inside: 1000, then its
             // path 1000..1100 (the next event is 400 ns away: user work in between).
@@ -407,7 +534,10 @@ mod tests {
             entry(1800, None, Cause::ContextSwitch),
         ];
         let k = &per_thread(&p, &e, &cost)[&0];
-        assert_eq!(k.spans, vec![(0, 1100), (1400, 1490), (1700, 1800), (5000, 5100)]);
+        assert_eq!(
+            k.spans,
+            vec![(0, 1100), (1400, 1490), (1700, 1800), (5000, 5100)]
+        );
         assert_eq!(k.total_ns(), 1100 + 90 + 100 + 100);
         assert_eq!(k.paths_ns, 100 + 10 + 100);
         assert_eq!(k.within(1000, 1450), 100 + 50);

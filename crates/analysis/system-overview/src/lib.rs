@@ -45,7 +45,13 @@ pub enum Cause {
 }
 
 impl Cause {
-    pub const ALL: [Cause; 5] = [Cause::UserFault, Cause::KernelFault, Cause::Syscall, Cause::Interrupt, Cause::ContextSwitch];
+    pub const ALL: [Cause; 5] = [
+        Cause::UserFault,
+        Cause::KernelFault,
+        Cause::Syscall,
+        Cause::Interrupt,
+        Cause::ContextSwitch,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {

@@ -12,7 +12,9 @@ use crate::{Cause, Entry};
 /// The first user frame of a stack, leaf first: for a fault, the faulting function; for
 /// a syscall or a kernel-mode sample, the user function the kernel was entered from.
 pub fn user_function(profile: &Profile, stack: Option<u32>) -> Option<(String, String)> {
-    let (_, f) = profile.stack_frames(stack).find(|(_, f)| f.mode == Mode::User)?;
+    let (_, f) = profile
+        .stack_frames(stack)
+        .find(|(_, f)| f.mode == Mode::User)?;
     let module = f
         .module
         .and_then(|m| profile.modules.get(m as usize))
@@ -22,7 +24,9 @@ pub fn user_function(profile: &Profile, stack: Option<u32>) -> Option<(String, S
 }
 
 fn sample_is_kernel(profile: &Profile, s: &kairos_model::Sample) -> bool {
-    profile.leaf_frame(s).is_some_and(|f| f.mode == Mode::Kernel)
+    profile
+        .leaf_frame(s)
+        .is_some_and(|f| f.mode == Mode::Kernel)
 }
 
 /// First time stamp of the result (samples or entries), the origin of report times.
@@ -34,7 +38,10 @@ fn origin(profile: &Profile, entries: &[Entry]) -> u64 {
 
 fn end(profile: &Profile, entries: &[Entry]) -> u64 {
     let a = profile.samples.last().map(|s| s.time_ns);
-    let b = entries.iter().map(|e| e.time_ns + e.duration_ns.unwrap_or(0)).max();
+    let b = entries
+        .iter()
+        .map(|e| e.time_ns + e.duration_ns.unwrap_or(0))
+        .max();
     a.into_iter().chain(b).max().unwrap_or(0)
 }
 
@@ -97,7 +104,12 @@ fn pct(part: u64, whole: u64) -> Cell {
 /// `summary`: kernel entries by cause and kernel-time share, overall and per thread.
 /// `cost` is the per-entry time of the kernel's entry and exit paths measured at
 /// collection (zero when unknown).
-pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, entries: &[Entry], cost: &PathCost, meta: &[(K, V)]) -> Document {
+pub fn summary<K: AsRef<str>, V: AsRef<str>>(
+    profile: &Profile,
+    entries: &[Entry],
+    cost: &PathCost,
+    meta: &[(K, V)],
+) -> Document {
     let mut doc = Document::new("System overview");
     if !meta.is_empty() {
         let mut s = Section::new("Collection");
@@ -127,10 +139,19 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, entries: &[Entry
     let all_measured: u64 = ktime.values().map(ThreadKernelTime::total_ns).sum();
     let all_paths: u64 = ktime.values().map(|k| k.paths_ns).sum();
     let mut run = Section::new("Kernel entries");
-    run.push("Elapsed", Cell::ns(end(profile, entries).saturating_sub(origin(profile, entries))));
+    run.push(
+        "Elapsed",
+        Cell::ns(end(profile, entries).saturating_sub(origin(profile, entries))),
+    );
     run.push("Page faults", Cell::UInt(all.completed));
-    run.push("Fault-handler entries from user mode", Cell::UInt(all.user_faults));
-    run.push("Fault-handler entries from kernel mode", Cell::UInt(all.kernel_faults));
+    run.push(
+        "Fault-handler entries from user mode",
+        Cell::UInt(all.user_faults),
+    );
+    run.push(
+        "Fault-handler entries from kernel mode",
+        Cell::UInt(all.kernel_faults),
+    );
     run.push("Major page faults", Cell::UInt(all.major));
     run.push("System calls", Cell::UInt(all.syscalls));
     run.push("Interrupts", Cell::UInt(all.irqs));
@@ -138,7 +159,10 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, entries: &[Entry
     doc.push_section(run);
     let mut kt = Section::new("Kernel time");
     kt.push("CPU time (cpu-clock samples)", Cell::ns(all.cpu_ns));
-    kt.push("Kernel share (samples in kernel mode)", pct(all.kernel_cpu_ns, all.cpu_ns));
+    kt.push(
+        "Kernel share (samples in kernel mode)",
+        pct(all.kernel_cpu_ns, all.cpu_ns),
+    );
     kt.push("Page-fault handling (measured)", Cell::ns(all.fault_ns));
     kt.push("System calls (measured)", Cell::ns(all.sys_ns));
     kt.push("Interrupts (measured)", Cell::ns(all.irq_ns));
@@ -149,7 +173,10 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, entries: &[Entry
         kt.push("  per system call", Cell::ns(used.syscall_ns));
         kt.push("  per page fault", Cell::ns(used.fault_ns));
     }
-    kt.push("Kernel share (measured, of CPU time)", pct(all_measured, all.cpu_ns));
+    kt.push(
+        "Kernel share (measured, of CPU time)",
+        pct(all_measured, all.cpu_ns),
+    );
     doc.push_section(kt);
 
     let mut t = Table::new(vec![
@@ -171,7 +198,9 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, entries: &[Entry
     ])
     .with_title("By process and thread");
     let mut rows: Vec<(u32, Tally)> = by_thread.into_iter().collect();
-    rows.sort_by_key(|(_, t)| std::cmp::Reverse(t.user_faults + t.kernel_faults + t.syscalls + t.irqs));
+    rows.sort_by_key(|(_, t)| {
+        std::cmp::Reverse(t.user_faults + t.kernel_faults + t.syscalls + t.irqs)
+    });
     for (ti, x) in rows {
         let th = profile.threads.get(ti as usize);
         let k = measured(ktime.get(&ti));
@@ -200,13 +229,25 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, entries: &[Entry
 }
 
 /// `kernel-entries`: entries by cause per time bucket.
-pub fn kernel_entries(profile: &Profile, entries: &[Entry], cost: &PathCost, bucket_ns: u64) -> Table {
+pub fn kernel_entries(
+    profile: &Profile,
+    entries: &[Entry],
+    cost: &PathCost,
+    bucket_ns: u64,
+) -> Table {
     let t0 = origin(profile, entries);
     let bucket_ns = bucket_ns.max(1);
-    let kt = kernel_time::per_thread(profile, entries, &kernel_time::observed_cost(profile, entries, cost));
+    let kt = kernel_time::per_thread(
+        profile,
+        entries,
+        &kernel_time::observed_cost(profile, entries, cost),
+    );
     let mut buckets: BTreeMap<u64, Tally> = BTreeMap::new();
     for e in entries {
-        buckets.entry((e.time_ns.saturating_sub(t0)) / bucket_ns).or_default().add(e);
+        buckets
+            .entry((e.time_ns.saturating_sub(t0)) / bucket_ns)
+            .or_default()
+            .add(e);
     }
     let mut t = Table::new(vec![
         Column::right("Start").with_unit("s"),
@@ -228,7 +269,11 @@ pub fn kernel_entries(profile: &Profile, entries: &[Entry], cost: &PathCost, buc
             Cell::UInt(x.irqs),
             Cell::UInt(x.switches),
             Cell::UInt(x.user_faults + x.kernel_faults + x.syscalls + x.irqs),
-            Cell::ns(kernel_within(&kt, t0 + b * bucket_ns, t0 + (b + 1) * bucket_ns)),
+            Cell::ns(kernel_within(
+                &kt,
+                t0 + b * bucket_ns,
+                t0 + (b + 1) * bucket_ns,
+            )),
         ]);
     }
     t
@@ -247,7 +292,8 @@ pub fn page_faults(profile: &Profile, entries: &[Entry], limit: Option<usize>) -
     let mut by_fn: BTreeMap<(String, String), Acc> = BTreeMap::new();
     let mut by_obj: BTreeMap<(String, u64, u64), Acc> = BTreeMap::new();
     for e in entries.iter().filter(|e| e.cause.is_fault()) {
-        let key = user_function(profile, e.stack).unwrap_or_else(|| ("[unknown]".into(), String::new()));
+        let key =
+            user_function(profile, e.stack).unwrap_or_else(|| ("[unknown]".into(), String::new()));
         let add = |a: &mut Acc| {
             a.faults += 1;
             a.major += e.major as u64;
@@ -257,7 +303,11 @@ pub fn page_faults(profile: &Profile, entries: &[Entry], limit: Option<usize>) -
             }
         };
         add(by_fn.entry(key).or_default());
-        let obj = (e.object.clone().unwrap_or_else(|| "[unknown]".into()), e.object_start, e.object_end);
+        let obj = (
+            e.object.clone().unwrap_or_else(|| "[unknown]".into()),
+            e.object_start,
+            e.object_end,
+        );
         add(by_obj.entry(obj).or_default());
     }
     let total: u64 = by_fn.values().map(|a| a.faults).sum();
@@ -304,8 +354,16 @@ pub fn page_faults(profile: &Profile, entries: &[Entry], limit: Option<usize>) -
         let bounded = endv != u64::MAX && endv > start;
         t.push_row(vec![
             Cell::text(name),
-            Cell::text(if bounded { format!("{start:#x}-{endv:#x}") } else { String::new() }),
-            if bounded { Cell::UInt((endv - start) / 1024) } else { Cell::Empty },
+            Cell::text(if bounded {
+                format!("{start:#x}-{endv:#x}")
+            } else {
+                String::new()
+            }),
+            if bounded {
+                Cell::UInt((endv - start) / 1024)
+            } else {
+                Cell::Empty
+            },
             Cell::UInt(a.faults),
             pct(a.faults, total),
             Cell::UInt(a.pages.len() as u64),
@@ -318,17 +376,32 @@ pub fn page_faults(profile: &Profile, entries: &[Entry], limit: Option<usize>) -
 }
 
 /// `timeline`: rates per bucket and the longest interruptions of the hottest user function.
-pub fn timeline(profile: &Profile, entries: &[Entry], cost: &PathCost, bucket_ns: u64, limit: Option<usize>) -> Document {
+pub fn timeline(
+    profile: &Profile,
+    entries: &[Entry],
+    cost: &PathCost,
+    bucket_ns: u64,
+    limit: Option<usize>,
+) -> Document {
     let mut doc = Document::new("Timeline");
     let t0 = origin(profile, entries);
     let bucket_ns = bucket_ns.max(1);
-    let kt = kernel_time::per_thread(profile, entries, &kernel_time::observed_cost(profile, entries, cost));
+    let kt = kernel_time::per_thread(
+        profile,
+        entries,
+        &kernel_time::observed_cost(profile, entries, cost),
+    );
     let mut buckets: BTreeMap<u64, Tally> = BTreeMap::new();
     for e in entries {
-        buckets.entry(e.time_ns.saturating_sub(t0) / bucket_ns).or_default().add(e);
+        buckets
+            .entry(e.time_ns.saturating_sub(t0) / bucket_ns)
+            .or_default()
+            .add(e);
     }
     for s in &profile.samples {
-        let b = buckets.entry(s.time_ns.saturating_sub(t0) / bucket_ns).or_default();
+        let b = buckets
+            .entry(s.time_ns.saturating_sub(t0) / bucket_ns)
+            .or_default();
         b.cpu_ns += s.weight;
         if sample_is_kernel(profile, s) {
             b.kernel_cpu_ns += s.weight;
@@ -351,7 +424,10 @@ pub fn timeline(profile: &Profile, entries: &[Entry], cost: &PathCost, bucket_ns
             per_s(x.syscalls),
             per_s(x.irqs),
             pct(x.kernel_cpu_ns, x.cpu_ns),
-            pct(kernel_within(&kt, t0 + b * bucket_ns, t0 + (b + 1) * bucket_ns), x.cpu_ns),
+            pct(
+                kernel_within(&kt, t0 + b * bucket_ns, t0 + (b + 1) * bucket_ns),
+                x.cpu_ns,
+            ),
         ]);
     }
     doc.push_table(t);
@@ -380,7 +456,9 @@ pub fn timeline(profile: &Profile, entries: &[Entry], cost: &PathCost, bucket_ns
         Column::left("Object"),
         Column::left("Address"),
     ])
-    .with_title(format!("Longest interruptions of {top} (the hottest user function)"));
+    .with_title(format!(
+        "Longest interruptions of {top} (the hottest user function)"
+    ));
     for e in gaps.iter().take(limit.unwrap_or(10)) {
         g.push_row(vec![
             Cell::float(e.time_ns.saturating_sub(t0) as f64 / 1e9, 6),

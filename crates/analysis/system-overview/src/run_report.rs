@@ -12,8 +12,12 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
     req.check(&SPEC)?;
     let format = kairos_session::report_format(req)?;
     let (dir, profile) = session::open(&req.result_dir)?;
-    let entries = tables::read(&dir.tables_path())
-        .map_err(|e| Failure::failed(format!("result {} is damaged: {e}; collect it again", req.result_dir.display())))?;
+    let entries = tables::read(&dir.tables_path()).map_err(|e| {
+        Failure::failed(format!(
+            "result {} is damaged: {e}; collect it again",
+            req.result_dir.display()
+        ))
+    })?;
     let bucket_ns = req.bucket_ns(|| reports::default_bucket_ns(&profile, &entries))?;
     let limit = req.row_limit();
     let cost = path_cost(&dir);
@@ -21,7 +25,9 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
         "summary" => reports::summary(&profile, &entries, &cost, &session::meta(&dir)),
         "kernel-entries" => {
             let mut d = Document::new("Kernel entries");
-            d.push_table(reports::kernel_entries(&profile, &entries, &cost, bucket_ns));
+            d.push_table(reports::kernel_entries(
+                &profile, &entries, &cost, bucket_ns,
+            ));
             d
         }
         "page-faults" => reports::page_faults(&profile, &entries, limit),
@@ -37,7 +43,16 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
 /// The entry and exit path costs measured at collection (zero for results without them).
 pub(crate) fn path_cost(dir: &ResultDir) -> PathCost {
     let ns = |k: &str| {
-        dir.manifest().extra.get("system_overview").and_then(|so| so.get("entry_exit_ns")).and_then(|c| c.get(k)).and_then(|v| v.as_u64()).unwrap_or(0)
+        dir.manifest()
+            .extra
+            .get("system_overview")
+            .and_then(|so| so.get("entry_exit_ns"))
+            .and_then(|c| c.get(k))
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0)
     };
-    PathCost { syscall_ns: ns("syscall"), fault_ns: ns("fault") }
+    PathCost {
+        syscall_ns: ns("syscall"),
+        fault_ns: ns("fault"),
+    }
 }

@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, StringArray, UInt32Array, UInt64Array};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Int64Array, StringArray, UInt32Array, UInt64Array,
+};
 use arrow_schema::{DataType, Field, Schema};
 use kairos_table::{opt, Batch, WriteOptions};
 
@@ -43,27 +45,47 @@ pub fn write(tables_dir: &Path, rows: &[Entry]) -> Result<(String, String, u64, 
     let bytes = kairos_table::write(&path, schema(), rows.len(), &opts, |r| {
         let rows = &rows[r];
         Ok(vec![
-            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.time_ns))) as ArrayRef,
+            Arc::new(UInt64Array::from_iter_values(
+                rows.iter().map(|r| r.time_ns),
+            )) as ArrayRef,
             Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.duration_ns))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.cause.as_str()))),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.cause.as_str()),
+            )),
             Arc::new(BooleanArray::from_iter(rows.iter().map(|r| Some(r.major)))),
-            Arc::new(BooleanArray::from_iter(rows.iter().map(|r| Some(r.completed)))),
+            Arc::new(BooleanArray::from_iter(
+                rows.iter().map(|r| Some(r.completed)),
+            )),
             Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.thread))),
             Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.cpu))),
             Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.ip))),
             Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.stack))),
             Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.addr))),
-            Arc::new(StringArray::from_iter(rows.iter().map(|r| r.object.as_deref()))),
-            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.object_start))),
-            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.object_end))),
+            Arc::new(StringArray::from_iter(
+                rows.iter().map(|r| r.object.as_deref()),
+            )),
+            Arc::new(UInt64Array::from_iter_values(
+                rows.iter().map(|r| r.object_start),
+            )),
+            Arc::new(UInt64Array::from_iter_values(
+                rows.iter().map(|r| r.object_end),
+            )),
             Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.detail))),
         ])
     })?;
-    Ok((KERNEL_ENTRIES.to_string(), format!("tables/{KERNEL_ENTRIES}.parquet"), rows.len() as u64, bytes))
+    Ok((
+        KERNEL_ENTRIES.to_string(),
+        format!("tables/{KERNEL_ENTRIES}.parquet"),
+        rows.len() as u64,
+        bytes,
+    ))
 }
 
 /// Column `name` of batch `b`: nulls allowed, the schema says where they may be.
-fn col<'a, T: Array + 'static>(b: &Batch<'a>, name: &str) -> Result<&'a T, kairos_table::TableError> {
+fn col<'a, T: Array + 'static>(
+    b: &Batch<'a>,
+    name: &str,
+) -> Result<&'a T, kairos_table::TableError> {
     b.col::<T>(name, true)
 }
 
@@ -87,7 +109,9 @@ pub fn read(tables_dir: &Path) -> Result<Vec<Entry>, Error> {
         let oend = col::<UInt64Array>(b, "object_end")?;
         let detail = col::<Int64Array>(b, "detail")?;
         for i in 0..b.rows {
-            let c = Cause::parse(cause.value(i)).ok_or_else(|| b.damaged(format!("unknown cause '{}' in row {i}", cause.value(i))))?;
+            let c = Cause::parse(cause.value(i)).ok_or_else(|| {
+                b.damaged(format!("unknown cause '{}' in row {i}", cause.value(i)))
+            })?;
             out.push(Entry {
                 time_ns: time.value(i),
                 duration_ns: opt(dur, i),

@@ -59,14 +59,23 @@ impl Sink for ToSamples<'_, '_> {
             pt.frame.and_then(|f: FrameIdx| {
                 let root = self.roots.get_mut(f as usize)?;
                 Some(*root.get_or_insert_with(|| {
-                    self.stacks.push(Stack { parent: None, frame: f });
+                    self.stacks.push(Stack {
+                        parent: None,
+                        frame: f,
+                    });
                     (self.stacks.len() - 1) as StackIdx
                 }))
             })
         } else {
             owner.and_then(|s| s.stack)
         };
-        self.samples.push(Sample { time_ns: pt.time_ns, thread: pt.thread, cpu: owner.map_or(0, |s| s.cpu), stack, weight: pt.weight_ns });
+        self.samples.push(Sample {
+            time_ns: pt.time_ns,
+            thread: pt.thread,
+            cpu: owner.map_or(0, |s| s.cpu),
+            stack,
+            weight: pt.weight_ns,
+        });
     }
 }
 
@@ -78,7 +87,11 @@ pub fn derive(profile: &Profile, method: Method) -> Result<Derived, Error> {
 /// [`derive`] with the samples given beside the profile (whose own samples are then
 /// ignored): a caller that keeps samples in another form needs no copy of the profile.
 pub fn derive_over(profile: &Profile, owners: &[Sample], method: Method) -> Result<Derived, Error> {
-    let records = if method == Method::None { 0 } else { profile.branches.len() };
+    let records = if method == Method::None {
+        0
+    } else {
+        profile.branches.len()
+    };
     // Writing fresh memory the first time (page faults and zeroing) is a large part of
     // the cost at scale, so the big outputs are allocated and written once on a second
     // core while the first works: the record times while the intervals are prepared, the
@@ -87,13 +100,29 @@ pub fn derive_over(profile: &Profile, owners: &[Sample], method: Method) -> Resu
         let times = sc.spawn(move || vec![u64::MAX; records]);
         let p = prepare::prepare(profile, owners);
         let record_time = times.join().unwrap_or_else(|_| vec![u64::MAX; records]);
-        let new_records = if method == Method::None { 0 } else { p.intervals.iter().map(|iv| iv.recs.len()).sum::<usize>() };
+        let new_records = if method == Method::None {
+            0
+        } else {
+            p.intervals.iter().map(|iv| iv.recs.len()).sum::<usize>()
+        };
         // Every method makes a point per sample and per new record; `covered` may add one
         // more per sample (reserved, not written ahead).
-        let (touch, reserve) = (p.intervals.len() + new_records, 2 * p.intervals.len() + new_records);
+        let (touch, reserve) = (
+            p.intervals.len() + new_records,
+            2 * p.intervals.len() + new_records,
+        );
         let samples = sc.spawn(move || {
             let mut v: Vec<Sample> = Vec::with_capacity(reserve);
-            v.resize(touch, Sample { time_ns: 0, thread: 0, cpu: 0, stack: None, weight: 0 });
+            v.resize(
+                touch,
+                Sample {
+                    time_ns: 0,
+                    thread: 0,
+                    cpu: 0,
+                    stack: None,
+                    weight: 0,
+                },
+            );
             v.clear();
             v
         });
@@ -109,7 +138,17 @@ pub fn derive_over(profile: &Profile, owners: &[Sample], method: Method) -> Resu
         let points_per_sample = per_sample(&p, records);
         drop(p);
         sink.ready();
-        let ToSamples { stacks, samples, record_time, .. } = sink;
-        Ok(Derived { profile: with_samples(profile, stacks, samples), record_time, points_per_sample, notes })
+        let ToSamples {
+            stacks,
+            samples,
+            record_time,
+            ..
+        } = sink;
+        Ok(Derived {
+            profile: with_samples(profile, stacks, samples),
+            record_time,
+            points_per_sample,
+            notes,
+        })
     })
 }

@@ -71,7 +71,12 @@ pub fn assign(profile: &Profile, method: Method) -> Result<Assignment, Error> {
     let mut points = Vec::with_capacity(profile.samples.len() + profile.branches.len());
     let (notes, records) = run_sorted(&p, profile, method, &mut points)?;
     let points_per_sample = per_sample(&p, records);
-    Ok(Assignment { points, method, points_per_sample, notes })
+    Ok(Assignment {
+        points,
+        method,
+        points_per_sample,
+        notes,
+    })
 }
 
 /// Samples plus records given a time, per sample: `covered` adds points that are the
@@ -86,14 +91,21 @@ fn per_sample(p: &prepare::Prepared, records: u64) -> f64 {
 
 /// Runs `method` and hands its points to `sink` in time order (stable: within a thread,
 /// in order of occurrence); returns the notes and how many points are records.
-fn run_sorted(p: &prepare::Prepared, profile: &Profile, method: Method, sink: &mut dyn out::Sink) -> Result<(Vec<String>, u64), Error> {
+fn run_sorted(
+    p: &prepare::Prepared,
+    profile: &Profile,
+    method: Method,
+    sink: &mut dyn out::Sink,
+) -> Result<(Vec<String>, u64), Error> {
     let mut notes = p.notes.clone();
     let mut o = out::Out::new(p, sink);
     run_method(p, method, &mut o, &mut notes)?;
     let (records, out_of_order) = o.finish();
     if out_of_order {
         // Never with the methods as they are; kept so a new method cannot break order.
-        return Err(Error::Internal(format!("time assignment {method} gave a thread's points out of time order")));
+        return Err(Error::Internal(format!(
+            "time assignment {method} gave a thread's points out of time order"
+        )));
     }
     if method == Method::None && !profile.branches.is_empty() {
         notes.push("branch records ignored (plain sampling)".into());
@@ -101,7 +113,12 @@ fn run_sorted(p: &prepare::Prepared, profile: &Profile, method: Method, sink: &m
     Ok((notes, records))
 }
 
-fn run_method(p: &prepare::Prepared, method: Method, out: &mut out::Out, notes: &mut Vec<String>) -> Result<(), Error> {
+fn run_method(
+    p: &prepare::Prepared,
+    method: Method,
+    out: &mut out::Out,
+    notes: &mut Vec<String>,
+) -> Result<(), Error> {
     match method {
         Method::None => methods::none::run(p, out),
         Method::Equal => methods::equal::run(p, out),

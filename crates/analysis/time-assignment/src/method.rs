@@ -92,7 +92,10 @@ impl FromStr for Method {
     type Err = Error;
     fn from_str(s: &str) -> Result<Method, Error> {
         let l = s.trim().to_ascii_lowercase();
-        Method::ALL.into_iter().find(|m| m.as_str() == l).ok_or_else(|| Error::UnknownMethod(s.to_string()))
+        Method::ALL
+            .into_iter()
+            .find(|m| m.as_str() == l)
+            .ok_or_else(|| Error::UnknownMethod(s.to_string()))
     }
 }
 
@@ -107,6 +110,9 @@ mod tests {
             assert!(!m.description().is_empty());
         }
         assert_eq!("Equal".parse::<Method>(), Ok(Method::Equal));
-        assert!(matches!("tracer".parse::<Method>(), Err(Error::UnknownMethod(_))));
+        assert!(matches!(
+            "tracer".parse::<Method>(),
+            Err(Error::UnknownMethod(_))
+        ));
     }
 }

@@ -56,7 +56,18 @@ impl<'a> Out<'a> {
         }
         let slots = p.intervals.iter().map(|iv| iv.slot).collect();
         let queues = (0..p.n_threads).map(|_| VecDeque::new()).collect();
-        Out { sink, min_start_from, slots, queues, heads: BinaryHeap::new(), cur: 0, cur_sample: None, seq: 0, records: 0, out_of_order: false }
+        Out {
+            sink,
+            min_start_from,
+            slots,
+            queues,
+            heads: BinaryHeap::new(),
+            cur: 0,
+            cur_sample: None,
+            seq: 0,
+            records: 0,
+            out_of_order: false,
+        }
     }
 
     /// Releases every queued point at or before `bound`, oldest first.
@@ -82,7 +93,11 @@ impl<'a> Out<'a> {
                 self.cur += 1;
             }
             self.cur_sample = Some(pt.sample);
-            let bound = self.min_start_from.get(self.cur).copied().unwrap_or(u64::MAX);
+            let bound = self
+                .min_start_from
+                .get(self.cur)
+                .copied()
+                .unwrap_or(u64::MAX);
             self.release(bound);
         }
         self.records += u64::from(pt.record.is_some());

@@ -125,12 +125,24 @@ impl<'a> Keys<'a> {
             Some(_) => {}
             None => return UNKNOWN,
         }
-        let Some(f) = self.profile.frames.get(fi as usize) else { return UNKNOWN };
-        let module = f.module.and_then(|m| self.profile.modules.get(m as usize)).map_or("", |m| m.path.as_str());
+        let Some(f) = self.profile.frames.get(fi as usize) else {
+            return UNKNOWN;
+        };
+        let module = f
+            .module
+            .and_then(|m| self.profile.modules.get(m as usize))
+            .map_or("", |m| m.path.as_str());
         let next = self.names.len() as FnKey;
-        let k = *self.by_name.entry((f.function.as_str(), module)).or_insert(next);
+        let k = *self
+            .by_name
+            .entry((f.function.as_str(), module))
+            .or_insert(next);
         if k == next {
-            self.names.push(if module.is_empty() { f.function.clone() } else { format!("{} ({module})", f.function) });
+            self.names.push(if module.is_empty() {
+                f.function.clone()
+            } else {
+                format!("{} ({module})", f.function)
+            });
         }
         if let Some(slot) = self.by_frame.get_mut(fi as usize) {
             *slot = k;
@@ -143,17 +155,31 @@ impl<'a> Keys<'a> {
 /// profile's own (a caller that keeps them elsewhere passes them without a copy of the
 /// profile and its branch records).
 pub(crate) fn prepare(profile: &Profile, samples: &[Sample]) -> Prepared {
-    let mut keys = Keys { profile, by_name: HashMap::new(), names: vec!["[unknown]".into()], by_frame: vec![FnKey::MAX; profile.frames.len()] };
+    let mut keys = Keys {
+        profile,
+        by_name: HashMap::new(),
+        names: vec!["[unknown]".into()],
+        by_frame: vec![FnKey::MAX; profile.frames.len()],
+    };
     let mut notes = Vec::new();
 
     let (snaps, stray) = Snapshots::of(profile, samples.len());
     if stray > 0 {
-        notes.push(format!("{stray} branch records name a sample that does not exist and were ignored"));
+        notes.push(format!(
+            "{stray} branch records name a sample that does not exist and were ignored"
+        ));
     }
     let mut depth = profile.branch_info.as_ref().map_or(0, |b| b.depth as usize);
     depth = depth.max(snaps.max_len());
-    let wide_cycles = profile.branches.iter().any(|b| b.cycles.is_some_and(|c| c > u16::MAX as u32));
-    let cycles_saturate = if wide_cycles { None } else { Some(u16::MAX as u32) };
+    let wide_cycles = profile
+        .branches
+        .iter()
+        .any(|b| b.cycles.is_some_and(|c| c > u16::MAX as u32));
+    let cycles_saturate = if wide_cycles {
+        None
+    } else {
+        Some(u16::MAX as u32)
+    };
 
     let mut order: Vec<usize> = (0..samples.len()).collect();
     // Samples are kept sorted by time; sort only when they are not (same stable order).
@@ -179,9 +205,16 @@ pub(crate) fn prepare(profile: &Profile, samples: &[Sample]) -> Prepared {
         }
         let start = match last[slot as usize].replace(s.time_ns) {
             Some(prev) => prev.min(s.time_ns),
-            None => s.time_ns.saturating_sub(if profile.weight_is_time() { s.weight } else { first_len }),
+            None => s.time_ns.saturating_sub(if profile.weight_is_time() {
+                s.weight
+            } else {
+                first_len
+            }),
         };
-        let leaf_frame = s.stack.and_then(|st| profile.stacks.get(st as usize)).map(|n| n.frame);
+        let leaf_frame = s
+            .stack
+            .and_then(|st| profile.stacks.get(st as usize))
+            .map(|n| n.frame);
         let leaf_func = keys.of(leaf_frame);
         let snap = snaps.get(si);
         let has_old = snap.iter().any(|i| !profile.branches[i as usize].is_new);
@@ -217,31 +250,61 @@ pub(crate) fn prepare(profile: &Profile, samples: &[Sample]) -> Prepared {
             }
             older = Some((b.kind, from, b.to_frame, to));
         }
-        let recs = Recs { all: none.clone(), range: first_rec..all_recs.len() };
-        intervals.push(Interval { sample: si as u32, thread: s.thread, slot, start, end: s.time_ns, leaf_frame, leaf_func, recs, complete });
+        let recs = Recs {
+            all: none.clone(),
+            range: first_rec..all_recs.len(),
+        };
+        intervals.push(Interval {
+            sample: si as u32,
+            thread: s.thread,
+            slot,
+            start,
+            end: s.time_ns,
+            leaf_frame,
+            leaf_func,
+            recs,
+            complete,
+        });
     }
     all_recs.shrink_to_fit();
     let all_recs = Arc::new(all_recs);
-    intervals.iter_mut().for_each(|iv| iv.recs.all = all_recs.clone());
+    intervals
+        .iter_mut()
+        .for_each(|iv| iv.recs.all = all_recs.clone());
     if unknown_from > 0 {
-        notes.push(format!("{unknown_from} branch records have no known function at FROM"));
+        notes.push(format!(
+            "{unknown_from} branch records have no known function at FROM"
+        ));
     }
     let lost = intervals.iter().filter(|iv| !iv.complete).count();
     if lost > 0 {
-        notes.push(format!("{lost} snapshots overflowed (more branches between two samples than the LBR holds)"));
+        notes.push(format!(
+            "{lost} snapshots overflowed (more branches between two samples than the LBR holds)"
+        ));
     }
 
     let mut shares = vec![0.0; keys.names.len()];
     let by_weight = samples.iter().any(|s| s.weight > 0);
     for (&si, iv) in order.iter().zip(&intervals) {
-        let w = if by_weight { samples[si].weight as f64 } else { 1.0 };
+        let w = if by_weight {
+            samples[si].weight as f64
+        } else {
+            1.0
+        };
         shares[iv.leaf_func as usize] += w;
     }
     let total: f64 = shares.iter().sum();
     if total > 0.0 {
         shares.iter_mut().for_each(|x| *x /= total);
     }
-    Prepared { intervals, names: keys.names, shares, cycles_saturate, notes, n_threads: slots.count as usize }
+    Prepared {
+        intervals,
+        names: keys.names,
+        shares,
+        cycles_saturate,
+        notes,
+        n_threads: slots.count as usize,
+    }
 }
 
 /// Each sample's branch records (indices into the profile's branches), newest first
@@ -277,7 +340,13 @@ impl Snapshots {
             count[i + 1] += count[i];
         }
         if sorted {
-            return (Snapshots { start: count, idx: None }, 0);
+            return (
+                Snapshots {
+                    start: count,
+                    idx: None,
+                },
+                0,
+            );
         }
         // Counting sort by sample keeps record order within a sample; then a stable
         // sort by position, as before.
@@ -293,16 +362,29 @@ impl Snapshots {
         for w in count.windows(2) {
             idx[w[0] as usize..w[1] as usize].sort_by_key(|&i| b[i as usize].position);
         }
-        (Snapshots { start: count, idx: Some(idx) }, stray)
+        (
+            Snapshots {
+                start: count,
+                idx: Some(idx),
+            },
+            stray,
+        )
     }
 
     fn max_len(&self) -> usize {
-        self.start.windows(2).map(|w| (w[1] - w[0]) as usize).max().unwrap_or(0)
+        self.start
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The records of sample `si`, newest first.
     fn get(&self, si: usize) -> SnapIter<'_> {
-        let (a, b) = (self.start.get(si).copied().unwrap_or(0), self.start.get(si + 1).copied().unwrap_or(0));
+        let (a, b) = (
+            self.start.get(si).copied().unwrap_or(0),
+            self.start.get(si + 1).copied().unwrap_or(0),
+        );
         match &self.idx {
             Some(idx) => SnapIter::Listed(idx.get(a as usize..b as usize).unwrap_or(&[])),
             None => SnapIter::Range(a..b.max(a)),
@@ -368,7 +450,8 @@ fn first_interval(profile: &Profile, samples: &[Sample], order: &[usize]) -> u64
         .iter()
         .filter_map(|&i| {
             let s = &samples[i];
-            last.insert(s.thread, s.time_ns).map(|p| s.time_ns.saturating_sub(p))
+            last.insert(s.thread, s.time_ns)
+                .map(|p| s.time_ns.saturating_sub(p))
         })
         .collect();
     gaps.sort_unstable();

@@ -46,7 +46,10 @@ mod tests {
     #[test]
     fn slots_are_dense_in_order_of_first_sight() {
         let mut s = ThreadSlots::default();
-        let got: Vec<u32> = [7, 0, 7, u32::MAX, 3, 0, u32::MAX].iter().map(|&t| s.of(t)).collect();
+        let got: Vec<u32> = [7, 0, 7, u32::MAX, 3, 0, u32::MAX]
+            .iter()
+            .map(|&t| s.of(t))
+            .collect();
         assert_eq!(got, vec![0, 1, 0, 2, 3, 1, 2]);
         assert_eq!(s.count, 4);
     }

@@ -21,7 +21,10 @@ pub fn to_profile(profile: &Profile, a: &Assignment) -> Profile {
             pt.frame.and_then(|f| {
                 let root = roots.get_mut(f as usize)?;
                 Some(*root.get_or_insert_with(|| {
-                    stacks.push(Stack { parent: None, frame: f });
+                    stacks.push(Stack {
+                        parent: None,
+                        frame: f,
+                    });
                     (stacks.len() - 1) as StackIdx
                 }))
             })
@@ -43,7 +46,10 @@ pub fn to_profile(profile: &Profile, a: &Assignment) -> Profile {
 pub(crate) fn root_stacks(profile: &Profile) -> Vec<Option<StackIdx>> {
     let mut roots = vec![None; profile.frames.len()];
     for (i, s) in profile.stacks.iter().enumerate() {
-        if let Some(r) = roots.get_mut(s.frame as usize).filter(|r: &&mut Option<StackIdx>| s.parent.is_none() && r.is_none()) {
+        if let Some(r) = roots
+            .get_mut(s.frame as usize)
+            .filter(|r: &&mut Option<StackIdx>| s.parent.is_none() && r.is_none())
+        {
             *r = Some(i as StackIdx);
         }
     }
@@ -55,7 +61,20 @@ pub(crate) fn with_samples(profile: &Profile, stacks: Vec<Stack>, samples: Vec<S
     // Everything else is kept. Destructured without `..` so a field added to the model
     // later fails to compile here until it is kept or dropped; the samples and branch
     // records (hundreds of millions of them) are never copied.
-    let Profile { threads, modules, frames, stacks: _, samples: _, losses, branches: _, branch_info, calls, weight_event: _, events, sample_events } = profile;
+    let Profile {
+        threads,
+        modules,
+        frames,
+        stacks: _,
+        samples: _,
+        losses,
+        branches: _,
+        branch_info,
+        calls,
+        weight_event: _,
+        events,
+        sample_events,
+    } = profile;
     Profile {
         threads: threads.clone(),
         modules: modules.clone(),

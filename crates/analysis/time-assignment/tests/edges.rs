@@ -8,8 +8,14 @@ use common::{B, MS};
 use kairos_model::BranchKind;
 use kairos_time_assignment::{assign, to_profile, Method};
 
-const OURS_AND_PAPER: [Method; 6] =
-    [Method::None, Method::Equal, Method::Ratio, Method::Proportional, Method::Segments, Method::Nesting];
+const OURS_AND_PAPER: [Method; 6] = [
+    Method::None,
+    Method::Equal,
+    Method::Ratio,
+    Method::Proportional,
+    Method::Segments,
+    Method::Nesting,
+];
 
 #[test]
 fn without_branches_every_method_is_plain_sampling() {
@@ -31,7 +37,13 @@ fn without_branches_every_method_is_plain_sampling() {
 fn first_sample_of_a_thread_stands_for_its_weight() {
     let mut b = B::new(16, false);
     let (m, f) = (b.frame("main"), b.frame("f"));
-    b.sample(5 * MS, 0, Some(m), 400_000, &[(Some(f), Some(m), BranchKind::Return, None, true)]);
+    b.sample(
+        5 * MS,
+        0,
+        Some(m),
+        400_000,
+        &[(Some(f), Some(m), BranchKind::Return, None, true)],
+    );
     let a = assign(&b.p, Method::Equal).unwrap();
     let got: Vec<_> = a.points.iter().map(|p| (p.time_ns, p.weight_ns)).collect();
     assert_eq!(got, [(5 * MS - 200_000, 200_000), (5 * MS, 200_000)]);
@@ -41,8 +53,23 @@ fn first_sample_of_a_thread_stands_for_its_weight() {
 fn old_records_are_ignored() {
     let mut b = B::new(4, false);
     let (m, f, g) = (b.frame("main"), b.frame("f"), b.frame("g"));
-    b.sample(MS, 0, Some(m), MS, &[(Some(f), Some(m), BranchKind::Return, None, true)]);
-    b.sample(2 * MS, 0, Some(m), MS, &[(Some(f), Some(m), BranchKind::Return, None, false), (Some(g), Some(m), BranchKind::Return, None, true)]);
+    b.sample(
+        MS,
+        0,
+        Some(m),
+        MS,
+        &[(Some(f), Some(m), BranchKind::Return, None, true)],
+    );
+    b.sample(
+        2 * MS,
+        0,
+        Some(m),
+        MS,
+        &[
+            (Some(f), Some(m), BranchKind::Return, None, false),
+            (Some(g), Some(m), BranchKind::Return, None, true),
+        ],
+    );
     for meth in OURS_AND_PAPER.into_iter().skip(1) {
         let a = assign(&b.p, meth).unwrap();
         assert_eq!(a.points.len(), 4, "{meth}");
@@ -70,8 +97,16 @@ fn zero_length_intervals_and_unknown_frames_do_not_panic() {
                     _ => 7,
                 };
                 assert_eq!(a.points.len(), expect, "{meth}");
-                assert_eq!(a.points.iter().filter(|p| p.record.is_some()).count(), if meth == Method::None { 0 } else { 4 }, "{meth}");
-                assert_eq!(a.points.iter().map(|p| p.weight_ns).sum::<u64>(), MS, "{meth}");
+                assert_eq!(
+                    a.points.iter().filter(|p| p.record.is_some()).count(),
+                    if meth == Method::None { 0 } else { 4 },
+                    "{meth}"
+                );
+                assert_eq!(
+                    a.points.iter().map(|p| p.weight_ns).sum::<u64>(),
+                    MS,
+                    "{meth}"
+                );
                 let d = to_profile(&b.p, &a);
                 assert_eq!(d.samples.len(), a.points.len());
             }
@@ -86,12 +121,34 @@ fn threads_interleaved_have_their_own_intervals() {
     let (m, f, w) = (b.frame("main"), b.frame("f"), b.frame("work"));
     b.sample(MS, 0, Some(m), MS, &[]);
     b.sample(MS + 100, 1, Some(w), MS, &[]);
-    b.sample(2 * MS, 0, Some(m), MS, &[(Some(f), Some(m), BranchKind::Return, None, true)]);
-    b.sample(3 * MS + 100, 1, Some(w), MS, &[(Some(f), Some(w), BranchKind::Return, None, true)]);
+    b.sample(
+        2 * MS,
+        0,
+        Some(m),
+        MS,
+        &[(Some(f), Some(m), BranchKind::Return, None, true)],
+    );
+    b.sample(
+        3 * MS + 100,
+        1,
+        Some(w),
+        MS,
+        &[(Some(f), Some(w), BranchKind::Return, None, true)],
+    );
     let a = assign(&b.p, Method::Equal).unwrap();
-    let t1: Vec<_> = a.points.iter().filter(|p| p.thread == 1).map(|p| (p.time_ns, p.weight_ns)).collect();
+    let t1: Vec<_> = a
+        .points
+        .iter()
+        .filter(|p| p.thread == 1)
+        .map(|p| (p.time_ns, p.weight_ns))
+        .collect();
     assert_eq!(t1, [(MS + 100, MS), (2 * MS + 100, MS), (3 * MS + 100, MS)]);
-    let t0: Vec<_> = a.points.iter().filter(|p| p.thread == 0).map(|p| (p.time_ns, p.weight_ns)).collect();
+    let t0: Vec<_> = a
+        .points
+        .iter()
+        .filter(|p| p.thread == 0)
+        .map(|p| (p.time_ns, p.weight_ns))
+        .collect();
     assert_eq!(t0, [(MS, MS), (MS + MS / 2, MS / 2), (2 * MS, MS / 2)]);
     assert!(a.points.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
 }
@@ -100,12 +157,22 @@ fn threads_interleaved_have_their_own_intervals() {
 fn derived_profile_keeps_sample_stacks_and_adds_one_frame_stacks() {
     let mut b = B::new(16, false);
     let (m, f) = (b.frame("main"), b.frame("f"));
-    b.sample(MS, 0, Some(m), MS, &[(Some(f), Some(m), BranchKind::Return, None, true)]);
+    b.sample(
+        MS,
+        0,
+        Some(m),
+        MS,
+        &[(Some(f), Some(m), BranchKind::Return, None, true)],
+    );
     let a = assign(&b.p, Method::Equal).unwrap();
     let d = to_profile(&b.p, &a);
     assert_eq!(d.samples.len(), 2);
     assert!(d.branches.is_empty());
-    let leaves: Vec<_> = d.samples.iter().map(|s| d.leaf_frame(s).map(|fr| fr.function.clone())).collect();
+    let leaves: Vec<_> = d
+        .samples
+        .iter()
+        .map(|s| d.leaf_frame(s).map(|fr| fr.function.clone()))
+        .collect();
     assert_eq!(leaves, [Some("f".to_string()), Some("main".to_string())]);
     assert_eq!(d.samples.iter().map(|s| s.weight).sum::<u64>(), MS);
 }

@@ -16,7 +16,10 @@ use kairos_time_assignment::{assign, Method};
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
     }
     fn jitter(&mut self, mean: f64) -> u64 {
@@ -34,7 +37,10 @@ struct Trace {
 fn program(total_ns: u64, seed: u64) -> Trace {
     let mut r = Rng(seed);
     let mut t = 0u64;
-    let mut tr = Trace { segs: Vec::new(), branches: Vec::new() };
+    let mut tr = Trace {
+        segs: Vec::new(),
+        branches: Vec::new(),
+    };
     let run = |tr: &mut Trace, t: &mut u64, f: u32, d: u64| {
         tr.segs.push((f, *t, *t + d));
         *t += d;
@@ -69,7 +75,10 @@ fn program(total_ns: u64, seed: u64) -> Trace {
 
 fn emulate(tr: &Trace, period: u64, depth: usize, cycles: bool) -> kairos_model::Profile {
     let mut b = B::new(depth as u32, cycles);
-    let frames: Vec<u32> = ["main", "A", "B", "C", "spike"].iter().map(|n| b.frame(n)).collect();
+    let frames: Vec<u32> = ["main", "A", "B", "C", "spike"]
+        .iter()
+        .map(|n| b.frame(n))
+        .collect();
     let end = tr.segs.last().map_or(0, |s| s.2);
     let (mut si, mut bi, mut prev) = (0usize, 0usize, 0u64);
     let mut t = period;
@@ -87,7 +96,13 @@ fn emulate(tr: &Trace, period: u64, depth: usize, cycles: bool) -> kairos_model:
                 let (bt, from, to, kind) = tr.branches[k];
                 let before = if k == 0 { 0 } else { tr.branches[k - 1].0 };
                 let cy = cycles.then(|| (bt - before).clamp(1, u32::MAX as u64) as u32);
-                (Some(frames[from as usize]), Some(frames[to as usize]), kind, cy, bt > prev)
+                (
+                    Some(frames[from as usize]),
+                    Some(frames[to as usize]),
+                    kind,
+                    cy,
+                    bt > prev,
+                )
             })
             .collect();
         b.sample(t, 0, leaf, period, &snap);
@@ -131,7 +146,11 @@ fn error(tr: &Trace, p: &kairos_model::Profile, m: Method, bucket: u64) -> Optio
             sum += 1.0;
             continue;
         }
-        sum += 0.5 * t.iter().zip(e).map(|(a, b)| (a / tt - b / et).abs()).sum::<f64>();
+        sum += 0.5
+            * t.iter()
+                .zip(e)
+                .map(|(a, b)| (a / tt - b / et).abs())
+                .sum::<f64>();
     }
     Some(sum / nb as f64)
 }
@@ -139,15 +158,41 @@ fn error(tr: &Trace, p: &kairos_model::Profile, m: Method, bucket: u64) -> Optio
 #[test]
 fn our_estimators_beat_paper_method_3_against_an_exact_trace() {
     let tr = program(400_000_000, 7);
-    println!("{:>8} {:>5} {:>6} | {}", "period", "depth", "cycles", Method::ALL.map(|m| format!("{m:>12}")).join(" "));
-    for (period, depth, cycles) in [(1_000_000, 16, false), (1_000_000, 32, false), (100_000, 16, false), (100_000, 32, false), (1_000_000, 16, true), (100_000, 16, true)] {
+    println!(
+        "{:>8} {:>5} {:>6} | {}",
+        "period",
+        "depth",
+        "cycles",
+        Method::ALL.map(|m| format!("{m:>12}")).join(" ")
+    );
+    for (period, depth, cycles) in [
+        (1_000_000, 16, false),
+        (1_000_000, 32, false),
+        (100_000, 16, false),
+        (100_000, 32, false),
+        (1_000_000, 16, true),
+        (100_000, 16, true),
+    ] {
         let p = emulate(&tr, period, depth, cycles);
         let bucket = period / 10;
-        let errs: Vec<Option<f64>> = Method::ALL.iter().map(|&m| error(&tr, &p, m, bucket)).collect();
-        let cells: Vec<String> = errs.iter().map(|e| e.map_or("-".into(), |e| format!("{e:12.4}"))).collect();
+        let errs: Vec<Option<f64>> = Method::ALL
+            .iter()
+            .map(|&m| error(&tr, &p, m, bucket))
+            .collect();
+        let cells: Vec<String> = errs
+            .iter()
+            .map(|e| e.map_or("-".into(), |e| format!("{e:12.4}")))
+            .collect();
         println!("{period:>8} {depth:>5} {cycles:>6} | {}", cells.join(" "));
-        let get = |m: Method| errs[Method::ALL.iter().position(|&x| x == m).unwrap_or(0)].unwrap_or(1.0);
-        assert!(get(Method::Segments) < get(Method::Proportional), "segments vs proportional at {period} {depth}");
-        assert!(get(Method::Nesting) < get(Method::Proportional), "nesting vs proportional at {period} {depth}");
+        let get =
+            |m: Method| errs[Method::ALL.iter().position(|&x| x == m).unwrap_or(0)].unwrap_or(1.0);
+        assert!(
+            get(Method::Segments) < get(Method::Proportional),
+            "segments vs proportional at {period} {depth}"
+        );
+        assert!(
+            get(Method::Nesting) < get(Method::Proportional),
+            "nesting vs proportional at {period} {depth}"
+        );
     }
 }

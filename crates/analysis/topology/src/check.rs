@@ -65,7 +65,11 @@ pub struct Finding {
 
 /// Whether the device is one the check is about: hardware that moves data.
 pub fn checked_kind(d: &Device) -> bool {
-    !d.virtual_device && matches!(d.kind, DeviceKind::Network | DeviceKind::Storage | DeviceKind::Accelerator)
+    !d.virtual_device
+        && matches!(
+            d.kind,
+            DeviceKind::Network | DeviceKind::Storage | DeviceKind::Accelerator
+        )
 }
 
 fn pct(part: u64, whole: u64) -> f64 {
@@ -78,12 +82,17 @@ fn pct(part: u64, whole: u64) -> f64 {
 
 /// The node other than `node` holding the most of `by` (for "ran on node 0").
 fn main_other(by: &BTreeMap<u32, u64>, node: u32) -> Option<u32> {
-    by.iter().filter(|(&n, &c)| n != node && c > 0).max_by_key(|(&n, &c)| (c, std::cmp::Reverse(n))).map(|(&n, _)| n)
+    by.iter()
+        .filter(|(&n, &c)| n != node && c > 0)
+        .max_by_key(|(&n, &c)| (c, std::cmp::Reverse(n)))
+        .map(|(&n, _)| n)
 }
 
 fn what_lands(d: &Device, node: u32) -> String {
     if d.class == kairos_platform::devices::PERSISTENT_MEMORY {
-        return format!("its media is node {node}'s memory and every load and store to it from there is remote");
+        return format!(
+            "its media is node {node}'s memory and every load and store to it from there is remote"
+        );
     }
     match d.kind {
         DeviceKind::Network => format!("inbound data lands in node {node}'s L3 and memory and every read of it is remote"),
@@ -94,10 +103,16 @@ fn what_lands(d: &Device, node: u32) -> String {
 
 /// One finding per checked device, in the platform's device order.
 pub fn check(p: &Platform, u: &Usage) -> Vec<Finding> {
-    let Some(devices) = &p.devices else { return Vec::new() };
+    let Some(devices) = &p.devices else {
+        return Vec::new();
+    };
     let samples = u.samples();
     let pages = u.pages();
-    devices.iter().filter(|d| checked_kind(d)).map(|d| finding(p, d, u, samples, pages)).collect()
+    devices
+        .iter()
+        .filter(|d| checked_kind(d))
+        .map(|d| finding(p, d, u, samples, pages))
+        .collect()
 }
 
 fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Finding {
@@ -107,13 +122,26 @@ fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Fin
         return Finding { device: device.clone(), node: None, verdict: Verdict::Unchecked, off_node_samples_pct: None, off_node_pages_pct: None, sentence: format!("{device}: {why}, so it cannot be checked; find its socket from the slot it sits in") };
     };
     let off_s = samples - u.samples_by_node.get(&node).copied().unwrap_or(0);
-    let off_p = pages - u.pages_by_node.as_ref().and_then(|m| m.get(&node)).copied().unwrap_or(0);
+    let off_p = pages
+        - u.pages_by_node
+            .as_ref()
+            .and_then(|m| m.get(&node))
+            .copied()
+            .unwrap_or(0);
     let s_pct = (samples > 0).then(|| pct(off_s, samples));
     let p_pct = (pages > 0).then(|| pct(off_p, pages));
-    let mut out = Finding { device: device.clone(), node: Some(node), verdict: Verdict::Local, off_node_samples_pct: s_pct, off_node_pages_pct: p_pct, sentence: String::new() };
+    let mut out = Finding {
+        device: device.clone(),
+        node: Some(node),
+        verdict: Verdict::Local,
+        off_node_samples_pct: s_pct,
+        off_node_pages_pct: p_pct,
+        sentence: String::new(),
+    };
     if p.nodes.iter().filter(|n| !n.cpus.is_empty()).count() < 2 {
         out.verdict = Verdict::Local;
-        out.sentence = format!("{device} is on node {node}, the only node with CPUs: every access is local");
+        out.sentence =
+            format!("{device} is on node {node}, the only node with CPUs: every access is local");
         return out;
     }
     if samples == 0 && pages == 0 {
@@ -121,16 +149,28 @@ fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Fin
         out.sentence = format!("{device} is on node {node}; the result has no samples with a CPU and no page placement, so nothing to check it against");
         return out;
     }
-    let cpus = p.nodes.iter().find(|n| n.id == node).map(|n| format_cpulist(&n.cpus)).unwrap_or_default();
+    let cpus = p
+        .nodes
+        .iter()
+        .find(|n| n.id == node)
+        .map(|n| format_cpulist(&n.cpus))
+        .unwrap_or_default();
     let fix = format!("pin the threads to node {node}'s CPUs {cpus} (taskset -c {cpus}, or numactl --cpunodebind={node} --membind={node})");
     let mut parts: Vec<String> = Vec::new();
     // A majority off the device's node is the mismatch: most reads of its data are remote.
     if let (Some(sp), Some(other)) = (s_pct, main_other(&u.samples_by_node, node)) {
         if sp > 50.0 {
-            parts.push(format!("{:.0}% of the samples of the target's threads ran on node {other}: {}", sp, what_lands(d, node)));
+            parts.push(format!(
+                "{:.0}% of the samples of the target's threads ran on node {other}: {}",
+                sp,
+                what_lands(d, node)
+            ));
         }
     }
-    if let (Some(pp), Some(other)) = (p_pct, u.pages_by_node.as_ref().and_then(|m| main_other(m, node))) {
+    if let (Some(pp), Some(other)) = (
+        p_pct,
+        u.pages_by_node.as_ref().and_then(|m| main_other(m, node)),
+    ) {
         if pp > 50.0 {
             parts.push(format!("{pp:.0}% of the target's resident pages are on node {other}, so buffers exchanged with the device cross the interconnect"));
         }

@@ -44,13 +44,19 @@ pub fn analyse(result_dir: &Path) -> Result<Topology, Failure> {
             None
         }
     };
-    let mut t = analyse_with(result_dir, samples.as_deref().unwrap_or_default().iter().map(|s| s.cpu))?;
+    let mut t = analyse_with(
+        result_dir,
+        samples.as_deref().unwrap_or_default().iter().map(|s| s.cpu),
+    )?;
     t.notes.extend(notes);
     Ok(t)
 }
 
 /// The same with the samples' CPUs already read (the page has them loaded).
-pub fn analyse_with(result_dir: &Path, sample_cpus: impl Iterator<Item = u32>) -> Result<Topology, Failure> {
+pub fn analyse_with(
+    result_dir: &Path,
+    sample_cpus: impl Iterator<Item = u32>,
+) -> Result<Topology, Failure> {
     let notes: Vec<String> = Vec::new();
     let dir = session::open_result(result_dir)?;
     let platform = match Platform::load(result_dir) {
@@ -73,9 +79,19 @@ pub fn analyse_with(result_dir: &Path, sample_cpus: impl Iterator<Item = u32>) -
             None => usage.samples_without_node += 1,
         }
     }
-    usage.pages_by_node = pages_by_node(&dir.tables_path().join(NUMA_OBJECTS)).map_err(|e| Failure::failed(format!("result {} is damaged: {e}; collect it again", result_dir.display())))?;
+    usage.pages_by_node = pages_by_node(&dir.tables_path().join(NUMA_OBJECTS)).map_err(|e| {
+        Failure::failed(format!(
+            "result {} is damaged: {e}; collect it again",
+            result_dir.display()
+        ))
+    })?;
     let findings = check(&platform, &usage);
-    Ok(Topology { platform, usage, findings, notes })
+    Ok(Topology {
+        platform,
+        usage,
+        findings,
+        notes,
+    })
 }
 
 /// Pages per node of the memory-access NUMA table; None when the result has none.
@@ -85,7 +101,10 @@ pub fn pages_by_node(path: &Path) -> Result<Option<BTreeMap<u32, u64>>, kairos_t
     }
     let mut by: BTreeMap<u32, u64> = BTreeMap::new();
     kairos_table::read(path, 1 << 16, |b| {
-        let (node, pages) = (b.col::<UInt32Array>("node", false)?, b.col::<UInt64Array>("pages", false)?);
+        let (node, pages) = (
+            b.col::<UInt32Array>("node", false)?,
+            b.col::<UInt64Array>("pages", false)?,
+        );
         for i in 0..b.rows {
             if node.value(i) != UNKNOWN_NODE && pages.value(i) > 0 {
                 *by.entry(node.value(i)).or_default() += pages.value(i);
@@ -99,11 +118,17 @@ pub fn pages_by_node(path: &Path) -> Result<Option<BTreeMap<u32, u64>>, kairos_t
 /// The report entry: `kairos report topology -r DIR [--format text|csv|json]`.
 pub fn report(req: &ReportRequest) -> Result<(), Failure> {
     if req.report != REPORT {
-        return Err(Failure::usage(format!("unknown report '{}'; this entry prints '{REPORT}'", req.report)));
+        return Err(Failure::usage(format!(
+            "unknown report '{}'; this entry prints '{REPORT}'",
+            req.report
+        )));
     }
     let format = session::report_format(req)?;
     let t = analyse(&req.result_dir)?;
-    print!("{}", render::render(&t.platform, &t.usage, &t.findings, &t.notes, format));
+    print!(
+        "{}",
+        render::render(&t.platform, &t.usage, &t.findings, &t.notes, format)
+    );
     if format == Format::Text {
         if let Ok(dir) = session::open_result(&req.result_dir) {
             session::print_notes(&dir);

@@ -12,7 +12,13 @@ pub const NOT_MEASURED: &str = "not measurable here";
 
 /// The report in `format`: text puts each finding's sentence whole below the tables (a
 /// table cell would cut it), CSV and JSON keep it as a column.
-pub fn render(p: &Platform, u: &Usage, findings: &[Finding], notes: &[String], format: Format) -> String {
+pub fn render(
+    p: &Platform,
+    u: &Usage,
+    findings: &[Finding],
+    notes: &[String],
+    format: Format,
+) -> String {
     let text = format == Format::Text;
     let mut out = document(p, u, findings, notes, !text).render(format);
     if text && !findings.is_empty() {
@@ -25,12 +31,36 @@ pub fn render(p: &Platform, u: &Usage, findings: &[Finding], notes: &[String], f
 }
 
 /// Everything the report shows; `sentences`: the findings' sentences as a column.
-pub fn document(p: &Platform, u: &Usage, findings: &[Finding], notes: &[String], sentences: bool) -> Document {
+pub fn document(
+    p: &Platform,
+    u: &Usage,
+    findings: &[Finding],
+    notes: &[String],
+    sentences: bool,
+) -> Document {
     let mut doc = Document::new("Topology");
     let mut s = Section::new("Platform");
     s.push("Source", Cell::text(p.source.clone()));
-    let sockets: Vec<String> = p.sockets.iter().map(|s| format!("socket {}: CPUs {} ({} cores)", s.id, format_cpulist(&s.cpus), s.cores)).collect();
-    s.push("Sockets", Cell::text(if sockets.is_empty() { "unknown".to_string() } else { sockets.join("; ") }));
+    let sockets: Vec<String> = p
+        .sockets
+        .iter()
+        .map(|s| {
+            format!(
+                "socket {}: CPUs {} ({} cores)",
+                s.id,
+                format_cpulist(&s.cpus),
+                s.cores
+            )
+        })
+        .collect();
+    s.push(
+        "Sockets",
+        Cell::text(if sockets.is_empty() {
+            "unknown".to_string()
+        } else {
+            sockets.join("; ")
+        }),
+    );
     s.push("Samples", Cell::UInt(u.samples()));
     for n in notes.iter().chain(p.notes.iter()) {
         s.push("Note", Cell::text(n.clone()));
@@ -69,15 +99,25 @@ fn nodes_table(p: &Platform, u: &Usage) -> Table {
         t.push_row(vec![
             Cell::UInt(u64::from(n.id)),
             Cell::text(format_cpulist(&n.cpus)),
-            n.mem_total_kb.map_or(Cell::text("unknown"), |k| Cell::UInt(k / 1024)),
-            Cell::text(n.distances.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")),
+            n.mem_total_kb
+                .map_or(Cell::text("unknown"), |k| Cell::UInt(k / 1024)),
+            Cell::text(
+                n.distances
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
             sc,
             share,
             pages,
         ]);
     }
     if u.samples_without_node > 0 {
-        t.push_note(format!("{} samples ran on CPUs no node lists (or recorded no CPU)", u.samples_without_node));
+        t.push_note(format!(
+            "{} samples ran on CPUs no node lists (or recorded no CPU)",
+            u.samples_without_node
+        ));
     }
     t
 }
@@ -108,21 +148,42 @@ fn devices_table(p: &Platform) -> Option<Table> {
             Cell::text(d.kind.as_str()),
             Cell::text(d.class.clone()),
             d.id.clone().map_or(Cell::Empty, Cell::text),
-            d.node.map_or(Cell::text("unknown"), |n| Cell::UInt(u64::from(n))),
+            d.node
+                .map_or(Cell::text("unknown"), |n| Cell::UInt(u64::from(n))),
             Cell::text(from),
             Cell::text(format_cpulist(&d.local_cpus)),
             d.root.clone().map_or(Cell::Empty, Cell::text),
-            d.link.as_ref().map_or(Cell::text(if d.pci_address.is_some() { "not in sysfs" } else { "" }), |l| Cell::text(l.describe())),
+            d.link.as_ref().map_or(
+                Cell::text(if d.pci_address.is_some() {
+                    "not in sysfs"
+                } else {
+                    ""
+                }),
+                |l| Cell::text(l.describe()),
+            ),
         ]);
     }
-    for d in devices.iter().filter(|d| d.note.is_some() && !d.virtual_device) {
-        t.push_note(format!("{}: {}", d.label(), d.note.as_deref().unwrap_or_default()));
+    for d in devices
+        .iter()
+        .filter(|d| d.note.is_some() && !d.virtual_device)
+    {
+        t.push_note(format!(
+            "{}: {}",
+            d.label(),
+            d.note.as_deref().unwrap_or_default()
+        ));
     }
     Some(t)
 }
 
 fn check_table(p: &Platform, findings: &[Finding], sentences: bool) -> Table {
-    let mut columns = vec![Column::left("Device"), Column::left("Node"), Column::left("Verdict"), Column::right("Samples off node"), Column::right("Pages off node")];
+    let mut columns = vec![
+        Column::left("Device"),
+        Column::left("Node"),
+        Column::left("Verdict"),
+        Column::right("Samples off node"),
+        Column::right("Pages off node"),
+    ];
     if sentences {
         columns.push(Column::left("Finding"));
     }
@@ -131,7 +192,8 @@ fn check_table(p: &Platform, findings: &[Finding], sentences: bool) -> Table {
         let share = |v: Option<f64>| v.map_or(Cell::text(NOT_MEASURED), Cell::Percent);
         t.push_row(vec![
             Cell::text(f.device.clone()),
-            f.node.map_or(Cell::text("unknown"), |n| Cell::UInt(u64::from(n))),
+            f.node
+                .map_or(Cell::text("unknown"), |n| Cell::UInt(u64::from(n))),
             Cell::text(f.verdict.as_str()),
             share(f.off_node_samples_pct),
             share(f.off_node_pages_pct),
@@ -143,7 +205,10 @@ fn check_table(p: &Platform, findings: &[Finding], sentences: bool) -> Table {
         Some(d) if !d.iter().any(checked_kind) => t.push_note("no network, storage or accelerator device in the snapshot"),
         Some(_) => t.push_note("which device the target reads from is not recorded (that needs I/O tracing): every network, storage and accelerator device is checked"),
     }
-    let n = findings.iter().filter(|f| f.verdict == Verdict::Mismatch).count();
+    let n = findings
+        .iter()
+        .filter(|f| f.verdict == Verdict::Mismatch)
+        .count();
     t.push_note(format!("{n} mismatch{}", if n == 1 { "" } else { "es" }));
     t
 }

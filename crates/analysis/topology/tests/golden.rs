@@ -11,11 +11,25 @@ use kairos_platform::{Platform, SystemRoot};
 use kairos_report::{assert_golden, Format};
 
 fn fixture_platform(tag: &str) -> Platform {
-    let tarball = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/fixtures/topology/hwloc-snb-ep-2s-pci.tar.bz2");
-    assert!(tarball.is_file(), "the topology fixture is missing: {}", tarball.display());
-    let dir = std::env::temp_dir().join(format!("kairos-topology-report-{tag}-{}", std::process::id()));
+    let tarball = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../../shared/fixtures/topology/hwloc-snb-ep-2s-pci.tar.bz2");
+    assert!(
+        tarball.is_file(),
+        "the topology fixture is missing: {}",
+        tarball.display()
+    );
+    let dir = std::env::temp_dir().join(format!(
+        "kairos-topology-report-{tag}-{}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let ok = std::process::Command::new("tar").arg("xjf").arg(&tarball).arg("-C").arg(&dir).status().expect("tar runs");
+    let ok = std::process::Command::new("tar")
+        .arg("xjf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&dir)
+        .status()
+        .expect("tar runs");
     assert!(ok.success(), "tar xjf failed");
     let mut p = Platform::read(&SystemRoot::under(dir.join("32em64t-2n8c+1mic")));
     let _ = std::fs::remove_dir_all(&dir);
@@ -29,7 +43,9 @@ fn usage_on_node0(p: &Platform, pages: bool) -> Usage {
     let mut u = Usage::default();
     for (cpu, n) in [(2u32, 60u64), (5, 37), (9, 3)] {
         u.samples_by_cpu.insert(cpu, n);
-        *u.samples_by_node.entry(p.node_of_cpu(cpu).expect("a node")).or_default() += n;
+        *u.samples_by_node
+            .entry(p.node_of_cpu(cpu).expect("a node"))
+            .or_default() += n;
     }
     if pages {
         u.pages_by_node = Some(BTreeMap::from([(0, 900), (1, 100)]));
@@ -38,7 +54,9 @@ fn usage_on_node0(p: &Platform, pages: bool) -> Usage {
 }
 
 fn golden(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
 }
 
 #[test]
@@ -47,9 +65,19 @@ fn report_golden_text_csv_json() {
     let u = usage_on_node0(&p, true);
     let f = check(&p, &u);
     // The snapshot itself: the page's browser test lays it into a result of this machine.
-    assert_golden(&golden("platform-snb-ep-2s.json"), &(serde_json::to_string_pretty(&p).expect("serialisable") + "\n"));
-    for (format, ext) in [(Format::Text, "txt"), (Format::Csv, "csv"), (Format::Json, "json")] {
-        assert_golden(&golden(&format!("topology.{ext}")), &render::render(&p, &u, &f, &[], format));
+    assert_golden(
+        &golden("platform-snb-ep-2s.json"),
+        &(serde_json::to_string_pretty(&p).expect("serialisable") + "\n"),
+    );
+    for (format, ext) in [
+        (Format::Text, "txt"),
+        (Format::Csv, "csv"),
+        (Format::Json, "json"),
+    ] {
+        assert_golden(
+            &golden(&format!("topology.{ext}")),
+            &render::render(&p, &u, &f, &[], format),
+        );
     }
 }
 
@@ -57,24 +85,58 @@ fn report_golden_text_csv_json() {
 fn threads_on_the_other_node_are_a_mismatch_with_the_fix() {
     let p = fixture_platform("mismatch");
     let f = check(&p, &usage_on_node0(&p, false));
-    let ib = f.iter().find(|f| f.device.starts_with("ib0/mlx4_0")).expect("ib0 checked");
+    let ib = f
+        .iter()
+        .find(|f| f.device.starts_with("ib0/mlx4_0"))
+        .expect("ib0 checked");
     assert_eq!(ib.verdict, Verdict::Mismatch);
     assert_eq!(
         ib.sentence,
         "ib0/mlx4_0 (0000:82:00.0) is on node 1; 97% of the samples of the target's threads ran on node 0: inbound data lands in node 1's L3 and memory and every read of it is remote; pin the threads to node 1's CPUs 8-15 (taskset -c 8-15, or numactl --cpunodebind=1 --membind=1)"
     );
-    let eth1 = f.iter().find(|f| f.device.starts_with("eth1")).expect("eth1 checked");
+    let eth1 = f
+        .iter()
+        .find(|f| f.device.starts_with("eth1"))
+        .expect("eth1 checked");
     assert_eq!(eth1.verdict, Verdict::Local, "{}", eth1.sentence);
     // The NVMe with numa_node -1 is not guessed.
-    let nvme = f.iter().find(|f| f.device.starts_with("nvme0n1")).expect("nvme checked");
+    let nvme = f
+        .iter()
+        .find(|f| f.device.starts_with("nvme0n1"))
+        .expect("nvme checked");
     assert_eq!((nvme.verdict, nvme.node), (Verdict::Unchecked, None));
-    assert!(nvme.sentence.contains("-1") && nvme.sentence.contains("cannot be checked"), "{}", nvme.sentence);
+    assert!(
+        nvme.sentence.contains("-1") && nvme.sentence.contains("cannot be checked"),
+        "{}",
+        nvme.sentence
+    );
     // Virtual interfaces and the display are not checked.
-    assert!(!f.iter().any(|f| f.device == "lo" || f.device.starts_with("display")));
-    let mismatched: Vec<&str> = f.iter().filter(|f| f.verdict == Verdict::Mismatch).map(|f| f.device.as_str()).collect();
-    assert_eq!(mismatched, ["ib0/mlx4_0 (0000:82:00.0)", "mic0 (0000:83:00.0)", "pmem1", "pmem1.1s", "pmem1.2", "dax1.3", "dax1.4"]);
+    assert!(!f
+        .iter()
+        .any(|f| f.device == "lo" || f.device.starts_with("display")));
+    let mismatched: Vec<&str> = f
+        .iter()
+        .filter(|f| f.verdict == Verdict::Mismatch)
+        .map(|f| f.device.as_str())
+        .collect();
+    assert_eq!(
+        mismatched,
+        [
+            "ib0/mlx4_0 (0000:82:00.0)",
+            "mic0 (0000:83:00.0)",
+            "pmem1",
+            "pmem1.1s",
+            "pmem1.2",
+            "dax1.3",
+            "dax1.4"
+        ]
+    );
     let pmem = f.iter().find(|f| f.device == "pmem1").expect("pmem1");
-    assert!(pmem.sentence.contains("its media is node 1's memory"), "{}", pmem.sentence);
+    assert!(
+        pmem.sentence.contains("its media is node 1's memory"),
+        "{}",
+        pmem.sentence
+    );
 }
 
 #[test]
@@ -83,14 +145,30 @@ fn threads_on_the_device_node_are_local_and_no_samples_is_not_checked() {
     let mut u = Usage::default();
     u.samples_by_node.insert(1, 50);
     let f = check(&p, &u);
-    assert!(f.iter().filter(|f| f.node == Some(1)).all(|f| f.verdict == Verdict::Local));
-    assert!(f.iter().filter(|f| f.node == Some(0)).all(|f| f.verdict == Verdict::Mismatch));
+    assert!(f
+        .iter()
+        .filter(|f| f.node == Some(1))
+        .all(|f| f.verdict == Verdict::Local));
+    assert!(f
+        .iter()
+        .filter(|f| f.node == Some(0))
+        .all(|f| f.verdict == Verdict::Mismatch));
     // Memory alone off the device's node is a mismatch too.
     let mut u = Usage::default();
     u.samples_by_node.insert(1, 50);
     u.pages_by_node = Some(BTreeMap::from([(0, 10)]));
-    let ib = check(&p, &u).into_iter().find(|f| f.device.starts_with("ib0")).expect("ib0");
-    assert!(ib.verdict == Verdict::Mismatch && ib.sentence.contains("100% of the target's resident pages are on node 0"), "{}", ib.sentence);
+    let ib = check(&p, &u)
+        .into_iter()
+        .find(|f| f.device.starts_with("ib0"))
+        .expect("ib0");
+    assert!(
+        ib.verdict == Verdict::Mismatch
+            && ib
+                .sentence
+                .contains("100% of the target's resident pages are on node 0"),
+        "{}",
+        ib.sentence
+    );
     let f = check(&p, &Usage::default());
     assert!(f.iter().all(|f| f.verdict == Verdict::Unchecked), "{f:#?}");
     // A snapshot without devices (an imported recording) says the devices are unknown.

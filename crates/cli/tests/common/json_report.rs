@@ -19,8 +19,15 @@ pub fn table_rows(doc: &Value, title: &str) -> Vec<Value> {
 
 /// `kairos report NAME -r res --format json --limit 0`, run in `dir`, parsed.
 pub fn json_report(dir: &Path, name: &str) -> Value {
-    let r = kairos_in(dir, &["report", name, "-r", "res", "--format", "json", "--limit", "0"]).ok();
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{name} is not JSON ({e}):\n{}", r.stdout))
+    let r = kairos_in(
+        dir,
+        &[
+            "report", name, "-r", "res", "--format", "json", "--limit", "0",
+        ],
+    )
+    .ok();
+    serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("{name} is not JSON ({e}):\n{}", r.stdout))
 }
 
 /// The (tid, byte offset) of each thread, from `false_sharing: thread K tid T offset O` lines.

@@ -21,8 +21,14 @@ pub fn sample(name: &str) -> PathBuf {
 pub fn fixtures() -> PathBuf {
     let dir = std::env::var_os("KAIROS_FIXTURES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/lbr"));
-    assert!(dir.is_dir(), "LBR fixtures not found at {}; set KAIROS_FIXTURES", dir.display());
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/lbr")
+        });
+    assert!(
+        dir.is_dir(),
+        "LBR fixtures not found at {}; set KAIROS_FIXTURES",
+        dir.display()
+    );
     dir
 }
 
@@ -34,7 +40,11 @@ pub struct Run {
 
 impl Run {
     pub fn ok(self) -> Run {
-        assert_eq!(self.code, 0, "kairos failed\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code, 0,
+            "kairos failed\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
         self
     }
 }
@@ -49,7 +59,13 @@ fn finish(out: Output) -> Run {
 
 /// Runs kairos with `args` in directory `cwd`.
 pub fn kairos_in(cwd: &Path, args: &[&str]) -> Run {
-    finish(Command::new(kairos_bin()).args(args).current_dir(cwd).output().unwrap())
+    finish(
+        Command::new(kairos_bin())
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .unwrap(),
+    )
 }
 
 pub fn kairos(args: &[&str]) -> Run {
@@ -57,9 +73,22 @@ pub fn kairos(args: &[&str]) -> Run {
 }
 
 pub fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("kairos-test-").tempdir().unwrap()
+    tempfile::Builder::new()
+        .prefix("kairos-test-")
+        .tempdir()
+        .unwrap()
 }
 
 pub fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
+}
+
+/// Holds the CPUs for one timing-sensitive collection: the tests of a file run in
+/// parallel, and on a two-CPU machine two multi-threaded programs take turns on the CPUs,
+/// which changes what they do (a false-sharing thread that runs alone never waits on its
+/// store, so timer samples never land on it). Hold the guard while collecting.
+pub fn cpu_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -30,13 +30,28 @@ pub fn start(args: &[&str]) -> View {
     if !args.contains(&"--port") {
         cmd.args(["--port", "0"]);
     }
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.trim().strip_prefix("Kairos view: ").unwrap_or_else(|| panic!("no URL line: {line:?}")).to_string();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("Kairos view: ")
+        .unwrap_or_else(|| panic!("no URL line: {line:?}"))
+        .to_string();
     let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
     let (port, token) = rest.split_once('/').unwrap();
-    View { port: port.parse().unwrap(), token: token.trim_end_matches('/').to_string(), url, child }
+    View {
+        port: port.parse().unwrap(),
+        token: token.trim_end_matches('/').to_string(),
+        url,
+        child,
+    }
 }
 
 /// Status and body of one raw request (`head` without the final blank line).
@@ -52,15 +67,28 @@ pub fn raw_bytes(port: u16, bytes: &[u8]) -> (u16, String) {
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
     let text = String::from_utf8_lossy(&out).into_owned();
-    let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|x| x.1.to_string()).unwrap_or_default();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|x| x.1.to_string())
+        .unwrap_or_default();
     (status, body)
 }
 
 impl View {
     /// GET `path` (relative to the page) with the right Host header.
     pub fn get(&self, path: &str) -> (u16, String) {
-        raw(self.port, &format!("GET /{}/{path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close", self.token, self.port))
+        raw(
+            self.port,
+            &format!(
+                "GET /{}/{path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close",
+                self.token, self.port
+            ),
+        )
     }
 
     /// GET an API call that must succeed, as JSON.

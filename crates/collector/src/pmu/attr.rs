@@ -46,8 +46,16 @@ pub(crate) fn precise_of(ev: &PmuEvent, t: &Try) -> u8 {
 }
 
 /// The attr for `ev` with settings `t`; `max_freq` caps a frequency.
-pub(crate) fn build(ev: &PmuEvent, t: &Try, role: Role, max_freq: Option<u64>) -> Result<b::perf_event_attr, PmuError> {
-    let bad = |why: String| PmuError::BadSpec { event: ev.name.clone(), why };
+pub(crate) fn build(
+    ev: &PmuEvent,
+    t: &Try,
+    role: Role,
+    max_freq: Option<u64>,
+) -> Result<b::perf_event_attr, PmuError> {
+    let bad = |why: String| PmuError::BadSpec {
+        event: ev.name.clone(),
+        why,
+    };
     // SAFETY: perf_event_attr is plain old data; all-zero is its documented default.
     let mut a: b::perf_event_attr = unsafe { std::mem::zeroed() };
     a.size = ATTR_SIZE;
@@ -79,9 +87,15 @@ pub(crate) fn build(ev: &PmuEvent, t: &Try, role: Role, max_freq: Option<u64>) -
     }
     match ev.sampling {
         PmuSampling::Period(0) | PmuSampling::Frequency(0) => {
-            return Err(bad("a zero period or frequency counts without sampling".into()))
+            return Err(bad(
+                "a zero period or frequency counts without sampling".into()
+            ))
         }
-        PmuSampling::Count if !role.member => return Err(bad("a counting event must follow a sampling one in its group".into())),
+        PmuSampling::Count if !role.member => {
+            return Err(bad(
+                "a counting event must follow a sampling one in its group".into(),
+            ))
+        }
         PmuSampling::Count => {}
         PmuSampling::Period(n) => a.__bindgen_anon_1.sample_period = n,
         PmuSampling::Frequency(hz) => {
@@ -147,66 +161,135 @@ mod tests {
             no_exclude: false,
         }
     }
-    const FULL: Try = Try { precise_drop: 0, phys_addr: true, include_kernel: true };
-    const LEADER: Role = Role { member: false, inherit: true, enable_on_exec: true, read_group: false };
+    const FULL: Try = Try {
+        precise_drop: 0,
+        phys_addr: true,
+        include_kernel: true,
+    };
+    const LEADER: Role = Role {
+        member: false,
+        inherit: true,
+        enable_on_exec: true,
+        read_group: false,
+    };
 
     #[test]
     fn fields_are_copied_and_completed() {
         let a = build(&spec(), &FULL, LEADER, None).expect("builds");
         assert_eq!((a.type_, a.size, a.config), (b::PERF_TYPE_RAW, 128, 0x1cd));
         // SAFETY (test): reading the union members we wrote.
-        let (c1, c2, period) = unsafe { (a.__bindgen_anon_3.config1, a.__bindgen_anon_4.config2, a.__bindgen_anon_1.sample_period) };
+        let (c1, c2, period) = unsafe {
+            (
+                a.__bindgen_anon_3.config1,
+                a.__bindgen_anon_4.config2,
+                a.__bindgen_anon_1.sample_period,
+            )
+        };
         assert_eq!((c1, c2, period), (30, 0x22, 2000));
         assert_eq!(a.config3, 0);
         assert_eq!((a.precise_ip(), a.freq()), (3, 0));
         let st = a.sample_type;
         assert_eq!(st & REQUIRED_SAMPLE_TYPE, REQUIRED_SAMPLE_TYPE);
-        for bit in [b::PERF_SAMPLE_ADDR, b::PERF_SAMPLE_DATA_SRC, b::PERF_SAMPLE_WEIGHT_STRUCT, b::PERF_SAMPLE_PHYS_ADDR] {
+        for bit in [
+            b::PERF_SAMPLE_ADDR,
+            b::PERF_SAMPLE_DATA_SRC,
+            b::PERF_SAMPLE_WEIGHT_STRUCT,
+            b::PERF_SAMPLE_PHYS_ADDR,
+        ] {
             assert_ne!(st & bit as u64, 0, "asked bit {bit:#x} kept");
         }
-        assert_eq!(st & b::PERF_SAMPLE_ID as u64, 0, "ID would change the trailer layout");
+        assert_eq!(
+            st & b::PERF_SAMPLE_ID as u64,
+            0,
+            "ID would change the trailer layout"
+        );
         assert_eq!((a.disabled(), a.enable_on_exec(), a.inherit()), (1, 1, 1));
-        assert_eq!((a.sample_id_all(), a.use_clockid(), a.clockid), (1, 1, libc::CLOCK_MONOTONIC));
-        assert_eq!((a.mmap(), a.comm(), a.task()), (0, 0, 0), "side band from the tracking event only");
+        assert_eq!(
+            (a.sample_id_all(), a.use_clockid(), a.clockid),
+            (1, 1, libc::CLOCK_MONOTONIC)
+        );
+        assert_eq!(
+            (a.mmap(), a.comm(), a.task()),
+            (0, 0, 0),
+            "side band from the tracking event only"
+        );
         assert_eq!(a.exclude_kernel(), 0);
     }
 
     #[test]
     fn fallbacks_lower_precise_drop_phys_and_exclude_kernel() {
         let ev = spec();
-        let t = Try { precise_drop: 1, phys_addr: false, include_kernel: false };
+        let t = Try {
+            precise_drop: 1,
+            phys_addr: false,
+            include_kernel: false,
+        };
         let a = build(&ev, &t, LEADER, None).expect("builds");
         assert_eq!(a.precise_ip(), 2);
         assert_eq!(a.sample_type & b::PERF_SAMPLE_PHYS_ADDR as u64, 0);
         assert_eq!((a.exclude_kernel(), a.exclude_hv()), (1, 1));
         // Never below precise_min.
-        let deep = Try { precise_drop: 9, ..t };
-        assert_eq!(build(&ev, &deep, LEADER, None).expect("builds").precise_ip(), 1);
+        let deep = Try {
+            precise_drop: 9,
+            ..t
+        };
+        assert_eq!(
+            build(&ev, &deep, LEADER, None)
+                .expect("builds")
+                .precise_ip(),
+            1
+        );
         // IBS: no exclude bits whatever the permission.
-        let ibs = PmuEvent { no_exclude: true, ..ev };
-        assert_eq!(build(&ibs, &t, LEADER, None).expect("builds").exclude_kernel(), 0);
+        let ibs = PmuEvent {
+            no_exclude: true,
+            ..ev
+        };
+        assert_eq!(
+            build(&ibs, &t, LEADER, None)
+                .expect("builds")
+                .exclude_kernel(),
+            0
+        );
     }
 
     #[test]
     fn frequency_is_capped_and_zero_refused() {
-        let ev = PmuEvent { sampling: PmuSampling::Frequency(100_000), ..spec() };
+        let ev = PmuEvent {
+            sampling: PmuSampling::Frequency(100_000),
+            ..spec()
+        };
         let a = build(&ev, &FULL, LEADER, Some(25_000)).expect("builds");
         // SAFETY (test): reading the union member we wrote.
-        assert_eq!((a.freq(), unsafe { a.__bindgen_anon_1.sample_freq }), (1, 25_000));
-        let zero = PmuEvent { sampling: PmuSampling::Period(0), ..spec() };
-        assert!(matches!(build(&zero, &FULL, LEADER, None), Err(PmuError::BadSpec { .. })));
+        assert_eq!(
+            (a.freq(), unsafe { a.__bindgen_anon_1.sample_freq }),
+            (1, 25_000)
+        );
+        let zero = PmuEvent {
+            sampling: PmuSampling::Period(0),
+            ..spec()
+        };
+        assert!(matches!(
+            build(&zero, &FULL, LEADER, None),
+            Err(PmuError::BadSpec { .. })
+        ));
     }
 
     #[test]
     fn member_follows_its_leader() {
-        let member = Role { member: true, ..LEADER };
+        let member = Role {
+            member: true,
+            ..LEADER
+        };
         let a = build(&spec(), &FULL, member, None).expect("builds");
         assert_eq!((a.disabled(), a.enable_on_exec(), a.inherit()), (0, 0, 1));
     }
 
     #[test]
     fn config3_needs_a_larger_attr_than_declared() {
-        let ev = PmuEvent { config3: 1, ..spec() };
+        let ev = PmuEvent {
+            config3: 1,
+            ..spec()
+        };
         let r = build(&ev, &FULL, LEADER, None);
         if ATTR_SIZE < b::PERF_ATTR_SIZE_VER8 {
             let e = r.expect_err("refused").to_string();
@@ -218,7 +301,10 @@ mod tests {
 
     #[test]
     fn names_follow_perf() {
-        assert_eq!(file_name("cpu/mem-loads,ldlat=30/P", true), "cpu/mem-loads,ldlat=30/Pu");
+        assert_eq!(
+            file_name("cpu/mem-loads,ldlat=30/P", true),
+            "cpu/mem-loads,ldlat=30/Pu"
+        );
         assert_eq!(file_name("page-faults", true), "page-faults:u");
         assert_eq!(file_name("ibs_op//", false), "ibs_op//");
     }

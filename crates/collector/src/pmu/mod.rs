@@ -75,19 +75,31 @@ pub struct PmuGroup {
 impl PmuGroup {
     /// A group of one event.
     pub fn single(event: PmuEvent) -> PmuGroup {
-        PmuGroup { leader: None, event, members: Vec::new(), optional: false, cpus: None }
+        PmuGroup {
+            leader: None,
+            event,
+            members: Vec::new(),
+            optional: false,
+            cpus: None,
+        }
     }
 
     /// Its events in group order: leader, the sampling event, the members.
     pub fn events(&self) -> Vec<&PmuEvent> {
-        self.leader.iter().chain(std::iter::once(&self.event)).chain(&self.members).collect()
+        self.leader
+            .iter()
+            .chain(std::iter::once(&self.event))
+            .chain(&self.members)
+            .collect()
     }
 }
 
 /// read_format of a group whose members are read at each sample: the ids let the reader
 /// match values to events; the times let it see that the group shared the counters.
-pub(crate) const GROUP_READ_FORMAT: u64 =
-    (b::PERF_FORMAT_GROUP | b::PERF_FORMAT_ID | b::PERF_FORMAT_TOTAL_TIME_ENABLED | b::PERF_FORMAT_TOTAL_TIME_RUNNING) as u64;
+pub(crate) const GROUP_READ_FORMAT: u64 = (b::PERF_FORMAT_GROUP
+    | b::PERF_FORMAT_ID
+    | b::PERF_FORMAT_TOTAL_TIME_ENABLED
+    | b::PERF_FORMAT_TOTAL_TIME_RUNNING) as u64;
 
 /// What was recorded for one PMU event (leaders included), for the summary.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,7 +122,11 @@ pub struct PmuOutcome {
 pub enum PmuError {
     /// The kernel refused it with every fallback; `why` turns the errno into a sentence.
     #[error("the CPU's PMU refused event {event} ({}): {why}", errno_name(*.errno))]
-    Refused { event: String, errno: i32, why: String },
+    Refused {
+        event: String,
+        errno: i32,
+        why: String,
+    },
     /// The description itself cannot be opened (zero period, config3 with a VER7 attr).
     #[error("event {event} cannot be requested: {why}")]
     BadSpec { event: String, why: String },
@@ -171,14 +187,21 @@ pub(crate) fn refusal_reason(ev: &PmuEvent, errno: i32, precise_ip: u8) -> Strin
 /// x86 guests see the `hypervisor` CPU flag.
 fn is_virtual_machine() -> bool {
     std::fs::read_to_string("/proc/cpuinfo")
-        .map(|s| s.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")))
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
+        })
         .unwrap_or(false)
 }
 
 /// The PMUs the kernel registered, for the error message.
 fn pmu_list() -> String {
     let mut names: Vec<String> = std::fs::read_dir("/sys/bus/event_source/devices")
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     names.sort();
     if names.is_empty() {
@@ -190,7 +213,11 @@ fn pmu_list() -> String {
 
 /// kernel.perf_event_max_sample_rate, the highest frequency the kernel accepts.
 fn max_sample_rate() -> Option<u64> {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate").ok()?.trim().parse().ok()
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// True when `sample_type` asks for physical addresses.

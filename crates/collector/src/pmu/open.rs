@@ -9,24 +9,42 @@ use perf_event_open_sys as sys;
 use sys::bindings as b;
 
 use super::attr::{build, file_name, precise_of, Role, Try};
-use super::{errno_name, max_sample_rate, refusal_reason, wants_phys, PmuError, PmuEvent, PmuGroup, PmuOutcome, PmuSampling};
+use super::{
+    errno_name, max_sample_rate, refusal_reason, wants_phys, PmuError, PmuEvent, PmuGroup,
+    PmuOutcome, PmuSampling,
+};
 use crate::{CollectError, CollectOptions, Events, Target};
 
 /// perf_event_open with a group fd, behind a trait so the fallback search can be tested
 /// with scripted kernel answers.
 pub(crate) trait Opener {
-    fn open(&mut self, attr: &mut b::perf_event_attr, pid: i32, cpu: i32, group_fd: RawFd) -> Result<OwnedFd, i32>;
+    fn open(
+        &mut self,
+        attr: &mut b::perf_event_attr,
+        pid: i32,
+        cpu: i32,
+        group_fd: RawFd,
+    ) -> Result<OwnedFd, i32>;
 }
 
 struct Kernel;
 
 impl Opener for Kernel {
-    fn open(&mut self, attr: &mut b::perf_event_attr, pid: i32, cpu: i32, group_fd: RawFd) -> Result<OwnedFd, i32> {
+    fn open(
+        &mut self,
+        attr: &mut b::perf_event_attr,
+        pid: i32,
+        cpu: i32,
+        group_fd: RawFd,
+    ) -> Result<OwnedFd, i32> {
         // SAFETY: attr is a valid, initialised perf_event_attr; group_fd is -1 or a perf fd
         // we own. CLOEXEC: a program launched later must not inherit the event.
-        let fd = unsafe { sys::perf_event_open(attr, pid, cpu, group_fd, b::PERF_FLAG_FD_CLOEXEC as _) };
+        let fd =
+            unsafe { sys::perf_event_open(attr, pid, cpu, group_fd, b::PERF_FLAG_FD_CLOEXEC as _) };
         if fd < 0 {
-            return Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
+            return Err(io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EINVAL));
         }
         // SAFETY: fd was just returned by the kernel and is owned by nobody else.
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -35,7 +53,10 @@ impl Opener for Kernel {
 
 /// Answers that a lower precise_ip, no physical address or no kernel may turn into success.
 fn retryable(errno: i32) -> bool {
-    matches!(errno, libc::EINVAL | libc::EOPNOTSUPP | libc::EACCES | libc::EPERM)
+    matches!(
+        errno,
+        libc::EINVAL | libc::EOPNOTSUPP | libc::EACCES | libc::EPERM
+    )
 }
 
 /// A group's accepted settings and attrs (leader first).
@@ -48,7 +69,12 @@ pub(crate) struct Settled<'a> {
 
 /// Opens the group (leader first, members with its fd) on one pair; on failure, which
 /// event failed and how.
-fn open_group(attrs: &mut [b::perf_event_attr], pid: i32, cpu: i32, opener: &mut dyn Opener) -> Result<Vec<OwnedFd>, (usize, i32)> {
+fn open_group(
+    attrs: &mut [b::perf_event_attr],
+    pid: i32,
+    cpu: i32,
+    opener: &mut dyn Opener,
+) -> Result<Vec<OwnedFd>, (usize, i32)> {
     let mut fds: Vec<OwnedFd> = Vec::with_capacity(attrs.len());
     for (i, a) in attrs.iter_mut().enumerate() {
         let group_fd = fds.first().map_or(-1, |f| f.as_raw_fd());
@@ -65,7 +91,11 @@ fn refused(ev: &PmuEvent, errno: i32, precise: u8, pid: i32, tried: &str) -> Col
             context: format!("opening {} (one per thread and CPU)", ev.name),
             source: io::Error::from_raw_os_error(errno),
         },
-        _ => CollectError::Pmu(PmuError::Refused { event: ev.name.clone(), errno, why: format!("{}{tried}", refusal_reason(ev, errno, precise)) }),
+        _ => CollectError::Pmu(PmuError::Refused {
+            event: ev.name.clone(),
+            errno,
+            why: format!("{}{tried}", refusal_reason(ev, errno, precise)),
+        }),
     }
 }
 
@@ -82,27 +112,61 @@ pub(crate) fn settle<'a>(
     opener: &mut dyn Opener,
 ) -> Result<Settled<'a>, CollectError> {
     let events = g.events();
-    let role = Role { read_group: !g.members.is_empty(), ..role };
-    let max_drop = events.iter().map(|e| e.precise_ip.saturating_sub(e.precise_min)).max().unwrap_or(0);
-    let phys_options: &[bool] = if events.iter().any(|e| wants_phys(e.sample_type)) { &[true, false] } else { &[false] };
+    let role = Role {
+        read_group: !g.members.is_empty(),
+        ..role
+    };
+    let max_drop = events
+        .iter()
+        .map(|e| e.precise_ip.saturating_sub(e.precise_min))
+        .max()
+        .unwrap_or(0);
+    let phys_options: &[bool] = if events.iter().any(|e| wants_phys(e.sample_type)) {
+        &[true, false]
+    } else {
+        &[false]
+    };
     let mut attempts: Vec<(Try, usize, i32)> = Vec::new();
     for &include_kernel in kernel_options {
         for &phys_addr in phys_options {
             for precise_drop in 0..=max_drop {
-                let t = Try { precise_drop, phys_addr, include_kernel };
+                let t = Try {
+                    precise_drop,
+                    phys_addr,
+                    include_kernel,
+                };
                 let mut attrs = Vec::with_capacity(events.len());
                 for (i, ev) in events.iter().enumerate() {
-                    let role = Role { member: i > 0, ..role };
+                    let role = Role {
+                        member: i > 0,
+                        ..role
+                    };
                     attrs.push(build(ev, &t, role, max_freq).map_err(CollectError::Pmu)?);
                 }
                 match open_group(&mut attrs, pid, cpu, opener) {
                     // Closed here: every pair, this one included, is opened by open_on_targets.
                     Ok(_fds) => {
-                        let notes = events.iter().map(|ev| notes_for(ev, &t, kernel_options, max_freq, &attempts)).collect();
-                        return Ok(Settled { t, events, attrs, notes });
+                        let notes = events
+                            .iter()
+                            .map(|ev| notes_for(ev, &t, kernel_options, max_freq, &attempts))
+                            .collect();
+                        return Ok(Settled {
+                            t,
+                            events,
+                            attrs,
+                            notes,
+                        });
                     }
                     Err((i, errno)) if retryable(errno) => attempts.push((t, i, errno)),
-                    Err((i, errno)) => return Err(refused(events[i], errno, precise_of(events[i], &t), pid, "")),
+                    Err((i, errno)) => {
+                        return Err(refused(
+                            events[i],
+                            errno,
+                            precise_of(events[i], &t),
+                            pid,
+                            "",
+                        ))
+                    }
                 }
             }
         }
@@ -112,20 +176,53 @@ pub(crate) fn settle<'a>(
     let perm = |e: i32| e == libc::EACCES || e == libc::EPERM;
     let pick = attempts.iter().find(|a| !perm(a.2)).or(attempts.first());
     let Some(&(t, i, errno)) = pick else {
-        return Err(CollectError::Pmu(PmuError::BadSpec { event: g.event.name.clone(), why: "no settings to try".into() }));
+        return Err(CollectError::Pmu(PmuError::BadSpec {
+            event: g.event.name.clone(),
+            why: "no settings to try".into(),
+        }));
     };
-    let lowest = events.iter().map(|e| e.precise_min.min(e.precise_ip)).min().unwrap_or(0);
+    let lowest = events
+        .iter()
+        .map(|e| e.precise_min.min(e.precise_ip))
+        .min()
+        .unwrap_or(0);
     let tried = format!(
         " (tried {} settings: precise_ip down to {lowest}{}{})",
         attempts.len(),
-        if phys_options.len() > 1 { ", with and without physical addresses" } else { "" },
-        if kernel_options.len() > 1 { ", with and without the kernel" } else { "" }
+        if phys_options.len() > 1 {
+            ", with and without physical addresses"
+        } else {
+            ""
+        },
+        if kernel_options.len() > 1 {
+            ", with and without the kernel"
+        } else {
+            ""
+        }
     );
-    Err(refused(events[i], errno, precise_of(events[i], &Try { precise_drop: max_drop, ..t }), pid, &tried))
+    Err(refused(
+        events[i],
+        errno,
+        precise_of(
+            events[i],
+            &Try {
+                precise_drop: max_drop,
+                ..t
+            },
+        ),
+        pid,
+        &tried,
+    ))
 }
 
 /// What differs from the request for `ev`, and why.
-fn notes_for(ev: &PmuEvent, t: &Try, kernel_options: &[bool], max_freq: Option<u64>, attempts: &[(Try, usize, i32)]) -> Vec<String> {
+fn notes_for(
+    ev: &PmuEvent,
+    t: &Try,
+    kernel_options: &[bool],
+    max_freq: Option<u64>,
+    attempts: &[(Try, usize, i32)],
+) -> Vec<String> {
     let mut notes = Vec::new();
     if wants_phys(ev.sample_type) && !t.phys_addr {
         let errno = attempts.iter().find(|a| a.0.phys_addr).map_or(0, |a| a.2);
@@ -136,15 +233,27 @@ fn notes_for(ev: &PmuEvent, t: &Try, kernel_options: &[bool], max_freq: Option<u
     }
     let p = precise_of(ev, t);
     if p < ev.precise_ip {
-        notes.push(format!("precise_ip {p}: the PMU refused {} and above", p + 1));
+        notes.push(format!(
+            "precise_ip {p}: the PMU refused {} and above",
+            p + 1
+        ));
     }
     if !t.include_kernel && !ev.no_exclude {
-        let why = if kernel_options.len() > 1 { "refused with it" } else { "not permitted or not asked" };
-        notes.push(format!("kernel samples excluded ({why}; kernel.perf_event_paranoid is {})", crate::attr::paranoid()));
+        let why = if kernel_options.len() > 1 {
+            "refused with it"
+        } else {
+            "not permitted or not asked"
+        };
+        notes.push(format!(
+            "kernel samples excluded ({why}; kernel.perf_event_paranoid is {})",
+            crate::attr::paranoid()
+        ));
     }
     if let (PmuSampling::Frequency(hz), Some(m)) = (ev.sampling, max_freq) {
         if hz > m {
-            notes.push(format!("frequency {hz} Hz capped at kernel.perf_event_max_sample_rate {m}"));
+            notes.push(format!(
+                "frequency {hz} Hz capped at kernel.perf_event_max_sample_rate {m}"
+            ));
         }
     }
     notes
@@ -152,7 +261,12 @@ fn notes_for(ev: &PmuEvent, t: &Try, kernel_options: &[bool], max_freq: Option<u
 
 /// Opens a settled group on every (task, CPU) pair of the tracking event, each fd writing
 /// into its CPU's ring. Returns the fds and, per attr of the group, the sample ids.
-fn open_on_targets(s: &mut Settled<'_>, events: &Events, cpus: &[i32], only: Option<&[u32]>) -> Result<(Vec<OwnedFd>, Vec<Vec<u64>>), CollectError> {
+fn open_on_targets(
+    s: &mut Settled<'_>,
+    events: &Events,
+    cpus: &[i32],
+    only: Option<&[u32]>,
+) -> Result<(Vec<OwnedFd>, Vec<Vec<u64>>), CollectError> {
     let mut all = Vec::new();
     let mut ids = vec![Vec::new(); s.attrs.len()];
     for &(pid, ci) in &events.targets {
@@ -164,22 +278,45 @@ fn open_on_targets(s: &mut Settled<'_>, events: &Events, cpus: &[i32], only: Opt
             Ok(fds) => fds,
             // A thread of an attached process that ended meanwhile.
             Err((_, libc::ESRCH)) if pid > 0 => continue,
-            Err((i, errno)) => return Err(refused(s.events[i], errno, precise_of(s.events[i], &s.t), pid, "")),
+            Err((i, errno)) => {
+                return Err(refused(
+                    s.events[i],
+                    errno,
+                    precise_of(s.events[i], &s.t),
+                    pid,
+                    "",
+                ))
+            }
         };
-        let ring = events.leaders.iter().copied().find(|&l| events.targets.get(l).is_some_and(|t| t.1 == ci));
+        let ring = events
+            .leaders
+            .iter()
+            .copied()
+            .find(|&l| events.targets.get(l).is_some_and(|t| t.1 == ci));
         for (i, fd) in fds.iter().enumerate() {
             if let Some(l) = ring {
                 // SAFETY: both are perf fds we own.
-                if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), events.fds[l].as_raw_fd()) } != 0 {
+                if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), events.fds[l].as_raw_fd()) }
+                    != 0
+                {
                     let e = io::Error::last_os_error();
-                    return Err(CollectError::Io { context: format!("redirecting {} to the CPU's ring buffer", s.events[i].name), source: e });
+                    return Err(CollectError::Io {
+                        context: format!(
+                            "redirecting {} to the CPU's ring buffer",
+                            s.events[i].name
+                        ),
+                        source: e,
+                    });
                 }
             }
             let mut id = 0u64;
             // SAFETY: fd is a perf event fd; id is a valid out pointer.
             if unsafe { sys::ioctls::ID(fd.as_raw_fd(), &mut id) } != 0 {
                 let e = io::Error::last_os_error();
-                return Err(CollectError::Io { context: format!("reading the id of {}", s.events[i].name), source: e });
+                return Err(CollectError::Io {
+                    context: format!("reading the id of {}", s.events[i].name),
+                    source: e,
+                });
             }
             ids[i].push(id);
         }
@@ -200,7 +337,12 @@ fn on_pmu_cpu(cpu: i32, only: Option<&[u32]>) -> bool {
 /// Opens every group of `opts.pmu_events` next to the tracking event and declares each
 /// event (leaders too) in the file with its own attr and name. Any refusal fails the
 /// collection: the caller asked for these events.
-pub(crate) fn open_all(opts: &CollectOptions, events: &Events, cpus: &[i32], writer: &mut PerfDataWriter) -> Result<(Vec<OwnedFd>, Vec<PmuOutcome>), CollectError> {
+pub(crate) fn open_all(
+    opts: &CollectOptions,
+    events: &Events,
+    cpus: &[i32],
+    writer: &mut PerfDataWriter,
+) -> Result<(Vec<OwnedFd>, Vec<PmuOutcome>), CollectError> {
     let kernel_options: Vec<bool> = match opts.include_kernel {
         Some(k) => vec![k],
         None if events.include_kernel => vec![true, false],
@@ -213,19 +355,27 @@ pub(crate) fn open_all(opts: &CollectOptions, events: &Events, cpus: &[i32], wri
         read_group: false,
     };
     let max_freq = max_sample_rate();
-    let pairs: Vec<(i32, i32)> = events.targets.iter().map(|&(pid, ci)| (pid, cpus.get(ci).copied().unwrap_or(-1))).collect();
+    let pairs: Vec<(i32, i32)> = events
+        .targets
+        .iter()
+        .map(|&(pid, ci)| (pid, cpus.get(ci).copied().unwrap_or(-1)))
+        .collect();
     let mut fds = Vec::new();
     let mut outcomes = Vec::new();
     for g in &opts.pmu_events {
         // Settled on the first pair whose task still exists (threads of -p may end).
-        let mut settled = Err(CollectError::InvalidOptions("no task or CPU to open the PMU events on".into()));
+        let mut settled = Err(CollectError::InvalidOptions(
+            "no task or CPU to open the PMU events on".into(),
+        ));
         for &pair in pairs.iter().filter(|p| on_pmu_cpu(p.1, g.cpus.as_deref())) {
             settled = settle(g, &kernel_options, role, max_freq, pair, &mut Kernel);
             if !matches!(settled, Err(CollectError::NoSuchProcess(_))) {
                 break;
             }
         }
-        let opened = settled.and_then(|mut s| open_on_targets(&mut s, events, cpus, g.cpus.as_deref()).map(|r| (s, r)));
+        let opened = settled.and_then(|mut s| {
+            open_on_targets(&mut s, events, cpus, g.cpus.as_deref()).map(|r| (s, r))
+        });
         let (mut s, (group_fds, ids)) = match opened {
             Ok(r) => r,
             Err(e @ CollectError::Pmu(_)) if g.optional => {
@@ -241,10 +391,23 @@ pub(crate) fn open_all(opts: &CollectOptions, events: &Events, cpus: &[i32], wri
             }
             Err(e) => return Err(e),
         };
-        for (((ev, a), ids), notes) in s.events.iter().zip(&s.attrs).zip(ids).zip(std::mem::take(&mut s.notes)) {
+        for (((ev, a), ids), notes) in s
+            .events
+            .iter()
+            .zip(&s.attrs)
+            .zip(ids)
+            .zip(std::mem::take(&mut s.notes))
+        {
             let name = file_name(&ev.name, a.exclude_kernel() == 1);
             writer.add_attr(crate::attr::attr_bytes(a), ids, name.clone());
-            outcomes.push(PmuOutcome { name, precise_ip: a.precise_ip() as u8, sample_type: a.sample_type, include_kernel: a.exclude_kernel() == 0, notes, refused: None });
+            outcomes.push(PmuOutcome {
+                name,
+                precise_ip: a.precise_ip() as u8,
+                sample_type: a.sample_type,
+                include_kernel: a.exclude_kernel() == 0,
+                notes,
+                refused: None,
+            });
         }
         fds.extend(group_fds);
     }

@@ -21,7 +21,13 @@ struct Fake<F: FnMut(&Call) -> Result<(), i32>> {
 }
 
 impl<F: FnMut(&Call) -> Result<(), i32>> Opener for Fake<F> {
-    fn open(&mut self, a: &mut b::perf_event_attr, _pid: i32, _cpu: i32, group_fd: RawFd) -> Result<OwnedFd, i32> {
+    fn open(
+        &mut self,
+        a: &mut b::perf_event_attr,
+        _pid: i32,
+        _cpu: i32,
+        group_fd: RawFd,
+    ) -> Result<OwnedFd, i32> {
         let mut c = Call {
             config: a.config,
             precise: a.precise_ip() as u8,
@@ -60,13 +66,25 @@ fn ev(config: u64, phys: bool) -> PmuEvent {
     }
 }
 
-const ROLE: Role = Role { member: false, inherit: true, enable_on_exec: true, read_group: false };
+const ROLE: Role = Role {
+    member: false,
+    inherit: true,
+    enable_on_exec: true,
+    read_group: false,
+};
 
 /// The settled settings and notes, or the error.
 type Outcome = Result<(Try, Vec<Vec<String>>), CollectError>;
 
-fn run<F: FnMut(&Call) -> Result<(), i32>>(g: &PmuGroup, kernel: &[bool], rule: F) -> (Outcome, Vec<Call>) {
-    let mut fake = Fake { rule, calls: Vec::new() };
+fn run<F: FnMut(&Call) -> Result<(), i32>>(
+    g: &PmuGroup,
+    kernel: &[bool],
+    rule: F,
+) -> (Outcome, Vec<Call>) {
+    let mut fake = Fake {
+        rule,
+        calls: Vec::new(),
+    };
     let r = settle(g, kernel, ROLE, None, (1234, 0), &mut fake).map(|s| (s.t, s.notes));
     (r, fake.calls)
 }
@@ -74,11 +92,23 @@ fn run<F: FnMut(&Call) -> Result<(), i32>>(g: &PmuGroup, kernel: &[bool], rule: 
 #[test]
 fn precise_ip_is_lowered_on_eopnotsupp_down_to_what_is_accepted() {
     let g = PmuGroup::single(ev(0x1cd, false));
-    let (r, calls) = run(&g, &[true], |c| if c.precise > 1 { Err(libc::EOPNOTSUPP) } else { Ok(()) });
+    let (r, calls) = run(&g, &[true], |c| {
+        if c.precise > 1 {
+            Err(libc::EOPNOTSUPP)
+        } else {
+            Ok(())
+        }
+    });
     let (t, notes) = r.expect("settles");
-    assert_eq!(calls.iter().map(|c| c.precise).collect::<Vec<_>>(), vec![3, 2, 1]);
+    assert_eq!(
+        calls.iter().map(|c| c.precise).collect::<Vec<_>>(),
+        vec![3, 2, 1]
+    );
     assert_eq!(t.precise_drop, 2);
-    assert!(notes[0].iter().any(|n| n.contains("precise_ip 1")), "{notes:?}");
+    assert!(
+        notes[0].iter().any(|n| n.contains("precise_ip 1")),
+        "{notes:?}"
+    );
 }
 
 #[test]
@@ -89,7 +119,10 @@ fn precise_ip_never_goes_below_the_minimum() {
     match r {
         Err(CollectError::Pmu(PmuError::Refused { errno, why, .. })) => {
             assert_eq!(errno, libc::EINVAL);
-            assert!(why.contains("rejected its settings") && why.contains("down to 1"), "{why}");
+            assert!(
+                why.contains("rejected its settings") && why.contains("down to 1"),
+                "{why}"
+            );
         }
         other => panic!("{:?}", other.map(|_| ())),
     }
@@ -98,23 +131,49 @@ fn precise_ip_never_goes_below_the_minimum() {
 #[test]
 fn physical_addresses_are_dropped_before_precision() {
     let g = PmuGroup::single(ev(0x1cd, true));
-    let (r, calls) = run(&g, &[false], |c| if c.phys { Err(libc::EACCES) } else { Ok(()) });
+    let (r, calls) = run(&g, &[false], |c| {
+        if c.phys {
+            Err(libc::EACCES)
+        } else {
+            Ok(())
+        }
+    });
     let (t, notes) = r.expect("settles without phys");
     assert!(!t.phys_addr);
     assert_eq!(t.precise_drop, 0, "precise 3 kept");
     assert_eq!(calls.last().map(|c| (c.precise, c.phys)), Some((3, false)));
-    assert!(notes[0].iter().any(|n| n.contains("physical addresses dropped") && n.contains("EACCES")), "{notes:?}");
+    assert!(
+        notes[0]
+            .iter()
+            .any(|n| n.contains("physical addresses dropped") && n.contains("EACCES")),
+        "{notes:?}"
+    );
     assert!(calls.iter().all(|c| c.exclude_kernel));
 }
 
 #[test]
 fn kernel_is_excluded_when_refused_with_it() {
     let g = PmuGroup::single(ev(0x1cd, false));
-    let (r, calls) = run(&g, &[true, false], |c| if c.exclude_kernel { Ok(()) } else { Err(libc::EACCES) });
+    let (r, calls) = run(&g, &[true, false], |c| {
+        if c.exclude_kernel {
+            Ok(())
+        } else {
+            Err(libc::EACCES)
+        }
+    });
     let (t, notes) = r.expect("settles");
     assert!(!t.include_kernel);
-    assert_eq!(calls.len(), 4, "3 precise levels with the kernel, then the first without");
-    assert!(notes[0].iter().any(|n| n.contains("kernel samples excluded")), "{notes:?}");
+    assert_eq!(
+        calls.len(),
+        4,
+        "3 precise levels with the kernel, then the first without"
+    );
+    assert!(
+        notes[0]
+            .iter()
+            .any(|n| n.contains("kernel samples excluded")),
+        "{notes:?}"
+    );
 }
 
 #[test]
@@ -123,32 +182,71 @@ fn no_pmu_stops_at_once_with_a_sentence() {
     let (r, calls) = run(&g, &[true, false], |_| Err(libc::ENOENT));
     assert_eq!(calls.len(), 1, "ENOENT is not retried");
     let e = r.map(|_| ()).unwrap_err();
-    assert!(matches!(e, CollectError::Pmu(PmuError::Refused { errno: libc::ENOENT, .. })), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            CollectError::Pmu(PmuError::Refused {
+                errno: libc::ENOENT,
+                ..
+            })
+        ),
+        "{e:?}"
+    );
     let msg = e.to_string();
-    assert!(msg.starts_with("the CPU's PMU refused event cpu/event=0x1cd/P (ENOENT): "), "{msg}");
+    assert!(
+        msg.starts_with("the CPU's PMU refused event cpu/event=0x1cd/P (ENOENT): "),
+        "{msg}"
+    );
 }
 
 #[test]
 fn permission_is_the_answer_only_when_alone() {
     let g = PmuGroup::single(ev(0x1cd, false));
-    let (r, _) = run(&g, &[true, false], |c| if c.exclude_kernel { Err(libc::EINVAL) } else { Err(libc::EACCES) });
-    assert!(matches!(r, Err(CollectError::Pmu(PmuError::Refused { errno: libc::EINVAL, .. }))));
+    let (r, _) = run(&g, &[true, false], |c| {
+        if c.exclude_kernel {
+            Err(libc::EINVAL)
+        } else {
+            Err(libc::EACCES)
+        }
+    });
+    assert!(matches!(
+        r,
+        Err(CollectError::Pmu(PmuError::Refused {
+            errno: libc::EINVAL,
+            ..
+        }))
+    ));
     let (r, _) = run(&g, &[false], |_| Err(libc::EACCES));
     let e = r.map(|_| ()).unwrap_err().to_string();
-    assert!(e.contains("(EACCES)") && e.contains("perf_event_paranoid"), "{e}");
+    assert!(
+        e.contains("(EACCES)") && e.contains("perf_event_paranoid"),
+        "{e}"
+    );
 }
 
 #[test]
 fn member_is_opened_with_the_leaders_fd() {
     // Sapphire Rapids: the load event is refused (ENODATA) unless its aux leader is its
     // group leader.
-    let g = PmuGroup { leader: Some(ev(0x8203, false)), ..PmuGroup::single(ev(0x1cd, false)) };
-    let (r, calls) = run(&g, &[true], |c| if c.config == 0x1cd && c.group_fd < 0 { Err(libc::ENODATA) } else { Ok(()) });
+    let g = PmuGroup {
+        leader: Some(ev(0x8203, false)),
+        ..PmuGroup::single(ev(0x1cd, false))
+    };
+    let (r, calls) = run(&g, &[true], |c| {
+        if c.config == 0x1cd && c.group_fd < 0 {
+            Err(libc::ENODATA)
+        } else {
+            Ok(())
+        }
+    });
     r.expect("settles");
     assert_eq!(calls.len(), 2);
     assert_eq!((calls[0].config, calls[0].group_fd), (0x8203, -1));
     assert_eq!(calls[1].config, 0x1cd);
-    assert_eq!(calls[1].group_fd, calls[0].fd, "member opened in the leader's group");
+    assert_eq!(
+        calls[1].group_fd, calls[0].fd,
+        "member opened in the leader's group"
+    );
     assert!(calls[1].group_fd >= 0);
 }
 
@@ -158,7 +256,10 @@ fn bad_spec_is_not_sent_to_the_kernel() {
     e.sampling = PmuSampling::Frequency(0);
     let (r, calls) = run(&PmuGroup::single(e), &[true], |_| Ok(()));
     assert!(calls.is_empty());
-    assert!(matches!(r, Err(CollectError::Pmu(PmuError::BadSpec { .. }))));
+    assert!(matches!(
+        r,
+        Err(CollectError::Pmu(PmuError::BadSpec { .. }))
+    ));
 }
 
 #[test]

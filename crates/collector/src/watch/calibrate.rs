@@ -14,7 +14,10 @@ const WRITES: u64 = 2000;
 
 /// The thread's CPU time (trap handling included), ns.
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid out pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -48,7 +51,12 @@ pub fn measure_trap_cost(rounds: usize) -> Result<u64, WatchError> {
     result
 }
 
-fn measure(word: &AtomicU64, to: &mpsc::Sender<u64>, from: &mpsc::Receiver<u64>, rounds: usize) -> Result<u64, WatchError> {
+fn measure(
+    word: &AtomicU64,
+    to: &mpsc::Sender<u64>,
+    from: &mpsc::Receiver<u64>,
+    rounds: usize,
+) -> Result<u64, WatchError> {
     let gone = || WatchError::Io {
         context: "measuring the trap cost".into(),
         source: std::io::Error::other("the measuring thread stopped"),
@@ -57,7 +65,9 @@ fn measure(word: &AtomicU64, to: &mpsc::Sender<u64>, from: &mpsc::Receiver<u64>,
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
     let mut events = Events::new(pid);
-    events.open_thread(tid, 1).map_err(|(e, _)| WatchError::from_errno(e, pid, tid, "opening a watchpoint"))?;
+    events
+        .open_thread(tid, 1)
+        .map_err(|(e, _)| WatchError::from_errno(e, pid, tid, "opening a watchpoint"))?;
     let addr = word as *const AtomicU64 as u64;
     let mut costs = Vec::with_capacity(rounds);
     for _ in 0..rounds {
@@ -76,7 +86,10 @@ fn measure(word: &AtomicU64, to: &mpsc::Sender<u64>, from: &mpsc::Receiver<u64>,
         }
     }
     costs.sort_unstable();
-    costs.get(costs.len() / 2).copied().ok_or_else(|| WatchError::Unsupported {
-        detail: "a watchpoint on our own thread never trapped".into(),
-    })
+    costs
+        .get(costs.len() / 2)
+        .copied()
+        .ok_or_else(|| WatchError::Unsupported {
+            detail: "a watchpoint on our own thread never trapped".into(),
+        })
 }

@@ -10,13 +10,20 @@ use super::{Access, Hit};
 /// companion is a write when the companion's sample of the same trap (same thread, IP and
 /// address) sits next to it, else a read. With `hold_last`, a last sample whose partner may
 /// still be on its way is returned for the next batch.
-pub(super) fn classify(batch: &[(RawHit, SlotUse)], hold_last: bool) -> (Vec<Hit>, Option<(RawHit, SlotUse)>) {
+pub(super) fn classify(
+    batch: &[(RawHit, SlotUse)],
+    hold_last: bool,
+) -> (Vec<Hit>, Option<(RawHit, SlotUse)>) {
     let mut out = Vec::with_capacity(batch.len());
     let mut used = vec![false; batch.len()];
     let paired = |i: usize, j: usize| {
         let (a, ua) = &batch[i];
         let (b, ub) = &batch[j];
-        ua.companion != ub.companion && ua.watch == ub.watch && a.hit.tid == b.hit.tid && a.hit.ip == b.hit.ip && a.hit.addr == b.hit.addr
+        ua.companion != ub.companion
+            && ua.watch == ub.watch
+            && a.hit.tid == b.hit.tid
+            && a.hit.ip == b.hit.ip
+            && a.hit.addr == b.hit.addr
     };
     let mut held = None;
     for i in 0..batch.len() {
@@ -31,7 +38,9 @@ pub(super) fn classify(batch: &[(RawHit, SlotUse)], hold_last: bool) -> (Vec<Hit
                 Access::ReadOrWrite
             }
         } else {
-            let partner = [i.wrapping_sub(1), i + 1].into_iter().find(|&j| j < batch.len() && !used[j] && paired(i, j));
+            let partner = [i.wrapping_sub(1), i + 1]
+                .into_iter()
+                .find(|&j| j < batch.len() && !used[j] && paired(i, j));
             match partner {
                 Some(j) => {
                     used[j] = true;
@@ -47,7 +56,12 @@ pub(super) fn classify(batch: &[(RawHit, SlotUse)], hold_last: bool) -> (Vec<Hit
             }
         };
         used[i] = true;
-        out.push(Hit { addr: u.watch.addr(), len: u.watch.len(), access, ..h.hit });
+        out.push(Hit {
+            addr: u.watch.addr(),
+            len: u.watch.len(),
+            access,
+            ..h.hit
+        });
     }
     (out, held)
 }
@@ -58,9 +72,18 @@ mod tests {
     use crate::watch::{Watch, WatchKind};
 
     fn use_of(addr: u64, write_only: bool, companion: bool, paired: bool) -> SlotUse {
-        let kind = if write_only && !companion { WatchKind::Write } else { WatchKind::ReadWrite };
+        let kind = if write_only && !companion {
+            WatchKind::Write
+        } else {
+            WatchKind::ReadWrite
+        };
         let watch = Watch::new(addr, 8, kind).unwrap_or_else(|e| unreachable!("{e}"));
-        SlotUse { watch, write_only, companion, paired }
+        SlotUse {
+            watch,
+            write_only,
+            companion,
+            paired,
+        }
     }
 
     fn raw(slot: usize, tid: i32, ip: u64, addr: u64) -> RawHit {
@@ -80,7 +103,10 @@ mod tests {
         ];
         let (hits, held) = classify(&batch, false);
         let got: Vec<(i32, Access)> = hits.iter().map(|h| (h.tid, h.access)).collect();
-        assert_eq!(got, vec![(5, Access::Write), (6, Access::Read), (7, Access::Write)]);
+        assert_eq!(
+            got,
+            vec![(5, Access::Write), (6, Access::Read), (7, Access::Write)]
+        );
         assert!(held.is_none());
     }
 
@@ -104,8 +130,14 @@ mod tests {
     fn unpaired_slots_say_what_they_can() {
         let w = use_of(0x1000, true, false, false);
         let rw = use_of(0x1008, false, false, false);
-        let (hits, _) = classify(&[(raw(0, 5, 0x10, 0x1000), w), (raw(1, 5, 0x10, 0x1008), rw)], true);
-        assert_eq!(hits.iter().map(|h| h.access).collect::<Vec<_>>(), vec![Access::Write, Access::ReadOrWrite]);
+        let (hits, _) = classify(
+            &[(raw(0, 5, 0x10, 0x1000), w), (raw(1, 5, 0x10, 0x1008), rw)],
+            true,
+        );
+        assert_eq!(
+            hits.iter().map(|h| h.access).collect::<Vec<_>>(),
+            vec![Access::Write, Access::ReadOrWrite]
+        );
         assert_eq!((hits[1].addr, hits[1].len), (0x1008, 8));
     }
 }

@@ -9,13 +9,21 @@ pub enum WatchError {
         "the hardware watchpoint slots of thread {tid} are taken ({free} of {wanted} free), most likely by a \
          debugger (gdb, lldb) or another profiler watching it: delete its hardware watchpoints or detach it, then retry"
     )]
-    SlotsTaken { tid: i32, free: usize, wanted: usize },
+    SlotsTaken {
+        tid: i32,
+        free: usize,
+        wanted: usize,
+    },
     #[error("cannot watch {len} bytes at {addr:#x}: the length must be 1, 2, 4 or 8")]
     BadLength { addr: u64, len: u8 },
     #[error("cannot watch {len} bytes at {addr:#x}: the address must be a multiple of the length")]
     Misaligned { addr: u64, len: u8 },
     #[error("{wanted} watches need {needed} slots but only {slots} are held")]
-    TooManyWatches { wanted: usize, needed: usize, slots: usize },
+    TooManyWatches {
+        wanted: usize,
+        needed: usize,
+        slots: usize,
+    },
     /// EINVAL from the kernel for a watch that passed our own checks.
     #[error("the kernel refused the watchpoint at {addr:#x} ({len} bytes): {detail}")]
     Refused { addr: u64, len: u8, detail: String },
@@ -53,15 +61,25 @@ impl WatchError {
     /// The error for a failed perf_event_open or ioctl on `tid` of process `pid`.
     pub(crate) fn from_errno(errno: i32, pid: i32, tid: i32, what: &str) -> WatchError {
         match errno {
-            libc::ENOSPC => WatchError::SlotsTaken { tid, free: 0, wanted: 1 },
+            libc::ENOSPC => WatchError::SlotsTaken {
+                tid,
+                free: 0,
+                wanted: 1,
+            },
             libc::EACCES => WatchError::NotOurProcess { pid },
-            libc::EPERM => WatchError::PerfRestricted { pid, paranoid: crate::attr::paranoid() },
+            libc::EPERM => WatchError::PerfRestricted {
+                pid,
+                paranoid: crate::attr::paranoid(),
+            },
             libc::ESRCH => WatchError::ProcessGone { pid },
             libc::EMFILE | libc::ENFILE => WatchError::TooManyFiles { pid },
-            libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP => {
-                WatchError::Unsupported { detail: io::Error::from_raw_os_error(errno).to_string() }
-            }
-            _ => WatchError::Io { context: what.to_string(), source: io::Error::from_raw_os_error(errno) },
+            libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP => WatchError::Unsupported {
+                detail: io::Error::from_raw_os_error(errno).to_string(),
+            },
+            _ => WatchError::Io {
+                context: what.to_string(),
+                source: io::Error::from_raw_os_error(errno),
+            },
         }
     }
 }
@@ -75,10 +93,25 @@ mod tests {
         let e = WatchError::from_errno(libc::ENOSPC, 10, 11, "open");
         assert!(matches!(e, WatchError::SlotsTaken { tid: 11, .. }));
         assert!(e.to_string().contains("debugger"), "{e}");
-        assert!(matches!(WatchError::from_errno(libc::EACCES, 10, 11, "x"), WatchError::NotOurProcess { pid: 10 }));
-        assert!(matches!(WatchError::from_errno(libc::EPERM, 10, 11, "x"), WatchError::PerfRestricted { pid: 10, .. }));
-        assert!(matches!(WatchError::from_errno(libc::ESRCH, 10, 11, "x"), WatchError::ProcessGone { pid: 10 }));
-        assert!(matches!(WatchError::from_errno(libc::EMFILE, 10, 11, "x"), WatchError::TooManyFiles { pid: 10 }));
-        assert!(matches!(WatchError::from_errno(libc::EIO, 10, 11, "x"), WatchError::Io { .. }));
+        assert!(matches!(
+            WatchError::from_errno(libc::EACCES, 10, 11, "x"),
+            WatchError::NotOurProcess { pid: 10 }
+        ));
+        assert!(matches!(
+            WatchError::from_errno(libc::EPERM, 10, 11, "x"),
+            WatchError::PerfRestricted { pid: 10, .. }
+        ));
+        assert!(matches!(
+            WatchError::from_errno(libc::ESRCH, 10, 11, "x"),
+            WatchError::ProcessGone { pid: 10 }
+        ));
+        assert!(matches!(
+            WatchError::from_errno(libc::EMFILE, 10, 11, "x"),
+            WatchError::TooManyFiles { pid: 10 }
+        ));
+        assert!(matches!(
+            WatchError::from_errno(libc::EIO, 10, 11, "x"),
+            WatchError::Io { .. }
+        ));
     }
 }

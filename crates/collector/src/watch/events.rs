@@ -52,7 +52,11 @@ pub(super) fn bp_attr(addr: u64, len: u8, write_only: bool, disabled: bool) -> b
     let mut a: b::perf_event_attr = unsafe { std::mem::zeroed() };
     a.type_ = b::PERF_TYPE_BREAKPOINT;
     a.size = crate::attr::ATTR_SIZE;
-    a.bp_type = if write_only { b::HW_BREAKPOINT_W } else { b::HW_BREAKPOINT_RW };
+    a.bp_type = if write_only {
+        b::HW_BREAKPOINT_W
+    } else {
+        b::HW_BREAKPOINT_RW
+    };
     a.__bindgen_anon_3.bp_addr = addr;
     a.__bindgen_anon_4.bp_len = len as u64;
     // Every hit traps anyway; period 1 records each of them.
@@ -128,7 +132,8 @@ impl Events {
         let raw = fd.as_raw_fd();
         match self.leader[ci] {
             None => {
-                let ring = Ring::map(raw, RING_PAGES).map_err(|e| e.raw_os_error().unwrap_or(libc::EINVAL))?;
+                let ring = Ring::map(raw, RING_PAGES)
+                    .map_err(|e| e.raw_os_error().unwrap_or(libc::EINVAL))?;
                 self.rings[ci] = Some(ring);
                 self.leader[ci] = Some(raw);
             }
@@ -157,7 +162,9 @@ impl Events {
             // SAFETY: fd is a perf fd we own; `a` is a valid attr the kernel only reads.
             unsafe { sys::ioctls::MODIFY_ATTRIBUTES(fd, &mut a) }
         })
-        .map_err(|(e, tid)| WatchError::from_errno(e, pid, tid, "moving a watchpoint (MODIFY_ATTRIBUTES)"))
+        .map_err(|(e, tid)| {
+            WatchError::from_errno(e, pid, tid, "moving a watchpoint (MODIFY_ATTRIBUTES)")
+        })
     }
 
     pub fn enable(&mut self, slot: usize, on: bool) -> Result<(), WatchError> {
@@ -172,13 +179,17 @@ impl Events {
                 }
             }
         })
-        .map_err(|(e, tid)| WatchError::from_errno(e, pid, tid, "enabling or disabling a watchpoint"))
+        .map_err(|(e, tid)| {
+            WatchError::from_errno(e, pid, tid, "enabling or disabling a watchpoint")
+        })
     }
 
     /// Runs `op` on every parent event of the slot. Events of threads that have exited
     /// answer ESRCH or nothing at all; only the last living thread's failure matters.
     fn for_slot(&mut self, slot: usize, op: impl Fn(i32) -> i32) -> Result<(), (i32, i32)> {
-        let Some(list) = self.fds.get(slot) else { return Ok(()) };
+        let Some(list) = self.fds.get(slot) else {
+            return Ok(());
+        };
         let mut first_err = None;
         let mut ok = 0usize;
         for o in list {
@@ -222,5 +233,7 @@ fn ring_data_bytes() -> u64 {
 }
 
 fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL)
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EINVAL)
 }

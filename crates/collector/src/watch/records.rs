@@ -13,8 +13,28 @@ pub(super) struct RawHit {
 }
 
 impl RawHit {
-    pub fn new(slot: usize, time_ns: u64, pid: i32, tid: i32, cpu: u32, ip: u64, addr: u64) -> RawHit {
-        RawHit { slot, hit: Hit { time_ns, pid, tid, cpu, ip, addr, len: 0, access: Access::ReadOrWrite } }
+    pub fn new(
+        slot: usize,
+        time_ns: u64,
+        pid: i32,
+        tid: i32,
+        cpu: u32,
+        ip: u64,
+        addr: u64,
+    ) -> RawHit {
+        RawHit {
+            slot,
+            hit: Hit {
+                time_ns,
+                pid,
+                tid,
+                cpu,
+                ip,
+                addr,
+                len: 0,
+                access: Access::ReadOrWrite,
+            },
+        }
     }
 }
 
@@ -30,11 +50,15 @@ pub(super) struct Drained {
 }
 
 fn u64_at(rec: &[u8], off: usize) -> Option<u64> {
-    rec.get(off..off + 8).and_then(|s| s.try_into().ok()).map(u64::from_le_bytes)
+    rec.get(off..off + 8)
+        .and_then(|s| s.try_into().ok())
+        .map(u64::from_le_bytes)
 }
 
 fn u32_at(rec: &[u8], off: usize) -> Option<u32> {
-    rec.get(off..off + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes)
+    rec.get(off..off + 4)
+        .and_then(|s| s.try_into().ok())
+        .map(u32::from_le_bytes)
 }
 
 /// Decodes one record (header included) into `d`; unknown or short records are skipped.
@@ -51,11 +75,17 @@ pub(super) fn parse(rec: &[u8], ids: &[(u64, usize)], d: &mut Drained) {
                 u64_at(rec, 40),
                 u32_at(rec, 48),
             );
-            let (Some(id), Some(ip), Some(pid), Some(tid), Some(time_ns), Some(addr), Some(cpu)) = fields else {
+            let (Some(id), Some(ip), Some(pid), Some(tid), Some(time_ns), Some(addr), Some(cpu)) =
+                fields
+            else {
                 return;
             };
-            let Some(&(_, slot)) = ids.iter().find(|(i, _)| *i == id) else { return };
-            d.hits.push(RawHit::new(slot, time_ns, pid as i32, tid as i32, cpu, ip, addr));
+            let Some(&(_, slot)) = ids.iter().find(|(i, _)| *i == id) else {
+                return;
+            };
+            d.hits.push(RawHit::new(
+                slot, time_ns, pid as i32, tid as i32, cpu, ip, addr,
+            ));
         }
         b::PERF_RECORD_LOST => d.lost += u64_at(rec, 16).unwrap_or(0),
         b::PERF_RECORD_THROTTLE => d.throttled += 1,

@@ -68,12 +68,18 @@ pub fn run(
                 let w_start = crate::monotonic_ns();
                 let until = until_ns.min(end);
                 let busiest = loop {
-                    now = sleep_until(crate::monotonic_ns().saturating_add(TICK_NS).min(until), stop);
+                    now = sleep_until(
+                        crate::monotonic_ns().saturating_add(TICK_NS).min(until),
+                        stop,
+                    );
                     watcher.poll();
                     let lost = watcher.losses().lost - lost_before;
                     // Lost hits trapped too: charge them to the busiest thread.
                     let busiest = busiest_thread_hits(&watcher.hits()[before..]) + lost;
-                    if now >= until || stop.load(Ordering::Relaxed) || sched.should_cut(w_start, now, busiest) {
+                    if now >= until
+                        || stop.load(Ordering::Relaxed)
+                        || sched.should_cut(w_start, now, busiest)
+                    {
                         break busiest;
                     }
                 };
@@ -106,14 +112,23 @@ pub fn plan_sets(candidates: &[Watch], slots: usize, classify: bool) -> Vec<Vec<
     let mut ws: Vec<Watch> = candidates.to_vec();
     ws.sort_by_key(|w| (w.addr(), w.len(), w.kind() == super::WatchKind::ReadWrite));
     ws.dedup();
-    let cost = |w: &Watch| if classify && w.kind() == super::WatchKind::ReadWrite { 2 } else { 1 };
+    let cost = |w: &Watch| {
+        if classify && w.kind() == super::WatchKind::ReadWrite {
+            2
+        } else {
+            1
+        }
+    };
     let slots = slots.max(1);
     let mut sets: Vec<Vec<Watch>> = Vec::new();
     let mut used = 0usize;
     let mut i = 0;
     while i < ws.len() {
         let line = ws[i].addr() / 64;
-        let end = ws[i..].iter().position(|w| w.addr() / 64 != line).map_or(ws.len(), |n| i + n);
+        let end = ws[i..]
+            .iter()
+            .position(|w| w.addr() / 64 != line)
+            .map_or(ws.len(), |n| i + n);
         let line_cost: usize = ws[i..end].iter().map(|w| cost(w).min(slots)).sum();
         // Start a new set when this line would not fit in what is left of the current one
         // (a line larger than a whole set is split below anyway).
@@ -167,11 +182,22 @@ mod tests {
 
     #[test]
     fn sets_keep_lines_together_and_fit_the_slots() {
-        let c = [w(0x1000, Write), w(0x1008, Write), w(0x1040, Write), w(0x1048, Write), w(0x1050, Write), w(0x1000, Write)];
+        let c = [
+            w(0x1000, Write),
+            w(0x1008, Write),
+            w(0x1040, Write),
+            w(0x1048, Write),
+            w(0x1050, Write),
+            w(0x1000, Write),
+        ];
         let sets = plan_sets(&c, 4, false);
         assert_eq!(sets, vec![vec![c[0], c[1]], vec![c[2], c[3], c[4]]]);
         // Classified RW watches take two slots each.
-        let rw = [w(0x2000, ReadWrite), w(0x2008, ReadWrite), w(0x2010, ReadWrite)];
+        let rw = [
+            w(0x2000, ReadWrite),
+            w(0x2008, ReadWrite),
+            w(0x2010, ReadWrite),
+        ];
         let sets = plan_sets(&rw, 4, true);
         assert_eq!(sets, vec![vec![rw[0], rw[1]], vec![rw[2]]]);
         assert_eq!(plan_sets(&rw, 4, false), vec![rw.to_vec()]);
@@ -181,7 +207,16 @@ mod tests {
 
     #[test]
     fn busiest_thread() {
-        let h = |tid| Hit { time_ns: 0, pid: 1, tid, cpu: 0, ip: 0, addr: 0, len: 8, access: super::super::Access::Write };
+        let h = |tid| Hit {
+            time_ns: 0,
+            pid: 1,
+            tid,
+            cpu: 0,
+            ip: 0,
+            addr: 0,
+            len: 8,
+            access: super::super::Access::Write,
+        };
         assert_eq!(busiest_thread_hits(&[h(1), h(2), h(2)]), 2);
         assert_eq!(busiest_thread_hits(&[]), 0);
     }

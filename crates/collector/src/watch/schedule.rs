@@ -104,14 +104,19 @@ impl Schedule {
         self.last_ns = self.last_ns.max(now_ns);
         let clear = self.clear_at();
         if self.sets.is_empty() {
-            return Step::Pause { until_ns: now_ns + self.cfg.max_window_ns };
+            return Step::Pause {
+                until_ns: now_ns + self.cfg.max_window_ns,
+            };
         }
         if clear > now_ns {
             return Step::Pause { until_ns: clear };
         }
         let set = self.next_set % self.sets.len();
         self.next_set = (set + 1) % self.sets.len();
-        Step::Arm { set, until_ns: now_ns + self.window_ns(set) }
+        Step::Arm {
+            set,
+            until_ns: now_ns + self.window_ns(set),
+        }
     }
 
     /// Long enough to see `hits_per_window` hits at the set's known rate, within limits;
@@ -142,7 +147,9 @@ impl Schedule {
         self.last_ns = self.last_ns.max(end_ns);
         self.armed_ns += armed;
         self.charged_ns += busiest_hits.saturating_mul(self.cfg.trap_cost_ns);
-        let Some(s) = self.sets.get_mut(set) else { return };
+        let Some(s) = self.sets.get_mut(set) else {
+            return;
+        };
         s.windows += 1;
         s.armed_ns += armed;
         s.hits += busiest_hits;
@@ -182,7 +189,10 @@ impl Schedule {
     }
     /// Charged trap time over the time left to the program: the slowdown estimate.
     pub fn estimated_slowdown(&self) -> f64 {
-        ratio(self.charged_ns, self.elapsed_ns().saturating_sub(self.charged_ns))
+        ratio(
+            self.charged_ns,
+            self.elapsed_ns().saturating_sub(self.charged_ns),
+        )
     }
 }
 

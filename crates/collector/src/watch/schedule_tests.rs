@@ -38,7 +38,10 @@ fn hot_loop_stays_within_budget() {
     let slow = s.estimated_slowdown();
     // The last window may end just before `end`, before its pause: one window of slack.
     assert!(slow <= cfg.budget * 1.1, "estimated slowdown {slow}");
-    assert!(slow >= cfg.budget * 0.5, "the budget should be used, got {slow}");
+    assert!(
+        slow >= cfg.budget * 0.5,
+        "the budget should be used, got {slow}"
+    );
     // Trapping all the time while armed, so armed ≈ budget / (1 + budget) of the time.
     let f = s.armed_fraction();
     assert!(f < 0.06 && f > 0.02, "armed fraction {f}");
@@ -60,10 +63,17 @@ fn quiet_sets_are_armed_all_the_time_in_long_windows() {
 fn mixed_rates_rotate_and_share_the_budget() {
     let cfg = DutyConfig::default();
     let s = simulate(&[200_000.0, 1_000.0, 20_000.0], cfg, 20_000 * MS, MS);
-    assert!(s.estimated_slowdown() <= cfg.budget * 1.1, "{}", s.estimated_slowdown());
+    assert!(
+        s.estimated_slowdown() <= cfg.budget * 1.1,
+        "{}",
+        s.estimated_slowdown()
+    );
     let w: Vec<u64> = s.sets().iter().map(|x| x.windows).collect();
     // Round robin: every set gets the same number of windows, give or take one.
-    assert!(w.iter().max().unwrap() - w.iter().min().unwrap() <= 1, "{w:?}");
+    assert!(
+        w.iter().max().unwrap() - w.iter().min().unwrap() <= 1,
+        "{w:?}"
+    );
     // Each set collected its hits: the window lengths adapt to the rates.
     for set in s.sets() {
         assert!(set.hits >= set.windows * 10, "{set:?}");
@@ -74,7 +84,13 @@ fn mixed_rates_rotate_and_share_the_budget() {
 fn first_window_is_a_short_probe_then_a_pause() {
     let cfg = DutyConfig::default();
     let mut s = Schedule::new(1, cfg, 1000);
-    assert_eq!(s.next(1000), Step::Arm { set: 0, until_ns: 1000 + cfg.min_window_ns });
+    assert_eq!(
+        s.next(1000),
+        Step::Arm {
+            set: 0,
+            until_ns: 1000 + cfg.min_window_ns
+        }
+    );
     // The probe trapped all the time: 1 ms worth of traps.
     s.window_done(0, 1000, 1000 + MS, MS / cfg.trap_cost_ns);
     match s.next(1000 + MS) {
@@ -93,7 +109,10 @@ fn cut_when_enough_hits_or_too_costly() {
     let s = Schedule::new(1, cfg, 0);
     assert!(!s.should_cut(0, MS, 10));
     assert!(s.should_cut(0, MS, cfg.hits_per_window));
-    let cfg2 = DutyConfig { hits_per_window: u64::MAX, ..cfg };
+    let cfg2 = DutyConfig {
+        hits_per_window: u64::MAX,
+        ..cfg
+    };
     let s2 = Schedule::new(1, cfg2, 0);
     // 4 % of 50 ms = 2 ms of traps = 166 hits at 12 us.
     assert!(!s2.should_cut(0, MS, 160));
@@ -102,7 +121,15 @@ fn cut_when_enough_hits_or_too_costly() {
 
 #[test]
 fn no_sets_and_odd_settings_do_not_panic() {
-    let mut s = Schedule::new(0, DutyConfig { budget: 0.0, min_window_ns: 0, ..DutyConfig::default() }, 5);
+    let mut s = Schedule::new(
+        0,
+        DutyConfig {
+            budget: 0.0,
+            min_window_ns: 0,
+            ..DutyConfig::default()
+        },
+        5,
+    );
     assert!(matches!(s.next(5), Step::Pause { .. }));
     assert_eq!(s.estimated_slowdown(), 0.0);
     s.window_done(7, 5, 10, 3); // unknown set: charged, no panic

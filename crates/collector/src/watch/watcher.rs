@@ -31,19 +31,37 @@ pub struct SlotUse {
 
 /// Assigns watches to `slots` slots: one each, then a W companion for every ReadWrite
 /// watch while slots remain and `classify` asks for it.
-pub fn plan_slots(watches: &[Watch], slots: usize, classify: bool) -> Result<Vec<SlotUse>, WatchError> {
+pub fn plan_slots(
+    watches: &[Watch],
+    slots: usize,
+    classify: bool,
+) -> Result<Vec<SlotUse>, WatchError> {
     if watches.len() > slots {
-        return Err(WatchError::TooManyWatches { wanted: watches.len(), needed: watches.len(), slots });
+        return Err(WatchError::TooManyWatches {
+            wanted: watches.len(),
+            needed: watches.len(),
+            slots,
+        });
     }
     let mut plan: Vec<SlotUse> = watches
         .iter()
-        .map(|&watch| SlotUse { watch, write_only: watch.kind() == WatchKind::Write, companion: false, paired: false })
+        .map(|&watch| SlotUse {
+            watch,
+            write_only: watch.kind() == WatchKind::Write,
+            companion: false,
+            paired: false,
+        })
         .collect();
     if classify {
         for i in 0..watches.len() {
             if plan.len() < slots && !plan[i].write_only {
                 plan[i].paired = true;
-                plan.push(SlotUse { watch: watches[i], write_only: true, companion: true, paired: true });
+                plan.push(SlotUse {
+                    watch: watches[i],
+                    write_only: true,
+                    companion: true,
+                    paired: true,
+                });
             }
         }
     }
@@ -82,7 +100,8 @@ impl Watcher {
         // A second listing catches threads created while the first ones were opened;
         // threads created after their parent's events exist inherit them.
         for _round in 0..3 {
-            let tids = crate::synth::threads_of(pid).map_err(|_| WatchError::ProcessGone { pid })?;
+            let tids =
+                crate::synth::threads_of(pid).map_err(|_| WatchError::ProcessGone { pid })?;
             let new: Vec<i32> = tids.into_iter().filter(|t| !done.contains(t)).collect();
             if new.is_empty() {
                 break;
@@ -92,13 +111,25 @@ impl Watcher {
                 match events.open_thread(tid, slots) {
                     Ok(()) => {}
                     Err((libc::ESRCH, _)) => events.forget_thread(tid), // ended meanwhile
-                    Err((libc::ENOSPC, 0)) => return Err(WatchError::SlotsTaken { tid, free: 0, wanted }),
+                    Err((libc::ENOSPC, 0)) => {
+                        return Err(WatchError::SlotsTaken {
+                            tid,
+                            free: 0,
+                            wanted,
+                        })
+                    }
                     Err((libc::ENOSPC, k)) => {
                         events.truncate_slots(k);
                         slots = k;
-                        warning = Some(WatchError::SlotsTaken { tid, free: k, wanted });
+                        warning = Some(WatchError::SlotsTaken {
+                            tid,
+                            free: k,
+                            wanted,
+                        });
                     }
-                    Err((e, _)) => return Err(WatchError::from_errno(e, pid, tid, "opening a watchpoint")),
+                    Err((e, _)) => {
+                        return Err(WatchError::from_errno(e, pid, tid, "opening a watchpoint"))
+                    }
                 }
             }
         }
@@ -150,14 +181,21 @@ impl Watcher {
         self.collect(false);
         // Events of exited threads accept MODIFY silently: ask /proc instead.
         if !crate::process_alive(self.target.pid) {
-            return Err(WatchError::ProcessGone { pid: self.target.pid });
+            return Err(WatchError::ProcessGone {
+                pid: self.target.pid,
+            });
         }
         // Slots that keep their use are left alone (no IPIs, no gap in their watching),
         // unless they are paired and some companion moves.
         let n = self.slots();
-        let companion_moves = (0..n).any(|s| plan.get(s).is_some_and(|u| u.companion) && self.cur[s] != plan.get(s).copied());
+        let companion_moves = (0..n).any(|s| {
+            plan.get(s).is_some_and(|u| u.companion) && self.cur[s] != plan.get(s).copied()
+        });
         let mut keep: Vec<bool> = (0..n)
-            .map(|s| self.cur[s] == plan.get(s).copied() && !(companion_moves && self.cur[s].is_some_and(|u| u.paired)))
+            .map(|s| {
+                self.cur[s] == plan.get(s).copied()
+                    && !(companion_moves && self.cur[s].is_some_and(|u| u.paired))
+            })
             .collect();
         // Order matters while classifying: an RW slot armed without its companion would
         // call writes reads. So paired RW slots stop first, companions are armed before
@@ -169,7 +207,10 @@ impl Watcher {
             }
         }
         let is_companion = |s: &usize| plan.get(*s).is_some_and(|u| u.companion);
-        let order: Vec<usize> = (0..n).filter(is_companion).chain((0..n).filter(|s| !is_companion(s))).collect();
+        let order: Vec<usize> = (0..n)
+            .filter(is_companion)
+            .chain((0..n).filter(|s| !is_companion(s)))
+            .collect();
         for slot in order {
             let next = plan.get(slot).copied();
             if keep[slot] || (next.is_none() && self.cur[slot].is_none()) {
@@ -193,15 +234,24 @@ impl Watcher {
         let (addr, len) = (u.watch.addr(), u.watch.len());
         let refused = |e: WatchError| match e {
             WatchError::Io { source, .. } if source.raw_os_error() == Some(libc::EINVAL) => {
-                WatchError::Refused { addr, len, detail: source.to_string() }
+                WatchError::Refused {
+                    addr,
+                    len,
+                    detail: source.to_string(),
+                }
             }
             e => e,
         };
         match self.mode {
-            RearmMode::Modify => self.events.modify(slot, &bp_attr(addr, len, u.write_only, false)).map_err(refused),
+            RearmMode::Modify => self
+                .events
+                .modify(slot, &bp_attr(addr, len, u.write_only, false))
+                .map_err(refused),
             RearmMode::DisableModifyEnable => {
                 self.events.enable(slot, false)?;
-                self.events.modify(slot, &bp_attr(addr, len, u.write_only, true)).map_err(refused)?;
+                self.events
+                    .modify(slot, &bp_attr(addr, len, u.write_only, true))
+                    .map_err(refused)?;
                 self.events.enable(slot, true)
             }
         }
@@ -245,7 +295,12 @@ impl Watcher {
             self.losses.lost += d.lost;
             self.losses.throttled += d.throttled;
             self.losses.overflows += d.full as u64;
-            let mut batch: Vec<(RawHit, SlotUse)> = self.held.get_mut(ri).and_then(Option::take).into_iter().collect();
+            let mut batch: Vec<(RawHit, SlotUse)> = self
+                .held
+                .get_mut(ri)
+                .and_then(Option::take)
+                .into_iter()
+                .collect();
             for h in d.hits {
                 match self.use_of(&h) {
                     Some(u) => batch.push((h, u)),

@@ -24,14 +24,22 @@ pub fn target_binary() -> &'static Path {
             .arg(&src)
             .output()
             .expect("running cc");
-        assert!(out.status.success(), "cc failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "cc failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         bin
     })
 }
 
 /// `nm` start and end of a function of the target.
 pub fn function_range(name: &str) -> (u64, u64) {
-    let out = Command::new("nm").arg("-S").arg(target_binary()).output().expect("running nm");
+    let out = Command::new("nm")
+        .arg("-S")
+        .arg(target_binary())
+        .output()
+        .expect("running nm");
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() == 4 && f[3] == name {
@@ -85,7 +93,13 @@ impl Target {
         out.read_line(&mut first).unwrap();
         let f: Vec<&str> = first.split_whitespace().collect();
         assert_eq!(f.first(), Some(&"addr"), "{first}");
-        Target { child, out, slot0: hex(f[1]), slot1: hex(f[2]), heap: hex(f[3]) }
+        Target {
+            child,
+            out,
+            slot0: hex(f[1]),
+            slot1: hex(f[2]),
+            heap: hex(f[3]),
+        }
     }
 
     pub fn pid(&self) -> i32 {
@@ -93,7 +107,12 @@ impl Target {
     }
 
     pub fn go(&mut self) {
-        self.child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+        self.child
+            .stdin
+            .as_mut()
+            .unwrap()
+            .write_all(b"go\n")
+            .unwrap();
         self.child.stdin.as_mut().unwrap().flush().unwrap();
     }
 

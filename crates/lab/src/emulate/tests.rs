@@ -14,7 +14,10 @@ fn alternating() -> Profile {
 }
 
 fn opts(interval_ns: u64, depth: usize) -> EmulateOptions {
-    EmulateOptions { phase_ns: Some(0), ..EmulateOptions::new(interval_ns, depth) }
+    EmulateOptions {
+        phase_ns: Some(0),
+        ..EmulateOptions::new(interval_ns, depth)
+    }
 }
 
 fn records(p: &Profile, sample: u32) -> Vec<&BranchRecord> {
@@ -22,7 +25,10 @@ fn records(p: &Profile, sample: u32) -> Vec<&BranchRecord> {
 }
 
 fn leaf(p: &Profile, sample: usize) -> Option<&str> {
-    p.samples.get(sample).and_then(|s| p.leaf_frame(s)).map(|f| f.function.as_str())
+    p.samples
+        .get(sample)
+        .and_then(|s| p.leaf_frame(s))
+        .map(|f| f.function.as_str())
 }
 
 #[test]
@@ -34,11 +40,17 @@ fn records_are_the_last_events_newest_first_with_overlap_marked() {
     assert_eq!(leaf(&p, 0), Some("main"));
     assert_eq!(leaf(&p, 1), Some("a"));
     assert_eq!(leaf(&p, 2), Some("b"));
-    let stack: Vec<_> = p.stack_frames(p.samples[2].stack).map(|(_, f)| f.function.as_str()).collect();
+    let stack: Vec<_> = p
+        .stack_frames(p.samples[2].stack)
+        .map(|(_, f)| f.function.as_str())
+        .collect();
     assert_eq!(stack, ["b", "main"]);
     // Sample 2 at 60 ns: call main (0), call a (10), return a (40), call b (50).
     let r = records(&p, 2);
-    let seq: Vec<_> = r.iter().map(|b| (b.position, b.kind, b.from_frame, b.to_frame, b.is_new)).collect();
+    let seq: Vec<_> = r
+        .iter()
+        .map(|b| (b.position, b.kind, b.from_frame, b.to_frame, b.is_new))
+        .collect();
     assert_eq!(
         seq,
         [
@@ -68,8 +80,30 @@ fn depth_cuts_the_ring_and_overflows_are_counted() {
     // Sample 1 at 300 ns: 13 events since sample 0, only the newest 8 survive.
     let r = records(&p, 1);
     assert_eq!(r.len(), 8);
-    let want = [(R, 2u32), (C, 2), (R, 1), (C, 1), (R, 2), (C, 2), (R, 1), (C, 1)].map(|(k, f)| (k, Some(f)));
-    let got: Vec<_> = r.iter().map(|b| (b.kind, if b.kind == C { b.to_frame } else { b.from_frame })).collect();
+    let want = [
+        (R, 2u32),
+        (C, 2),
+        (R, 1),
+        (C, 1),
+        (R, 2),
+        (C, 2),
+        (R, 1),
+        (C, 1),
+    ]
+    .map(|(k, f)| (k, Some(f)));
+    let got: Vec<_> = r
+        .iter()
+        .map(|b| {
+            (
+                b.kind,
+                if b.kind == C {
+                    b.to_frame
+                } else {
+                    b.from_frame
+                },
+            )
+        })
+        .collect();
     assert_eq!(got, want);
     assert_eq!(leaf(&p, 1), Some("main"));
     assert!(r.iter().all(|b| b.is_new));
@@ -79,15 +113,24 @@ fn depth_cuts_the_ring_and_overflows_are_counted() {
     assert_eq!(info.overflowed_snapshots, 33);
     // With a 16-deep ring nothing is lost at this rate.
     let p16 = emulate_lbr_with(&alternating(), &opts(300, 16)).expect("emulates");
-    assert_eq!(p16.branch_info.as_ref().map(|i| i.overflowed_snapshots), Some(0));
+    assert_eq!(
+        p16.branch_info.as_ref().map(|i| i.overflowed_snapshots),
+        Some(0)
+    );
     assert_eq!(records(&p16, 1).len(), 13);
 }
 
 #[test]
 fn cycles_are_the_time_since_the_previous_record_and_saturate() {
     // main [0, 200000) calls a at 100000 (a gap of 100 us, 300000 cycles at 3 GHz).
-    let t = trace(&["main", "a"], &[(0, 0, 200_000, 0), (1, 100_000, 100_010, 1)]);
-    let o = EmulateOptions { cycles: true, ..opts(100_005, 16) };
+    let t = trace(
+        &["main", "a"],
+        &[(0, 0, 200_000, 0), (1, 100_000, 100_010, 1)],
+    );
+    let o = EmulateOptions {
+        cycles: true,
+        ..opts(100_005, 16)
+    };
     let p = emulate_lbr_with(&t, &o).expect("emulates");
     let r = records(&p, 1);
     let cyc: Vec<_> = r.iter().map(|b| b.cycles).collect();
@@ -95,7 +138,11 @@ fn cycles_are_the_time_since_the_previous_record_and_saturate() {
     assert!(p.branch_info.as_ref().is_some_and(|i| i.has_cycles));
     let p = emulate_lbr(&alternating(), 60, 16, true, 3.0).expect("emulates");
     // Whatever the phase, a call of b comes 10 ns after the return of a: 30 cycles.
-    let b_calls: Vec<_> = p.branches.iter().filter(|b| b.kind == C && b.to_frame == Some(2)).collect();
+    let b_calls: Vec<_> = p
+        .branches
+        .iter()
+        .filter(|b| b.kind == C && b.to_frame == Some(2))
+        .collect();
     assert!(!b_calls.is_empty());
     assert!(b_calls.iter().all(|b| b.cycles == Some(30)));
 }
@@ -106,7 +153,10 @@ fn the_phase_is_seeded_and_repeatable() {
     let b = emulate_lbr(&alternating(), 300, 16, false, 3.0).expect("emulates");
     assert_eq!(a, b);
     let phases: std::collections::BTreeSet<u64> = (0..20)
-        .map(|seed| EmulateOptions { seed, ..EmulateOptions::new(300, 16) })
+        .map(|seed| EmulateOptions {
+            seed,
+            ..EmulateOptions::new(300, 16)
+        })
         .filter_map(|o| emulate_lbr_with(&alternating(), &o).ok())
         .filter_map(|p| p.samples.first().map(|s| s.time_ns))
         .collect();
@@ -117,17 +167,38 @@ fn the_phase_is_seeded_and_repeatable() {
 #[test]
 fn bad_options_are_errors() {
     let t = alternating();
-    assert!(matches!(emulate_lbr(&t, 0, 16, false, 3.0), Err(Error::BadInterval)));
-    assert!(matches!(emulate_lbr(&t, 10, 12, false, 3.0), Err(Error::BadDepth(12))));
-    assert!(matches!(emulate_lbr(&t, 10, 16, true, f64::NAN), Err(Error::BadCpuGhz(_))));
-    assert!(matches!(emulate_lbr(&Profile::default(), 10, 16, false, 3.0), Err(Error::NoCalls)));
+    assert!(matches!(
+        emulate_lbr(&t, 0, 16, false, 3.0),
+        Err(Error::BadInterval)
+    ));
+    assert!(matches!(
+        emulate_lbr(&t, 10, 12, false, 3.0),
+        Err(Error::BadDepth(12))
+    ));
+    assert!(matches!(
+        emulate_lbr(&t, 10, 16, true, f64::NAN),
+        Err(Error::BadCpuGhz(_))
+    ));
+    assert!(matches!(
+        emulate_lbr(&Profile::default(), 10, 16, false, 3.0),
+        Err(Error::NoCalls)
+    ));
 }
 
 #[test]
 fn threads_are_sampled_separately_and_merged_by_time() {
     let mut t = alternating();
     t.threads.push(t.threads[0].clone());
-    let extra: Vec<_> = t.calls.iter().map(|c| kairos_model::Call { thread: 1, start_ns: c.start_ns + 5, end_ns: c.end_ns + 5, ..*c }).collect();
+    let extra: Vec<_> = t
+        .calls
+        .iter()
+        .map(|c| kairos_model::Call {
+            thread: 1,
+            start_ns: c.start_ns + 5,
+            end_ns: c.end_ns + 5,
+            ..*c
+        })
+        .collect();
     t.calls.extend(extra);
     let p = emulate_lbr_with(&t, &opts(300, 16)).expect("emulates");
     assert!(p.samples.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));

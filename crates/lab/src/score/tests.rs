@@ -15,7 +15,15 @@ fn halves() -> Profile {
 }
 
 fn pt(time_ns: u64, frame: Option<u32>, weight_ns: u64) -> Point {
-    Point { time_ns, thread: 0, frame, weight_ns, from_branch: false, sample: 0, record: None }
+    Point {
+        time_ns,
+        thread: 0,
+        frame,
+        weight_ns,
+        from_branch: false,
+        sample: 0,
+        record: None,
+    }
 }
 
 fn truth(p: &Profile, opts: &ScoreOptions) -> (Truth, FunctionNames) {
@@ -29,7 +37,14 @@ fn share_error_is_the_mean_total_variation_distance() {
     let (t, n) = truth(&p, &ScoreOptions::new(100));
     assert_eq!(t.buckets.len(), 10);
     // Exact points in every bucket (each stands for the 50 ns before it): no error.
-    let exact: Vec<_> = (0..10).flat_map(|k| [pt(100 * k + 50, Some(0), 50), pt(100 * k + 100, Some(1), 50)]).collect();
+    let exact: Vec<_> = (0..10)
+        .flat_map(|k| {
+            [
+                pt(100 * k + 50, Some(0), 50),
+                pt(100 * k + 100, Some(1), 50),
+            ]
+        })
+        .collect();
     assert!(t.share_error(&exact, &n).abs() < 1e-12);
     // One point of a per bucket: |0.5-1| + |0.5-0| over 2 = 0.5.
     let one: Vec<_> = (0..10).map(|k| pt(100 * k + 100, Some(0), 100)).collect();
@@ -46,7 +61,14 @@ fn share_error_is_the_mean_total_variation_distance() {
     assert!((t.share_error(&[pt(1000, Some(0), 1000)], &n) - 0.5).abs() < 1e-12);
     // Half a bucket of a then half of b, straddling an edge, matches buckets 1-9 exactly
     // where they lie; bucket 0 has no weight and counts 1.
-    let straddle: Vec<_> = (1..10).flat_map(|k| [pt(100 * k + 50, Some(0), 50), pt(100 * k + 100, Some(1), 50)]).collect();
+    let straddle: Vec<_> = (1..10)
+        .flat_map(|k| {
+            [
+                pt(100 * k + 50, Some(0), 50),
+                pt(100 * k + 100, Some(1), 50),
+            ]
+        })
+        .collect();
     assert!((t.share_error(&straddle, &n) - 0.1).abs() < 1e-12);
 }
 
@@ -55,7 +77,10 @@ fn plain_sampling_scores_as_computed_by_hand() {
     // Samples at 25, 125, ..., 925 each land in `a` and stand for the 100 ns before them:
     // every bucket is all `a` against half a, half b (error 0.5), except the last, which
     // is compared only up to the last sample (925), where the truth is all `a` too (0).
-    let o = crate::EmulateOptions { phase_ns: Some(25), ..crate::EmulateOptions::new(100, 16) };
+    let o = crate::EmulateOptions {
+        phase_ns: Some(25),
+        ..crate::EmulateOptions::new(100, 16)
+    };
     let e = crate::emulate_lbr_with(&halves(), &o).expect("emulates");
     let s = score(&e, 100, &[Method::None]).expect("scores");
     let m = s.get(Method::None).expect("none always runs");
@@ -67,8 +92,15 @@ fn plain_sampling_scores_as_computed_by_hand() {
 #[test]
 fn events_are_found_only_in_an_overlapping_fine_bucket_of_their_thread() {
     // main [0, 10000) with rare_delay [3050, 3250) and a short one [6000, 6050).
-    let p = trace(&["main", "rare_delay"], &[(0, 0, 10_000, 0), (1, 3050, 3250, 1), (1, 6000, 6050, 1)]);
-    let opts = ScoreOptions { event_min_ns: 100, event_bucket_ns: 100, ..ScoreOptions::new(1000) };
+    let p = trace(
+        &["main", "rare_delay"],
+        &[(0, 0, 10_000, 0), (1, 3050, 3250, 1), (1, 6000, 6050, 1)],
+    );
+    let opts = ScoreOptions {
+        event_min_ns: 100,
+        event_bucket_ns: 100,
+        ..ScoreOptions::new(1000)
+    };
     let (t, n) = truth(&p, &opts);
     assert_eq!(t.events, [(0, 3050, 3250)]);
     let found = |pts: &[Point]| t.events_found(pts, &n, n.id_of("rare_delay").expect("known"));
@@ -85,7 +117,13 @@ fn events_are_found_only_in_an_overlapping_fine_bucket_of_their_thread() {
     assert_eq!(found(&[pt(2000, Some(1), 10), pt(3900, Some(1), 800)]), 1);
     assert_eq!(found(&[pt(3100, Some(0), 10)]), 0);
     assert_eq!(found(&[pt(3100, Some(1), 0)]), 0);
-    assert_eq!(found(&[Point { thread: 1, ..pt(3100, Some(1), 10) }]), 0);
+    assert_eq!(
+        found(&[Point {
+            thread: 1,
+            ..pt(3100, Some(1), 10)
+        }]),
+        0
+    );
 }
 
 #[test]
@@ -98,5 +136,8 @@ fn unavailable_methods_get_a_row_with_the_reason_and_bad_buckets_an_error() {
     }
     assert!(matches!(score(&e, 0, &Method::ALL), Err(Error::BadBucket)));
     let text = s.to_table().to_text();
-    assert!(text.contains("none") && text.contains("Share error"), "{text}");
+    assert!(
+        text.contains("none") && text.contains("Share error"),
+        "{text}"
+    );
 }

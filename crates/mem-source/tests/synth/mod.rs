@@ -20,8 +20,14 @@ pub struct Synth {
 
 /// The sample_type of the files we write: what `perf c2c record` asks for, without
 /// call chains (the weight bit is added per file).
-pub const SAMPLE_TYPE: u64 =
-    PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_DATA_SRC | PERF_SAMPLE_PHYS_ADDR;
+pub const SAMPLE_TYPE: u64 = PERF_SAMPLE_IP
+    | PERF_SAMPLE_TID
+    | PERF_SAMPLE_TIME
+    | PERF_SAMPLE_ADDR
+    | PERF_SAMPLE_CPU
+    | PERF_SAMPLE_PERIOD
+    | PERF_SAMPLE_DATA_SRC
+    | PERF_SAMPLE_PHYS_ADDR;
 
 /// A 128-byte perf_event_attr of a raw event (load latency on Intel: event 0xcd umask 1,
 /// ldlat 30) with precise_ip 2 and sample_id_all.
@@ -75,12 +81,25 @@ fn numa_one_node() -> Vec<u8> {
 
 /// Writes `samples` to `path`; `weight_bit` is PERF_SAMPLE_WEIGHT or WEIGHT_STRUCT.
 pub fn write(path: &Path, samples: &[Synth], weight_bit: u64) {
-    let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path).expect("create");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .expect("create");
     let mut w = PerfDataWriter::create(file).expect("writer");
-    w.add_attr(attr(SAMPLE_TYPE | weight_bit), vec![1], "cpu/mem-loads,ldlat=30/P".into());
+    w.add_attr(
+        attr(SAMPLE_TYPE | weight_bit),
+        vec![1],
+        "cpu/mem-loads,ldlat=30/P".into(),
+    );
     // perf c2c needs the CPU count and the NUMA nodes: one node, CPUs 0-1.
     w.set_nr_cpus(2, 2);
-    w.set_feature_raw(kairos_perf_data::write::feature::NUMA_TOPOLOGY, numa_one_node());
+    w.set_feature_raw(
+        kairos_perf_data::write::feature::NUMA_TOPOLOGY,
+        numa_one_node(),
+    );
     for (i, s) in samples.iter().enumerate() {
         w.write_record(&sample_record(i, s)).expect("record");
     }
@@ -110,7 +129,9 @@ fn hex(s: &str) -> u64 {
 pub fn parse(stdout: &str, ins_lat: bool, phys: bool) -> Vec<PerfRow> {
     let mut rows = Vec::new();
     for line in stdout.lines().filter(|l| l.contains("|OP ")) {
-        let (left, right) = line.split_once('|').unwrap_or_else(|| panic!("no '|' in {line}"));
+        let (left, right) = line
+            .split_once('|')
+            .unwrap_or_else(|| panic!("no '|' in {line}"));
         let left = left.trim_end();
         let (a, d) = left.split_at(left.len().saturating_sub(16));
         let a = &a[a.len().saturating_sub(16)..];
@@ -129,19 +150,44 @@ pub fn parse(stdout: &str, ins_lat: bool, phys: bool) -> Vec<PerfRow> {
             tok.to_string()
         };
         let ip = hex(&last());
-        let ins = if ins_lat { Some(last().parse().unwrap_or_else(|_| panic!("ins_lat in {line}"))) } else { None };
+        let ins = if ins_lat {
+            Some(
+                last()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("ins_lat in {line}")),
+            )
+        } else {
+            None
+        };
         // The weight may touch the padded decoding when it has more than 16 digits.
         let digits = rest.len() - rest.trim_end_matches(|c: char| c.is_ascii_digit()).len();
         let (words, w) = rest.split_at(rest.len() - digits);
         let weight = w.parse().unwrap_or_else(|_| panic!("weight in {line}"));
-        rows.push(PerfRow { addr, data_src, words: format!("|{}", words.trim_end()), weight, ins_lat: ins, ip, phys_addr });
+        rows.push(PerfRow {
+            addr,
+            data_src,
+            words: format!("|{}", words.trim_end()),
+            weight,
+            ins_lat: ins,
+            ip,
+            phys_addr,
+        });
     }
     rows
 }
 
 /// Runs `perf script -F FIELDS -i FILE` and returns its standard output.
 pub fn perf_script(file: &Path, fields: &str) -> String {
-    let out = Command::new("perf").args(["script", "-F", fields, "-i"]).arg(file).output().expect("perf is installed (it is the oracle)");
-    assert!(out.status.success(), "perf script failed on {}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("perf")
+        .args(["script", "-F", fields, "-i"])
+        .arg(file)
+        .output()
+        .expect("perf is installed (it is the oracle)");
+    assert!(
+        out.status.success(),
+        "perf script failed on {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

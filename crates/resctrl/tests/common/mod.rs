@@ -17,7 +17,10 @@ pub fn copy_dir(from: &Path, to: &Path) {
 
 /// A copy of fixture tree `name` (e.g. "resctrl.l2") in a fresh temp dir.
 pub fn tree_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::Builder::new().prefix("kairos-resctrl-").tempdir().unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("kairos-resctrl-")
+        .tempdir()
+        .unwrap();
     let root = tmp.path().join(name);
     copy_dir(&fixtures().join(name), &root);
     (tmp, root)

@@ -14,22 +14,42 @@ use crate::{Error, State};
 
 pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let (a, b) = (data(state, q, "a")?, data(state, q, "b")?);
-    let group = q.choice("group", &["function", "module", "thread", "process"], "function")?;
+    let group = q.choice(
+        "group",
+        &["function", "module", "thread", "process"],
+        "function",
+    )?;
     let (fa, _) = kairos_compare::Facts::read(&a.dir);
     let (fb, _) = kairos_compare::Facts::read(&b.dir);
     let table = kairos_compare::compare(&fa, &fb);
-    let facts: Vec<Vec<String>> = table.rows.iter().map(|r| r.iter().map(cell).collect()).collect();
+    let facts: Vec<Vec<String>> = table
+        .rows
+        .iter()
+        .map(|r| r.iter().map(cell).collect())
+        .collect();
     let (wa, wb) = (weights(a, group), weights(b, group));
-    let (ta, tb) = (wa.values().sum::<u64>() as f64, wb.values().sum::<u64>() as f64);
-    let mut keys: Vec<&(String, String)> = wa.keys().chain(wb.keys().filter(|k| !wa.contains_key(*k))).collect();
+    let (ta, tb) = (
+        wa.values().sum::<u64>() as f64,
+        wb.values().sum::<u64>() as f64,
+    );
+    let mut keys: Vec<&(String, String)> = wa
+        .keys()
+        .chain(wb.keys().filter(|k| !wa.contains_key(*k)))
+        .collect();
     let share = |x: u64, t: f64| if t > 0.0 { x as f64 / t } else { 0.0 };
     let row = |k: &(String, String)| {
-        let (x, y) = (wa.get(k).copied().unwrap_or(0), wb.get(k).copied().unwrap_or(0));
+        let (x, y) = (
+            wa.get(k).copied().unwrap_or(0),
+            wb.get(k).copied().unwrap_or(0),
+        );
         (x, y, share(x, ta), share(y, tb))
     };
     keys.sort_by(|k1, k2| {
         let (d1, d2) = (row(k1), row(k2));
-        (d2.3 - d2.2).abs().total_cmp(&(d1.3 - d1.2).abs()).then_with(|| k1.cmp(k2))
+        (d2.3 - d2.2)
+            .abs()
+            .total_cmp(&(d1.3 - d1.2).abs())
+            .then_with(|| k1.cmp(k2))
     });
     let rows: Vec<_> = keys.iter().map(|k| row(k)).collect();
     Ok(json!({
@@ -57,12 +77,24 @@ fn weights(d: &Data, group: &str) -> HashMap<(String, String), u64> {
     for i in 0..ix.samples.len() {
         let th = p.threads.get(ix.samples.thread(i) as usize);
         let key = match group {
-            "thread" => (th.map_or("[unknown]".into(), |t| t.name.clone()), String::new()),
-            "process" => (th.map_or("[unknown]".into(), |t| t.process_name.clone()), String::new()),
+            "thread" => (
+                th.map_or("[unknown]".into(), |t| t.name.clone()),
+                String::new(),
+            ),
+            "process" => (
+                th.map_or("[unknown]".into(), |t| t.process_name.clone()),
+                String::new(),
+            ),
             g => match ix.leaf_func(i) {
                 NONE => ("[no stack]".into(), String::new()),
-                f if g == "module" => (ix.funcs.modules[ix.funcs.module_id[f as usize] as usize].clone(), String::new()),
-                f => (ix.funcs.name[f as usize].clone(), ix.funcs.module[f as usize].clone()),
+                f if g == "module" => (
+                    ix.funcs.modules[ix.funcs.module_id[f as usize] as usize].clone(),
+                    String::new(),
+                ),
+                f => (
+                    ix.funcs.name[f as usize].clone(),
+                    ix.funcs.module[f as usize].clone(),
+                ),
             },
         };
         *out.entry(key).or_default() += ix.samples.weight(i);

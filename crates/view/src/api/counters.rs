@@ -10,15 +10,15 @@ use crate::{Error, State};
 
 pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let d = data(state, q, "r")?;
-    let entries: &[Entry] = match &d.counters {
-        Some(Ok(e)) => e,
-        Some(Err(e)) => return Err(Error::NotFound(e.clone())),
-        None => {
-            return Err(Error::NotFound(
-                "this result has no counters; collect them with `kairos collect system-overview`".into(),
-            ))
-        }
-    };
+    let entries: &[Entry] =
+        match &d.counters {
+            Some(Ok(e)) => e,
+            Some(Err(e)) => return Err(Error::NotFound(e.clone())),
+            None => return Err(Error::NotFound(
+                "this result has no counters; collect them with `kairos collect system-overview`"
+                    .into(),
+            )),
+        };
     let sel = q.sel(d)?;
     let width = q.num("width")?.unwrap_or(200);
     if !(1..=4096).contains(&width) {
@@ -29,14 +29,18 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let bucket_ns = span as f64 / w as f64;
     let (mut faults, mut entered) = (vec![0u64; w], vec![0u64; w]);
     let (mut fault_ns, mut syscall_ns) = (Vec::new(), Vec::new());
-    for e in entries.iter().filter(|e| e.time_ns >= sel.from && e.time_ns < sel.to) {
+    for e in entries
+        .iter()
+        .filter(|e| e.time_ns >= sel.from && e.time_ns < sel.to)
+    {
         if let Some(tids) = &sel.tids {
             let tid = d.base.profile.threads.get(e.thread as usize).map(|t| t.tid);
             if !tid.is_some_and(|t| tids.contains(&t)) {
                 continue;
             }
         }
-        let k = (((e.time_ns - sel.from) as u128 * w as u128) / span as u128).min(w as u128 - 1) as usize;
+        let k = (((e.time_ns - sel.from) as u128 * w as u128) / span as u128).min(w as u128 - 1)
+            as usize;
         if e.cause.is_fault() && e.completed {
             faults[k] += 1;
         }
@@ -49,7 +53,8 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
             _ => {}
         }
     }
-    let per_s = |v: Vec<u64>| -> Vec<f64> { v.into_iter().map(|c| c as f64 * 1e9 / bucket_ns).collect() };
+    let per_s =
+        |v: Vec<u64>| -> Vec<f64> { v.into_iter().map(|c| c as f64 * 1e9 / bucket_ns).collect() };
     Ok(json!({
         "bucket_ns": bucket_ns,
         "series": [
@@ -73,10 +78,17 @@ fn histogram(name: &str, values: &[u64]) -> Value {
     let edges: Vec<u64> = (first..=last).map(|b| 1u64 << b.min(63)).collect();
     let mut counts = vec![0u64; edges.len().saturating_sub(1).max(1)];
     for &v in values {
-        let k = edges.partition_point(|&e| e <= v).saturating_sub(1).min(counts.len() - 1);
+        let k = edges
+            .partition_point(|&e| e <= v)
+            .saturating_sub(1)
+            .min(counts.len() - 1);
         counts[k] += 1;
     }
-    let edges = if edges.len() < 2 { vec![edges[0], edges[0] * 2] } else { edges };
+    let edges = if edges.len() < 2 {
+        vec![edges[0], edges[0] * 2]
+    } else {
+        edges
+    };
     json!({ "name": name, "edges": edges, "counts": counts })
 }
 

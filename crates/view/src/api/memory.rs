@@ -16,7 +16,9 @@ const MAX_GRID_THREADS: usize = 64;
 fn bounded(q: &Query, name: &str, default: u64, max: u64) -> Result<usize, Error> {
     match q.num(name)?.unwrap_or(default) {
         n if (1..=max).contains(&n) => Ok(n as usize),
-        n => Err(Error::BadParam(format!("{name}={n} is out of range: give 1 to {max}"))),
+        n => Err(Error::BadParam(format!(
+            "{name}={n} is out of range: give 1 to {max}"
+        ))),
     }
 }
 
@@ -52,7 +54,12 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
                     "loads": t.loads, "stores": t.stores, "threads": t.threads.len() })
         })
         .collect();
-    let lines: Vec<Value> = m.lines.iter().take(n_lines).map(|l| line(&m, l, share(l.samples, m.samples))).collect();
+    let lines: Vec<Value> = m
+        .lines
+        .iter()
+        .take(n_lines)
+        .map(|l| line(&m, l, share(l.samples, m.samples)))
+        .collect();
     Ok(json!({
         "source": source_key(m.source), "source_name": m.source.name(), "source_reason": m.source_reason,
         "memory_bound": m.memory_bound, "weight_unit": m.weight_unit(),
@@ -71,13 +78,20 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
 fn line(m: &Memory, l: &Line, share: f64) -> Value {
     let mut functions: Vec<(&u32, &u64)> = l.functions.iter().collect();
     functions.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    let names: Vec<&str> = functions.iter().take(3).filter_map(|(f, _)| m.functions.get(**f as usize).map(String::as_str)).collect();
+    let names: Vec<&str> = functions
+        .iter()
+        .take(3)
+        .filter_map(|(f, _)| m.functions.get(**f as usize).map(String::as_str))
+        .collect();
     let grid: Vec<Value> = l
         .threads
         .iter()
         .take(MAX_GRID_THREADS)
         .map(|t| {
-            let (mut loads, mut stores) = (vec![0u64; LINE_BYTES as usize], vec![0u64; LINE_BYTES as usize]);
+            let (mut loads, mut stores) = (
+                vec![0u64; LINE_BYTES as usize],
+                vec![0u64; LINE_BYTES as usize],
+            );
             // An access counts on every byte it covers: an 8-byte store marks 8 cells.
             for (&first, &(last, ld, st)) in &t.by_offset {
                 for b in usize::from(first)..=usize::from(last).min(LINE_BYTES as usize - 1) {
@@ -85,8 +99,15 @@ fn line(m: &Memory, l: &Line, share: f64) -> Value {
                     stores[b] += st;
                 }
             }
-            let offsets: Vec<[i64; 2]> =
-                Line::ranges(t.touched()).iter().map(|&(a, b)| [l.object_offset + i64::from(a), l.object_offset + i64::from(b)]).collect();
+            let offsets: Vec<[i64; 2]> = Line::ranges(t.touched())
+                .iter()
+                .map(|&(a, b)| {
+                    [
+                        l.object_offset + i64::from(a),
+                        l.object_offset + i64::from(b),
+                    ]
+                })
+                .collect();
             json!({ "tid": t.tid, "loads": loads, "stores": stores, "offsets": offsets,
                     "load_count": t.loads, "store_count": t.stores })
         })

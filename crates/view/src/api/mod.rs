@@ -33,17 +33,21 @@ pub fn handle(state: &State, name: &str, q: &Query) -> Result<Value, Error> {
         "numa" => numa::get(state, q),
         "bandwidth" => bandwidth::get(state, q),
         "platform" => platform::get(state, q),
-        _ => Err(Error::NotFound(format!("there is no API call {name:?}; see docs/VIEW_API.md"))),
+        _ => Err(Error::NotFound(format!(
+            "there is no API call {name:?}; see docs/VIEW_API.md"
+        ))),
     }
 }
 
 /// The loaded result named by parameter `param` (default index 0).
 pub(crate) fn data<'a>(state: &'a State, q: &Query, param: &str) -> Result<&'a Data, Error> {
     let i = q.num(param)?.unwrap_or(0) as usize;
-    let l = state
-        .results
-        .get(i)
-        .ok_or_else(|| Error::NotFound(format!("{param}={i}: there are only {} results", state.results.len())))?;
+    let l = state.results.get(i).ok_or_else(|| {
+        Error::NotFound(format!(
+            "{param}={i}: there are only {} results",
+            state.results.len()
+        ))
+    })?;
     l.data.as_ref().map_err(|e| Error::NotFound(e.clone()))
 }
 
@@ -53,7 +57,8 @@ pub(crate) fn derived(d: &Data, q: &Query) -> Result<Arc<Derived>, Error> {
 }
 
 pub(crate) fn method(name: &str) -> Result<Method, Error> {
-    name.parse::<Method>().map_err(|e| Error::BadParam(e.to_string()))
+    name.parse::<Method>()
+        .map_err(|e| Error::BadParam(e.to_string()))
 }
 
 fn results(state: &State) -> Value {
@@ -75,7 +80,11 @@ fn one(l: &crate::results::Loaded, d: &Data) -> Value {
     let p = &d.base.profile;
     let m = d.dir.manifest();
     let command = match &m.target {
-        Some(kairos_result::Target::Program { program, args }) => format!("{program} {}", args.join(" ")).trim_end().to_string(),
+        Some(kairos_result::Target::Program { program, args }) => {
+            format!("{program} {}", args.join(" "))
+                .trim_end()
+                .to_string()
+        }
         Some(kairos_result::Target::Pid { pid }) => format!("PID {pid}"),
         Some(kairos_result::Target::SystemWide) => "system-wide".into(),
         _ => String::new(),
@@ -85,7 +94,11 @@ fn one(l: &crate::results::Loaded, d: &Data) -> Value {
         .thread_lanes
         .iter()
         .map(|lane| {
-            let th = lane.samples.first().and_then(|&i| d.base.samples.get(i as usize)).and_then(|s| p.threads.get(s.thread as usize));
+            let th = lane
+                .samples
+                .first()
+                .and_then(|&i| d.base.samples.get(i as usize))
+                .and_then(|s| p.threads.get(s.thread as usize));
             json!({ "tid": lane.tid, "pid": th.map(|t| t.pid), "name": th.map(|t| t.name.clone()),
                     "process": th.map(|t| t.process_name.clone()), "samples": lane.samples.len() })
         })

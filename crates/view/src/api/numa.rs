@@ -46,7 +46,11 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let m = d.memory()?;
     let limit = match q.num("objects")?.unwrap_or(20) {
         n if (1..=1000).contains(&n) => n as usize,
-        n => return Err(Error::BadParam(format!("objects={n} is out of range: give 1 to 1000"))),
+        n => {
+            return Err(Error::BadParam(format!(
+                "objects={n} is out of range: give 1 to 1000"
+            )))
+        }
     };
     let Some(n) = &m.numa else {
         return Err(Error::NotFound(
@@ -54,8 +58,17 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
         ));
     };
     let s = &n.summary;
-    let facts: Vec<[String; 2]> = section(s, "").entries.iter().map(|(k, v)| [k.clone(), text(v)]).collect();
-    let shown: Vec<&ObjectNuma> = n.data.objects.iter().filter(|o| o.total_pages() > 0 || o.samples_total() > 0).collect();
+    let facts: Vec<[String; 2]> = section(s, "")
+        .entries
+        .iter()
+        .map(|(k, v)| [k.clone(), text(v)])
+        .collect();
+    let shown: Vec<&ObjectNuma> = n
+        .data
+        .objects
+        .iter()
+        .filter(|o| o.total_pages() > 0 || o.samples_total() > 0)
+        .collect();
     let objects: Vec<Value> = shown.iter().take(limit).map(|o| object(&m, n, o)).collect();
     let touchers: Vec<Value> = n
         .data
@@ -96,7 +109,11 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     }))
 }
 
-fn object(m: &Memory, n: &kairos_analysis_memory_access::numa::report::Numa, o: &ObjectNuma) -> Value {
+fn object(
+    m: &Memory,
+    n: &kairos_analysis_memory_access::numa::report::Numa,
+    o: &ObjectNuma,
+) -> Value {
     let obj = m.objects.get(o.object as usize);
     let first = n.data.touchers.iter().find(|t| t.object == o.object);
     json!({

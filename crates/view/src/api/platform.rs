@@ -11,7 +11,11 @@ use crate::{Error, State};
 
 pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let d = data(state, q, "r")?;
-    let t = kairos_analysis_topology::analyse_with(d.dir.path(), (0..d.base.samples.len()).map(|i| d.base.samples.cpu.get(i) as u32)).map_err(|e| Error::NotFound(e.to_string()))?;
+    let t = kairos_analysis_topology::analyse_with(
+        d.dir.path(),
+        (0..d.base.samples.len()).map(|i| d.base.samples.cpu.get(i) as u32),
+    )
+    .map_err(|e| Error::NotFound(e.to_string()))?;
     let mut v = serde_json::to_value(&t).map_err(|e| Error::Internal(e.to_string()))?;
     if let Some(o) = v.as_object_mut() {
         o.insert("samples".into(), json!(t.usage.samples()));

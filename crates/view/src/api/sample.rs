@@ -11,7 +11,9 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let d = data(state, q, "r")?;
     let ix = &d.base;
     let p = &ix.profile;
-    let key = q.get("lane").ok_or_else(|| Error::BadParam("lane= is missing (a lane key such as thread:42)".into()))?;
+    let key = q
+        .get("lane")
+        .ok_or_else(|| Error::BadParam("lane= is missing (a lane key such as thread:42)".into()))?;
     let lane = ix
         .thread_lanes
         .iter()
@@ -20,24 +22,38 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
         .ok_or_else(|| Error::NotFound(format!("lane {key} has no samples in this result")))?;
     let t = d.start_ns.saturating_add(q.num("t")?.unwrap_or(0));
     // Nearest sample: the first at or after t, or the one before it if closer.
-    let k = lane.samples.partition_point(|&i| ix.times()[i as usize] < t);
+    let k = lane
+        .samples
+        .partition_point(|&i| ix.times()[i as usize] < t);
     let pick = [k.checked_sub(1), Some(k)]
         .into_iter()
         .flatten()
         .filter_map(|k| lane.samples.get(k).copied())
         .min_by_key(|&i| ix.times()[i as usize].abs_diff(t))
         .ok_or_else(|| Error::NotFound(format!("lane {key} has no samples")))?;
-    let s = &ix.samples.get(pick as usize).ok_or_else(|| Error::NotFound(format!("sample {pick} does not exist")))?;
+    let s = &ix
+        .samples
+        .get(pick as usize)
+        .ok_or_else(|| Error::NotFound(format!("sample {pick} does not exist")))?;
     let names: Vec<&str> = match q.get("methods") {
         Some(m) => m.split(',').filter(|x| !x.is_empty()).take(2).collect(),
         None if !p.branches.is_empty() => vec![kairos_time_assignment::Method::DEFAULT.as_str()],
         None => vec![],
     };
-    let methods = names.iter().map(|n| method(n)).collect::<Result<Vec<_>, _>>()?;
-    let derived = methods.iter().map(|&m| d.derived(m)).collect::<Result<Vec<_>, _>>()?;
+    let methods = names
+        .iter()
+        .map(|n| method(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let derived = methods
+        .iter()
+        .map(|&m| d.derived(m))
+        .collect::<Result<Vec<_>, _>>()?;
     // Names as the rest of the page shows them: the function table's name and short module.
     let name = |f: Option<u32>| -> (&str, &str) {
-        match f.and_then(|f| ix.funcs.of_frame.get(f as usize)).map(|&k| k as usize) {
+        match f
+            .and_then(|f| ix.funcs.of_frame.get(f as usize))
+            .map(|&k| k as usize)
+        {
             Some(k) => (ix.funcs.name[k].as_str(), ix.funcs.module[k].as_str()),
             None => ("[unknown]", ""),
         }
@@ -53,7 +69,8 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let b = p.branches.partition_point(|b| b.sample <= pick);
     let recs = &p.branches[a..b.max(a)];
     // Recorded newest first (position 0); shown oldest first.
-    let mut ordered: Vec<(usize, &kairos_model::BranchRecord)> = recs.iter().enumerate().map(|(k, r)| (a + k, r)).collect();
+    let mut ordered: Vec<(usize, &kairos_model::BranchRecord)> =
+        recs.iter().enumerate().map(|(k, r)| (a + k, r)).collect();
     ordered.sort_by_key(|(_, r)| std::cmp::Reverse(r.position));
     let branches: Vec<Value> = ordered
         .iter()

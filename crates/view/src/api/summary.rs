@@ -17,27 +17,84 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let mask = ThreadMask::new(p, &sel.tids);
     let nf = ix.funcs.len();
     let t = tally(ix, &mask, ix.range(sel.from, sel.to), None);
-    let (self_w, self_c, weight, count, threads) = (t.self_w, t.self_c, t.weight, t.count, t.threads);
+    let (self_w, self_c, weight, count, threads) =
+        (t.self_w, t.self_c, t.weight, t.count, t.threads);
     let time = p.weight_is_time();
     let w = |x: u64| if time { duration(x) } else { thousands(x) };
     let m = d.dir.manifest();
     let method = q.get("method").unwrap_or("none");
     let mut facts: Vec<(String, String)> = vec![
-        ("Result".into(), format!("{} ({})", d.dir.path().display(), m.kind.as_deref().unwrap_or("unknown"))),
-        (if method == "none" { "Samples" } else { "Points" }.into(), thousands(count)),
-        (if time { "CPU time".into() } else { format!("Event count ({})", p.weight_event.as_deref().unwrap_or("?")) }, w(weight)),
-        ("Threads".into(), threads.iter().filter(|&&t| t).count().to_string()),
-        ("Selection".into(), duration(sel.to.min(d.start_ns + d.duration_ns + 1).saturating_sub(sel.from))),
-        ("Elapsed".into(), m.duration_secs.map_or("n/a".into(), |s| format!("{s:.3} s"))),
+        (
+            "Result".into(),
+            format!(
+                "{} ({})",
+                d.dir.path().display(),
+                m.kind.as_deref().unwrap_or("unknown")
+            ),
+        ),
+        (
+            if method == "none" {
+                "Samples"
+            } else {
+                "Points"
+            }
+            .into(),
+            thousands(count),
+        ),
+        (
+            if time {
+                "CPU time".into()
+            } else {
+                format!("Event count ({})", p.weight_event.as_deref().unwrap_or("?"))
+            },
+            w(weight),
+        ),
+        (
+            "Threads".into(),
+            threads.iter().filter(|&&t| t).count().to_string(),
+        ),
+        (
+            "Selection".into(),
+            duration(
+                sel.to
+                    .min(d.start_ns + d.duration_ns + 1)
+                    .saturating_sub(sel.from),
+            ),
+        ),
+        (
+            "Elapsed".into(),
+            m.duration_secs
+                .map_or("n/a".into(), |s| format!("{s:.3} s")),
+        ),
     ];
     if method != "none" {
-        facts.push(("Time assignment".into(), format!("{method}: {:.1} points per sample", dv.points_per_sample)));
+        facts.push((
+            "Time assignment".into(),
+            format!("{method}: {:.1} points per sample", dv.points_per_sample),
+        ));
     }
     let l = p.losses;
-    facts.push(("Lost".into(), format!("{} records, {} samples, {} throttles", l.lost_records, l.lost_samples, l.throttled)));
+    facts.push((
+        "Lost".into(),
+        format!(
+            "{} records, {} samples, {} throttles",
+            l.lost_records, l.lost_samples, l.throttled
+        ),
+    ));
     let mut order: Vec<usize> = (0..=nf).filter(|&f| self_c[f] > 0).collect();
-    order.sort_by(|&a, &b| self_w[b].cmp(&self_w[a]).then(self_c[b].cmp(&self_c[a])).then(a.cmp(&b)));
-    let share = |x: u64| if weight > 0 { x as f64 / weight as f64 } else { 0.0 };
+    order.sort_by(|&a, &b| {
+        self_w[b]
+            .cmp(&self_w[a])
+            .then(self_c[b].cmp(&self_c[a]))
+            .then(a.cmp(&b))
+    });
+    let share = |x: u64| {
+        if weight > 0 {
+            x as f64 / weight as f64
+        } else {
+            0.0
+        }
+    };
     let top: Vec<Value> = order
         .iter()
         .take(10)
@@ -49,7 +106,9 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
         .collect();
     let mut notes = dv.notes.clone();
     notes.dedup();
-    Ok(json!({ "facts": facts.iter().map(|(a, b)| [a, b]).collect::<Vec<_>>(), "top": top, "notes": notes }))
+    Ok(
+        json!({ "facts": facts.iter().map(|(a, b)| [a, b]).collect::<Vec<_>>(), "top": top, "notes": notes }),
+    )
 }
 
 /// Self weight and count per function (the last slot: no stack), totals, and which
@@ -63,11 +122,22 @@ struct Tally {
 }
 
 /// One pass (split over the cores unless `parts` says how many parts).
-fn tally(ix: &Index, mask: &ThreadMask, range: std::ops::Range<usize>, parts: Option<usize>) -> Tally {
+fn tally(
+    ix: &Index,
+    mask: &ThreadMask,
+    range: std::ops::Range<usize>,
+    parts: Option<usize>,
+) -> Tally {
     let nf = ix.funcs.len();
     let nt = ix.profile.threads.len();
     let body = |r: std::ops::Range<usize>| {
-        let mut t = Tally { self_w: vec![0; nf + 1], self_c: vec![0; nf + 1], weight: 0, count: 0, threads: vec![false; nt] };
+        let mut t = Tally {
+            self_w: vec![0; nf + 1],
+            self_c: vec![0; nf + 1],
+            weight: 0,
+            count: 0,
+            threads: vec![false; nt],
+        };
         let s = &ix.samples;
         for i in r {
             let thread = s.thread(i);
@@ -120,13 +190,22 @@ mod tests {
         let nf = ix.funcs.len();
         for tids in [None, Some(vec![7]), Some(vec![1, 3])] {
             let mask = ThreadMask::new(&ix.profile, &tids);
-            let (mut w, mut c, mut seen) = (vec![0u64; nf + 1], vec![0u64; nf + 1], vec![false; p.threads.len()]);
+            let (mut w, mut c, mut seen) = (
+                vec![0u64; nf + 1],
+                vec![0u64; nf + 1],
+                vec![false; p.threads.len()],
+            );
             for s in &p.samples {
                 let tid = p.threads.get(s.thread as usize).map(|t| t.tid);
-                if tids.as_ref().is_some_and(|t| !tid.is_some_and(|x| t.contains(&x))) {
+                if tids
+                    .as_ref()
+                    .is_some_and(|t| !tid.is_some_and(|x| t.contains(&x)))
+                {
                     continue;
                 }
-                let f = s.stack.map_or(nf, |st| ix.func_of_node(ix.stack_node[st as usize]) as usize);
+                let f = s.stack.map_or(nf, |st| {
+                    ix.func_of_node(ix.stack_node[st as usize]) as usize
+                });
                 w[f] += s.weight;
                 c[f] += 1;
                 if let Some(x) = seen.get_mut(s.thread as usize) {
@@ -135,7 +214,11 @@ mod tests {
             }
             for parts in [1, 2, 5] {
                 let t = tally(&ix, &mask, 0..ix.samples.len(), Some(parts));
-                assert_eq!((&t.self_w, &t.self_c, &t.threads), (&w, &c, &seen), "{tids:?} parts {parts}");
+                assert_eq!(
+                    (&t.self_w, &t.self_c, &t.threads),
+                    (&w, &c, &seen),
+                    "{tids:?} parts {parts}"
+                );
                 assert_eq!((t.weight, t.count), (w.iter().sum(), c.iter().sum()));
             }
         }

@@ -25,19 +25,35 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let sel = q.sel(d)?;
     let width = q.num("width")?.unwrap_or(1000);
     if !(1..=4096).contains(&width) {
-        return Err(Error::BadParam(format!("width={width} must be 1 to 4096 pixels")));
+        return Err(Error::BadParam(format!(
+            "width={width} must be 1 to 4096 pixels"
+        )));
     }
     let by_cpu = q.choice("lanes", &["thread", "cpu"], "thread")? == "cpu";
     let lanes: Vec<&Lane> = ix
         .lanes(by_cpu)
         .iter()
-        .filter(|l| by_cpu || sel.tids.as_ref().is_none_or(|t| l.tid.is_some_and(|x| t.contains(&x))))
+        .filter(|l| {
+            by_cpu
+                || sel
+                    .tids
+                    .as_ref()
+                    .is_none_or(|t| l.tid.is_some_and(|x| t.contains(&x)))
+        })
         .collect();
     // Thread lanes are filtered by choosing lanes; CPU lanes sample by sample.
-    let mask = if by_cpu { ThreadMask::new(&ix.profile, &sel.tids) } else { ThreadMask::all() };
+    let mask = if by_cpu {
+        ThreadMask::new(&ix.profile, &sel.tids)
+    } else {
+        ThreadMask::all()
+    };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let out = lane_buckets(ix, &lanes, &sel, width as usize, &mask, cores, MIN_PIECE);
-    let mut used: Vec<u32> = out.iter().flat_map(|b| b.func.iter().copied()).filter(|&f| f != NONE).collect();
+    let mut used: Vec<u32> = out
+        .iter()
+        .flat_map(|b| b.func.iter().copied())
+        .filter(|&f| f != NONE)
+        .collect();
     used.sort_unstable();
     used.dedup();
     let lanes_json: Vec<Value> = lanes
@@ -49,8 +65,14 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
                     "bucket": b.bucket, "count": b.count, "weight": b.weight, "func": func })
         })
         .collect();
-    let names: Vec<&str> = used.iter().map(|&f| ix.funcs.name[f as usize].as_str()).collect();
-    let modules: Vec<&str> = used.iter().map(|&f| ix.funcs.module[f as usize].as_str()).collect();
+    let names: Vec<&str> = used
+        .iter()
+        .map(|&f| ix.funcs.name[f as usize].as_str())
+        .collect();
+    let modules: Vec<&str> = used
+        .iter()
+        .map(|&f| ix.funcs.module[f as usize].as_str())
+        .collect();
     let (from, to) = (sel.from - d.start_ns, sel.to - d.start_ns);
     Ok(json!({
         "from": from, "to": to, "width": width, "bucket_ns": (to - from) as f64 / width as f64,
@@ -65,16 +87,31 @@ const MIN_PIECE: usize = 1 << 18;
 /// Every lane's buckets. Lanes with many samples in the selection are cut at bucket starts
 /// into pieces (a bucket is never in two, so the pieces' buckets concatenate exactly), and
 /// the pieces are spread over `cores`: a single lane or two CPU lanes use every core too.
-fn lane_buckets(ix: &Index, lanes: &[&Lane], sel: &Sel, width: usize, mask: &ThreadMask, cores: usize, min_piece: usize) -> Vec<Buckets> {
+fn lane_buckets(
+    ix: &Index,
+    lanes: &[&Lane],
+    sel: &Sel,
+    width: usize,
+    mask: &ThreadMask,
+    cores: usize,
+    min_piece: usize,
+) -> Vec<Buckets> {
     let times = ix.times();
     let span = (sel.to - sel.from).max(1) as u128;
     let start_of = |k: usize| sel.from + ((k as u128 * span).div_ceil(width as u128)) as u64;
     let mut jobs: Vec<(usize, &[u32])> = Vec::new();
     for (l, lane) in lanes.iter().enumerate() {
-        let a = lane.samples.partition_point(|&i| times[i as usize] < sel.from);
-        let b = lane.samples.partition_point(|&i| times[i as usize] < sel.to).max(a);
+        let a = lane
+            .samples
+            .partition_point(|&i| times[i as usize] < sel.from);
+        let b = lane
+            .samples
+            .partition_point(|&i| times[i as usize] < sel.to)
+            .max(a);
         let part = &lane.samples[a..b];
-        let pieces = (part.len() / min_piece.max(1)).clamp(1, cores.max(1)).min(width);
+        let pieces = (part.len() / min_piece.max(1))
+            .clamp(1, cores.max(1))
+            .min(width);
         let mut from = 0;
         for j in 1..pieces {
             let t = start_of(width * j / pieces);
@@ -85,7 +122,11 @@ fn lane_buckets(ix: &Index, lanes: &[&Lane], sel: &Sel, width: usize, mask: &Thr
         jobs.push((l, &part[from..]));
     }
     let total: usize = jobs.iter().map(|j| j.1.len()).sum();
-    let workers = if total >= min_piece { cores.min(jobs.len()) } else { 1 };
+    let workers = if total >= min_piece {
+        cores.min(jobs.len())
+    } else {
+        1
+    };
     let mut results: Vec<Option<Buckets>> = (0..jobs.len()).map(|_| None).collect();
     if workers <= 1 {
         for (r, (_, part)) in results.iter_mut().zip(&jobs) {
@@ -134,8 +175,15 @@ fn buckets(ix: &Index, samples: &[u32], sel: &Sel, width: usize, mask: &ThreadMa
     // Dense per-function weights of the current bucket, reset through `touched`.
     let mut acc = vec![0u64; ix.funcs.len() + 1];
     let mut touched: Vec<usize> = Vec::new();
-    let (mut cur, mut count, mut weight, mut best, mut best_w) = (usize::MAX, 0u64, 0u64, NONE, 0u64);
-    let flush = |out: &mut Buckets, cur: usize, count: u64, weight: u64, best: u32, touched: &mut Vec<usize>, acc: &mut [u64]| {
+    let (mut cur, mut count, mut weight, mut best, mut best_w) =
+        (usize::MAX, 0u64, 0u64, NONE, 0u64);
+    let flush = |out: &mut Buckets,
+                 cur: usize,
+                 count: u64,
+                 weight: u64,
+                 best: u32,
+                 touched: &mut Vec<usize>,
+                 acc: &mut [u64]| {
         if count > 0 {
             out.bucket.push(cur as u32);
             out.count.push(count);
@@ -157,10 +205,15 @@ fn buckets(ix: &Index, samples: &[u32], sel: &Sel, width: usize, mask: &ThreadMa
         }
         let time_ns = times[i];
         if cur == usize::MAX || time_ns >= next_start {
-            let k = (((time_ns - sel.from) as u128 * width as u128) / span).min(width as u128 - 1) as usize;
+            let k = (((time_ns - sel.from) as u128 * width as u128) / span).min(width as u128 - 1)
+                as usize;
             flush(&mut out, cur, count, weight, best, &mut touched, &mut acc);
             (cur, count, weight, best, best_w) = (k, 0, 0, NONE, 0);
-            next_start = if k + 1 >= width { u64::MAX } else { start_of(k + 1) };
+            next_start = if k + 1 >= width {
+                u64::MAX
+            } else {
+                start_of(k + 1)
+            };
         }
         let f = ix.leaf_func(i);
         let w = cols.weight(i);
@@ -202,9 +255,19 @@ mod tests {
             mode: Mode::User,
         };
         let mut p = Profile {
-            threads: vec![Thread { pid: 1, tid: 1, name: "t".into(), process_name: "t".into() }],
+            threads: vec![Thread {
+                pid: 1,
+                tid: 1,
+                name: "t".into(),
+                process_name: "t".into(),
+            }],
             frames: (0..7).map(|i| frame(&format!("f{i}"))).collect(),
-            stacks: (0..7).map(|i| Stack { parent: None, frame: i }).collect(),
+            stacks: (0..7)
+                .map(|i| Stack {
+                    parent: None,
+                    frame: i,
+                })
+                .collect(),
             ..Profile::default()
         };
         let mut x = seed;
@@ -214,8 +277,18 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             t += if step == 1 { 1 } else { x % step };
-            let stack = if x.is_multiple_of(11) { None } else { Some((x % 7) as u32) };
-            p.samples.push(Sample { time_ns: t, thread: 0, cpu: 0, stack, weight: 1 + (x >> 20) % 1_000_003 });
+            let stack = if x.is_multiple_of(11) {
+                None
+            } else {
+                Some((x % 7) as u32)
+            };
+            p.samples.push(Sample {
+                time_ns: t,
+                thread: 0,
+                cpu: 0,
+                stack,
+                weight: 1 + (x >> 20) % 1_000_003,
+            });
         }
         p
     }
@@ -223,40 +296,80 @@ mod tests {
     /// The boundary walk agrees with dividing every sample's time, for odd widths and ranges.
     #[test]
     fn buckets_match_a_per_sample_division() {
-        for (seed, step, width, cut) in [(1u64, 5000, 7usize, 0u64), (2, 5000, 333, 12_345), (3, 5000, 4096, 1), (4, 5000, 1, 0), (5, 1, 7, 0), (6, 1, 333, 3), (7, 1, 4096, 0)] {
+        for (seed, step, width, cut) in [
+            (1u64, 5000, 7usize, 0u64),
+            (2, 5000, 333, 12_345),
+            (3, 5000, 4096, 1),
+            (4, 5000, 1, 0),
+            (5, 1, 7, 0),
+            (6, 1, 333, 3),
+            (7, 1, 4096, 0),
+        ] {
             let p = profile(5000, seed, step);
             let funcs = Arc::new(Functions::new(&p));
             let ix = Index::new(p, funcs);
             let times = ix.times();
             let (a, b) = (times[0] + cut, times[times.len() - 1] - cut / 2);
-            let sel = Sel { from: a, to: b, tids: None };
+            let sel = Sel {
+                from: a,
+                to: b,
+                tids: None,
+            };
             let lane = &ix.thread_lanes[0];
-            let got = lane_buckets(&ix, &[lane], &sel, width, &ThreadMask::all(), 1, MIN_PIECE).remove(0);
+            let got =
+                lane_buckets(&ix, &[lane], &sel, width, &ThreadMask::all(), 1, MIN_PIECE).remove(0);
             // Cut into pieces at bucket starts, on one core or several: the same buckets.
             for (cores, min_piece) in [(1usize, 1usize), (2, 100), (3, 7), (8, 1)] {
-                let split = lane_buckets(&ix, &[lane, lane], &sel, width, &ThreadMask::all(), cores, min_piece);
+                let split = lane_buckets(
+                    &ix,
+                    &[lane, lane],
+                    &sel,
+                    width,
+                    &ThreadMask::all(),
+                    cores,
+                    min_piece,
+                );
                 for b in &split {
-                    assert_eq!((&b.bucket, &b.count, &b.weight, &b.func), (&got.bucket, &got.count, &got.weight, &got.func), "cores {cores}");
+                    assert_eq!(
+                        (&b.bucket, &b.count, &b.weight, &b.func),
+                        (&got.bucket, &got.count, &got.weight, &got.func),
+                        "cores {cores}"
+                    );
                 }
             }
             let span = (b - a) as u128;
-            let mut want: std::collections::BTreeMap<usize, (u64, u64, Vec<u64>)> = Default::default();
-            for (i, s) in ix.samples.to_vec().iter().enumerate().filter(|(_, s)| s.time_ns >= a && s.time_ns < b) {
-                let k = (((s.time_ns - a) as u128 * width as u128) / span).min(width as u128 - 1) as usize;
+            let mut want: std::collections::BTreeMap<usize, (u64, u64, Vec<u64>)> =
+                Default::default();
+            for (i, s) in ix
+                .samples
+                .to_vec()
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.time_ns >= a && s.time_ns < b)
+            {
+                let k = (((s.time_ns - a) as u128 * width as u128) / span).min(width as u128 - 1)
+                    as usize;
                 let e = want.entry(k).or_insert((0, 0, vec![0; 8]));
                 e.0 += 1;
                 e.1 += s.weight;
                 let f = ix.func_of_node(ix.leaf_node(i));
                 e.2[if f == NONE { 7 } else { f as usize }] += s.weight;
             }
-            assert_eq!(got.bucket, want.keys().map(|&k| k as u32).collect::<Vec<_>>(), "width {width} step {step}");
+            assert_eq!(
+                got.bucket,
+                want.keys().map(|&k| k as u32).collect::<Vec<_>>(),
+                "width {width} step {step}"
+            );
             assert_eq!(got.count, want.values().map(|v| v.0).collect::<Vec<_>>());
             assert_eq!(got.weight, want.values().map(|v| v.1).collect::<Vec<_>>());
             for (k, (_, _, per)) in want.values().enumerate() {
                 let top = *per.iter().max().unwrap_or(&0);
                 let f = got.func[k];
                 let slot = if f == NONE { 7 } else { f as usize };
-                assert_eq!(per[slot], top, "bucket {k}: the drawn function has the most weight");
+                assert_eq!(
+                    per[slot], top,
+                    "bucket {k}: the drawn function has the most weight"
+                );
             }
         }
     }

@@ -42,17 +42,28 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
         (g, Some((&id, rest))) => (Some((g, id)), rest),
         (g, None) => {
             let rows = groups(ix, &sel, g);
-            let (w, c) = rows.iter().fold((0, 0), |(w, c), r| (w + r.total_w, c + r.count));
+            let (w, c) = rows
+                .iter()
+                .fold((0, 0), |(w, c), r| (w + r.total_w, c + r.count));
             return Ok(answer(w, c, rows));
         }
     };
     let agg = ix.agg.get(ix, &sel, only);
-    let rows = if bottom_up { bottom_up_level(ix, &agg, path) } else { top_down_level(ix, &agg, path)? };
+    let rows = if bottom_up {
+        bottom_up_level(ix, &agg, path)
+    } else {
+        top_down_level(ix, &agg, path)?
+    };
     Ok(answer(agg.weight, agg.count, rows))
 }
 
 fn answer(weight: u64, count: u64, mut rows: Vec<Row>) -> Value {
-    rows.sort_by(|a, b| b.total_w.cmp(&a.total_w).then_with(|| a.name.cmp(&b.name)).then(a.id.cmp(&b.id)));
+    rows.sort_by(|a, b| {
+        b.total_w
+            .cmp(&a.total_w)
+            .then_with(|| a.name.cmp(&b.name))
+            .then(a.id.cmp(&b.id))
+    });
     json!({
         "total_weight": weight, "total_count": count,
         "rows": {
@@ -72,7 +83,15 @@ fn func_row(ix: &Index, id: u32, f: u32) -> Row {
         Some(n) => (n.clone(), ix.funcs.module[f as usize].clone()),
         None => ("[unknown]".into(), String::new()),
     };
-    Row { id, name, module, self_w: 0, total_w: 0, count: 0, has_children: false }
+    Row {
+        id,
+        name,
+        module,
+        self_w: 0,
+        total_w: 0,
+        count: 0,
+        has_children: false,
+    }
 }
 
 fn top_down_level(ix: &Index, agg: &Agg, path: &[u32]) -> Result<Vec<Row>, Error> {
@@ -144,7 +163,9 @@ fn bottom_up_level(ix: &Index, agg: &Agg, path: &[u32]) -> Vec<Row> {
         }
         r.has_children |= ix.node_parent[a as usize] != NONE;
     }
-    rows.into_values().filter(|r| r.total_w > 0 || r.self_w > 0 || r.count > 0).collect()
+    rows.into_values()
+        .filter(|r| r.total_w > 0 || r.self_w > 0 || r.count > 0)
+        .collect()
 }
 
 /// Top level of a grouping: one row per group with its weight.
@@ -157,18 +178,28 @@ fn groups(ix: &Index, sel: &crate::query::Sel, g: Group) -> Vec<Row> {
     let slots = match g {
         Group::Thread => p.threads.len(),
         Group::Process => pids.len(),
-        Group::Cpu => ix.cpu_lanes.iter().filter_map(|l| l.cpu).max().map_or(0, |c| c as usize + 1),
+        Group::Cpu => ix
+            .cpu_lanes
+            .iter()
+            .filter_map(|l| l.cpu)
+            .max()
+            .map_or(0, |c| c as usize + 1),
         _ => ix.funcs.modules.len(),
     } + 1;
     let body = |r: std::ops::Range<usize>| {
-        let (mut w, mut c, mut stacked) = (vec![0u64; slots], vec![0u64; slots], vec![false; slots]);
+        let (mut w, mut c, mut stacked) =
+            (vec![0u64; slots], vec![0u64; slots], vec![false; slots]);
         let s = &ix.samples;
         for i in r {
             if !mask.admits(s.thread(i)) {
                 continue;
             }
             let id = crate::agg::group_of(ix, &pids, g, i);
-            let k = if (id as usize) < slots - 1 { id as usize } else { slots - 1 };
+            let k = if (id as usize) < slots - 1 {
+                id as usize
+            } else {
+                slots - 1
+            };
             w[k] += s.weight(i);
             c[k] += 1;
             stacked[k] |= s.stack(i).is_some();
@@ -188,18 +219,40 @@ fn groups(ix: &Index, sel: &crate::query::Sel, g: Group) -> Vec<Row> {
         .map(|k| {
             let id = if k == slots - 1 { NONE } else { k as u32 };
             let (name, module) = match g {
-                Group::Thread => p.threads.get(k).map_or(("[unknown thread]".into(), String::new()), |t| {
-                    (format!("{} ({})", t.name, t.tid), t.process_name.clone())
-                }),
+                Group::Thread => p
+                    .threads
+                    .get(k)
+                    .map_or(("[unknown thread]".into(), String::new()), |t| {
+                        (format!("{} ({})", t.name, t.tid), t.process_name.clone())
+                    }),
                 Group::Process => {
                     let pid = pids.get(k).copied().unwrap_or(-1);
-                    let name = p.threads.iter().find(|t| t.pid == pid).map_or("[unknown]".into(), |t| t.process_name.clone());
+                    let name = p
+                        .threads
+                        .iter()
+                        .find(|t| t.pid == pid)
+                        .map_or("[unknown]".into(), |t| t.process_name.clone());
                     (format!("{name} ({pid})"), String::new())
                 }
                 Group::Cpu => (format!("CPU {k}"), String::new()),
-                _ => (ix.funcs.modules.get(k).cloned().unwrap_or_else(|| "[unknown]".into()), String::new()),
+                _ => (
+                    ix.funcs
+                        .modules
+                        .get(k)
+                        .cloned()
+                        .unwrap_or_else(|| "[unknown]".into()),
+                    String::new(),
+                ),
             };
-            Row { id, name, module, self_w: 0, total_w: w[k], count: c[k], has_children: stacked[k] }
+            Row {
+                id,
+                name,
+                module,
+                self_w: 0,
+                total_w: w[k],
+                count: c[k],
+                has_children: stacked[k],
+            }
         })
         .collect()
 }

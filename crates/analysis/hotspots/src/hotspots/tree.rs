@@ -12,7 +12,10 @@ use crate::GroupBy;
 /// Whether every stack's parent comes before it: what the subtree sums need. Profiles
 /// read from a result always satisfy it; anything else takes the per-sample path.
 pub(super) fn parents_first(p: &Profile) -> bool {
-    p.stacks.iter().enumerate().all(|(i, s)| s.parent.is_none_or(|q| (q as usize) < i))
+    p.stacks
+        .iter()
+        .enumerate()
+        .all(|(i, s)| s.parent.is_none_or(|q| (q as usize) < i))
 }
 
 fn add(v: &mut Vec<Acc>, id: u32, acc: Acc) {
@@ -44,7 +47,13 @@ pub(super) fn by_stack(sel: &Selection<'_>, g: &mut Grouper<'_>) -> (Vec<Acc>, V
         let id = if inclusive {
             g.frame_group(p.stacks[i].frame)
         } else {
-            g.self_group(&Sample { time_ns: 0, thread: 0, cpu: 0, stack: Some(i as u32), weight: 0 })
+            g.self_group(&Sample {
+                time_ns: 0,
+                thread: 0,
+                cpu: 0,
+                stack: Some(i as u32),
+                weight: 0,
+            })
         };
         add(&mut selfs, id, acc);
         if !inclusive {
@@ -164,35 +173,92 @@ mod tests {
     /// A random profile: a stack tree with recursion (frames repeat on paths), inlined
     /// frames, bad stack and thread indices, zero weights.
     fn random_profile(seed: u64) -> Profile {
-        let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut x = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let mut rnd = |n: u64| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (x >> 33) % n.max(1)
         };
-        let mut p = Profile { modules: vec![Module { path: "/bin/a".into(), build_id: String::new() }, Module { path: "/lib/b.so".into(), build_id: String::new() }], ..Default::default() };
+        let mut p = Profile {
+            modules: vec![
+                Module {
+                    path: "/bin/a".into(),
+                    build_id: String::new(),
+                },
+                Module {
+                    path: "/lib/b.so".into(),
+                    build_id: String::new(),
+                },
+            ],
+            ..Default::default()
+        };
         for i in 0..(3 + rnd(12)) {
             let name = ["main", "f", "g", "h", "[unknown]", ""][rnd(6) as usize];
-            p.frames.push(Frame { address: i, module: if rnd(5) == 0 { None } else { Some(rnd(2) as u32) }, module_offset: i, function: name.into(), file: None, line: None, inline_depth: rnd(2) as u16, mode: Mode::User });
+            p.frames.push(Frame {
+                address: i,
+                module: if rnd(5) == 0 {
+                    None
+                } else {
+                    Some(rnd(2) as u32)
+                },
+                module_offset: i,
+                function: name.into(),
+                file: None,
+                line: None,
+                inline_depth: rnd(2) as u16,
+                mode: Mode::User,
+            });
         }
         for i in 0..(1 + rnd(60)) {
-            let parent = if i == 0 || rnd(4) == 0 { None } else { Some(rnd(i) as u32) };
-            p.stacks.push(Stack { parent, frame: rnd(p.frames.len() as u64 + 1) as u32 });
+            let parent = if i == 0 || rnd(4) == 0 {
+                None
+            } else {
+                Some(rnd(i) as u32)
+            };
+            p.stacks.push(Stack {
+                parent,
+                frame: rnd(p.frames.len() as u64 + 1) as u32,
+            });
         }
-        p.threads = vec![Thread { pid: 1, tid: 1, name: "a".into(), process_name: "a".into() }, Thread { pid: 1, tid: 2, name: "b".into(), process_name: "a".into() }];
+        p.threads = vec![
+            Thread {
+                pid: 1,
+                tid: 1,
+                name: "a".into(),
+                process_name: "a".into(),
+            },
+            Thread {
+                pid: 1,
+                tid: 2,
+                name: "b".into(),
+                process_name: "a".into(),
+            },
+        ];
         for t in 0..(rnd(300)) {
             let stack = match rnd(10) {
                 0 => None,
                 1 => Some(p.stacks.len() as u32 + rnd(3) as u32),
                 _ => Some(rnd(p.stacks.len() as u64) as u32),
             };
-            p.samples.push(Sample { time_ns: t * 10, thread: rnd(3) as u32, cpu: rnd(2) as u32, stack, weight: rnd(4) * 1000 });
+            p.samples.push(Sample {
+                time_ns: t * 10,
+                thread: rnd(3) as u32,
+                cpu: rnd(2) as u32,
+                stack,
+                weight: rnd(4) * 1000,
+            });
         }
         p
     }
 
     fn by_key(g: &Grouper<'_>, (selfs, totals): (Vec<Acc>, Vec<Acc>)) -> BTreeMap<Key, (Acc, Acc)> {
         assert_eq!((selfs.len(), totals.len()), (g.len(), g.len()));
-        (0..g.len() as u32).map(|i| (g.key(i).clone(), (selfs[i as usize], totals[i as usize]))).collect()
+        (0..g.len() as u32)
+            .map(|i| (g.key(i).clone(), (selfs[i as usize], totals[i as usize])))
+            .collect()
     }
 
     #[test]
@@ -200,11 +266,27 @@ mod tests {
         for seed in 0..400 {
             let p = random_profile(seed);
             assert!(parents_first(&p));
-            for filter in [Filter::default(), Filter { time_range: Some((500, 1500)), ..Filter::default() }] {
+            for filter in [
+                Filter::default(),
+                Filter {
+                    time_range: Some((500, 1500)),
+                    ..Filter::default()
+                },
+            ] {
                 let sel = Selection::new(&p, &filter).expect("valid filter");
-                for by in [GroupBy::Function, GroupBy::Module, GroupBy::Callstack, GroupBy::Process, GroupBy::Thread] {
+                for by in [
+                    GroupBy::Function,
+                    GroupBy::Module,
+                    GroupBy::Callstack,
+                    GroupBy::Process,
+                    GroupBy::Thread,
+                ] {
                     let mut fast = Grouper::new(&p, by);
-                    let got = if by.has_total() || by == GroupBy::Callstack { by_stack(&sel, &mut fast) } else { by_thread(&sel, &mut fast) };
+                    let got = if by.has_total() || by == GroupBy::Callstack {
+                        by_stack(&sel, &mut fast)
+                    } else {
+                        by_thread(&sel, &mut fast)
+                    };
                     let mut slow = Grouper::new(&p, by);
                     let want = super::super::per_sample(&sel, &mut slow);
                     assert_eq!(by_key(&fast, got), by_key(&slow, want), "seed {seed}, {by}");

@@ -136,11 +136,15 @@ impl Placing {
         let mut p = Placing::default();
         // The first write; a read before it mapped the zero page and placed nothing. Later
         // faults on a placed page (NUMA hinting, copy-on-write) do not move it.
-        let better = |old: usize, new: &Fault| faults[old].write == Some(false) && new.write == Some(true);
+        let better =
+            |old: usize, new: &Fault| faults[old].write == Some(false) && new.write == Some(true);
         for (i, f) in faults.iter().enumerate() {
             let object = map.locate_addr(f.pid, f.tid, f.addr, f.time_ns).object;
             let page = f.addr & !(PAGE - 1);
-            let t = p.by_object.entry((object, f.pid, page)).or_insert(Touch { fault: i, used: false });
+            let t = p.by_object.entry((object, f.pid, page)).or_insert(Touch {
+                fault: i,
+                used: false,
+            });
             if better(t.fault, f) {
                 t.fault = i;
             }
@@ -148,7 +152,10 @@ impl Placing {
             if !p.by_page.contains_key(&(f.pid, page)) {
                 *p.block_pages.entry((f.pid, block)).or_default() += 1;
             }
-            for slot in [p.by_page.entry((f.pid, page)).or_insert(i), p.by_block.entry((f.pid, block)).or_insert(i)] {
+            for slot in [
+                p.by_page.entry((f.pid, page)).or_insert(i),
+                p.by_block.entry((f.pid, block)).or_insert(i),
+            ] {
                 if better(*slot, f) {
                     *slot = i;
                 }
@@ -163,7 +170,9 @@ impl Placing {
     fn extent(&self, f: &Fault, placement: Option<&Placement>) -> u64 {
         let block = f.addr & !(HUGE - 1);
         let alone = self.block_pages.get(&(f.pid, block)) == Some(&1);
-        let thp = placement.and_then(|p| vma_at(p, f.pid, f.addr)).is_some_and(|v| v.anon_huge_kb > 0 && v.start <= block && block + HUGE <= v.end);
+        let thp = placement
+            .and_then(|p| vma_at(p, f.pid, f.addr))
+            .is_some_and(|v| v.anon_huge_kb > 0 && v.start <= block && block + HUGE <= v.end);
         if alone && thp {
             HUGE / PAGE
         } else {
@@ -173,24 +182,59 @@ impl Placing {
 }
 
 pub fn attribute(inp: &Inputs<'_>, map: &mut ObjectMap) -> NumaData {
-    let node_of = |cpu: u32| inp.topology.and_then(|t| t.node_of_cpu(cpu)).unwrap_or(UNKNOWN_NODE);
+    let node_of = |cpu: u32| {
+        inp.topology
+            .and_then(|t| t.node_of_cpu(cpu))
+            .unwrap_or(UNKNOWN_NODE)
+    };
     let faults = &inp.faults.faults;
     let mut placing = Placing::new(faults, map);
     let mut objs: HashMap<u32, ObjectNuma> = HashMap::new();
     // (object, pid, tid, stack) -> toucher
     let mut touchers: HashMap<(u32, u32, u32, Option<u32>), Toucher> = HashMap::new();
-    let credit = |objs: &mut HashMap<u32, ObjectNuma>, touchers: &mut HashMap<(u32, u32, u32, Option<u32>), Toucher>, o: u32, f: &Fault, pages: u64| {
+    let credit = |objs: &mut HashMap<u32, ObjectNuma>,
+                  touchers: &mut HashMap<(u32, u32, u32, Option<u32>), Toucher>,
+                  o: u32,
+                  f: &Fault,
+                  pages: u64| {
         let node = node_of(f.cpu);
-        *objs.entry(o).or_default().first_touch.entry(node).or_default() += pages;
-        let t = touchers.entry((o, f.pid, f.tid, f.stack)).or_insert_with(|| {
-            let (function, stack) = stack_text(inp.profile, f.stack, STACK_DEPTH);
-            Toucher { object: o, pid: f.pid, tid: f.tid, cpu: f.cpu, node, pages: 0, first_ns: f.time_ns, function, stack }
-        });
+        *objs
+            .entry(o)
+            .or_default()
+            .first_touch
+            .entry(node)
+            .or_default() += pages;
+        let t = touchers
+            .entry((o, f.pid, f.tid, f.stack))
+            .or_insert_with(|| {
+                let (function, stack) = stack_text(inp.profile, f.stack, STACK_DEPTH);
+                Toucher {
+                    object: o,
+                    pid: f.pid,
+                    tid: f.tid,
+                    cpu: f.cpu,
+                    node,
+                    pages: 0,
+                    first_ns: f.time_ns,
+                    function,
+                    stack,
+                }
+            });
         t.pages += pages;
     };
     let mut owners = Vec::new();
     if let Some(p) = inp.placement {
-        map.add_regions(p.vmas.values().map(|v| crate::objects::Region { pid: v.pid, start: v.start, end: v.end, name: v.name.clone() }).collect());
+        map.add_regions(
+            p.vmas
+                .values()
+                .map(|v| crate::objects::Region {
+                    pid: v.pid,
+                    start: v.start,
+                    end: v.end,
+                    name: v.name.clone(),
+                })
+                .collect(),
+        );
         // Beyond 16 GiB of mappings every k-th page was asked: each stands for k.
         let stride = p.stride.max(1);
         for (&pid, runs) in &p.runs {
@@ -202,22 +246,30 @@ pub fn attribute(inp: &Inputs<'_>, map: &mut ObjectMap) -> NumaData {
                         let e = objs.entry(o).or_default();
                         *e.pages.entry(r.node).or_default() += stride;
                         if e.policy.is_empty() {
-                            e.policy = vma_at(p, pid, page).map(|v| v.policy.clone()).unwrap_or_default();
+                            e.policy = vma_at(p, pid, page)
+                                .map(|v| v.policy.clone())
+                                .unwrap_or_default();
                         }
                         let own = placing.by_object.get_mut(&(o, pid, page)).map(|t| {
                             t.used = true;
                             t.fault
                         });
-                        let fault = own.or_else(|| placing.by_page.get(&(pid, page)).copied()).or_else(|| {
-                            // No fault of its own: the first of its 2 MiB block placed it, if
-                            // the mapping has transparent huge pages.
-                            let thp = vma_at(p, pid, page).is_some_and(|v| v.anon_huge_kb > 0);
-                            let f = placing.by_block.get(&(pid, page & !(HUGE - 1))).copied().filter(|_| thp);
-                            if f.is_some() {
-                                e.huge_pages += stride;
-                            }
-                            f
-                        });
+                        let fault = own
+                            .or_else(|| placing.by_page.get(&(pid, page)).copied())
+                            .or_else(|| {
+                                // No fault of its own: the first of its 2 MiB block placed it, if
+                                // the mapping has transparent huge pages.
+                                let thp = vma_at(p, pid, page).is_some_and(|v| v.anon_huge_kb > 0);
+                                let f = placing
+                                    .by_block
+                                    .get(&(pid, page & !(HUGE - 1)))
+                                    .copied()
+                                    .filter(|_| thp);
+                                if f.is_some() {
+                                    e.huge_pages += stride;
+                                }
+                                f
+                            });
                         match fault {
                             Some(i) => credit(&mut objs, &mut touchers, o, &faults[i], stride),
                             None => e.untouched += stride,
@@ -232,7 +284,10 @@ pub fn attribute(inp: &Inputs<'_>, map: &mut ObjectMap) -> NumaData {
     // fault's time stamp is its entry, and a huge page takes a while to clear before it is
     // mapped, so a query just after a fault may miss its page: only a page that two later
     // queries did not see is taken as gone (freed); a read placed nothing if one did not.
-    let starts: Vec<u64> = inp.placement.map(|p| p.snapshots.iter().map(|q| q.time_ns).collect()).unwrap_or_default();
+    let starts: Vec<u64> = inp
+        .placement
+        .map(|p| p.snapshots.iter().map(|q| q.time_ns).collect())
+        .unwrap_or_default();
     for (&(o, pid, page), t) in placing.by_object.iter().filter(|(_, t)| !t.used) {
         let f = &faults[t.fault];
         // A page inside what a query saw (a page between two asked ones): counted there.
@@ -254,10 +309,21 @@ pub fn attribute(inp: &Inputs<'_>, map: &mut ObjectMap) -> NumaData {
 }
 
 /// Sampled accesses: by CPU node, remote when the page is on another node, threads by node.
-fn samples(inp: &Inputs<'_>, touch: &HashMap<(u32, u32, u64), Touch>, node_of: &dyn Fn(u32) -> u32, objs: &mut HashMap<u32, ObjectNuma>) {
+fn samples(
+    inp: &Inputs<'_>,
+    touch: &HashMap<(u32, u32, u64), Touch>,
+    node_of: &dyn Fn(u32) -> u32,
+    objs: &mut HashMap<u32, ObjectNuma>,
+) {
     // (object, tid) -> (samples by CPU node, loads)
     let mut thread_nodes: HashMap<(u32, u32), (BTreeMap<u32, u64>, u64)> = HashMap::new();
-    for (s, loc) in inp.built.samples.iter().zip(&inp.built.locations).filter(|(s, _)| s.source != Source::Watchpoint) {
+    for (s, loc) in inp
+        .built
+        .samples
+        .iter()
+        .zip(&inp.built.locations)
+        .filter(|(s, _)| s.source != Source::Watchpoint)
+    {
         let o = objs.entry(loc.object).or_default();
         let cpu = node_of(s.cpu);
         *o.samples.entry(cpu).or_default() += 1;
@@ -266,16 +332,24 @@ fn samples(inp: &Inputs<'_>, touch: &HashMap<(u32, u32, u64), Touch>, node_of: &
         t.1 += u64::from(s.direction.reads());
         o.loads += u64::from(s.direction.reads());
         o.stores += u64::from(s.direction.writes());
-        let page = inp.placement.and_then(|p| p.node(s.pid, s.addr)).or_else(|| {
-            touch.get(&(loc.object, s.pid, s.addr & !(PAGE - 1))).map(|t| node_of(inp.faults.faults[t.fault].cpu))
-        });
+        let page = inp
+            .placement
+            .and_then(|p| p.node(s.pid, s.addr))
+            .or_else(|| {
+                touch
+                    .get(&(loc.object, s.pid, s.addr & !(PAGE - 1)))
+                    .map(|t| node_of(inp.faults.faults[t.fault].cpu))
+            });
         if let Some(page) = page.filter(|&n| n != UNKNOWN_NODE && cpu != UNKNOWN_NODE) {
             o.with_node += 1;
             o.remote += u64::from(page != cpu);
         }
         if s.source == Source::Pmu {
             o.pmu += 1;
-            o.pmu_remote += u64::from(matches!(s.level, Some(Bucket::RemoteDram | Bucket::RemoteCache | Bucket::RemoteHitm)));
+            o.pmu_remote += u64::from(matches!(
+                s.level,
+                Some(Bucket::RemoteDram | Bucket::RemoteCache | Bucket::RemoteHitm)
+            ));
         }
     }
     for ((object, _), (nodes, loads)) in thread_nodes {
@@ -290,38 +364,71 @@ fn samples(inp: &Inputs<'_>, touch: &HashMap<(u32, u32, u64), Touch>, node_of: &
     }
 }
 
-fn finish(inp: &Inputs<'_>, objects: &[crate::objects::Object], objs: HashMap<u32, ObjectNuma>, touchers: HashMap<(u32, u32, u32, Option<u32>), Toucher>) -> NumaData {
+fn finish(
+    inp: &Inputs<'_>,
+    objects: &[crate::objects::Object],
+    objs: HashMap<u32, ObjectNuma>,
+    touchers: HashMap<(u32, u32, u32, Option<u32>), Toucher>,
+) -> NumaData {
     let mut objects: Vec<ObjectNuma> = objs
         .into_iter()
         .map(|(id, mut o)| {
             o.object = id;
-            if let Some(obj) = objects.get(id as usize).filter(|x| x.kind == crate::objects::ObjectKind::Heap) {
-                let site = obj.name.rsplit_once(" (").map_or(obj.name.as_str(), |(s, _)| s);
+            if let Some(obj) = objects
+                .get(id as usize)
+                .filter(|x| x.kind == crate::objects::ObjectKind::Heap)
+            {
+                let site = obj
+                    .name
+                    .rsplit_once(" (")
+                    .map_or(obj.name.as_str(), |(s, _)| s);
                 o.source = inp.sources.get(site).cloned().unwrap_or_default();
             }
             o
         })
         .collect();
-    objects.sort_by(|a, b| b.total_pages().cmp(&a.total_pages()).then(b.samples_total().cmp(&a.samples_total())).then(a.object.cmp(&b.object)));
+    objects.sort_by(|a, b| {
+        b.total_pages()
+            .cmp(&a.total_pages())
+            .then(b.samples_total().cmp(&a.samples_total()))
+            .then(a.object.cmp(&b.object))
+    });
     let mut by_object: BTreeMap<u32, Vec<Toucher>> = BTreeMap::new();
     for t in touchers.into_values() {
         by_object.entry(t.object).or_default().push(t);
     }
     for o in &mut objects {
-        let mut tids: Vec<u32> = by_object.get(&o.object).into_iter().flatten().map(|t| t.tid).collect();
+        let mut tids: Vec<u32> = by_object
+            .get(&o.object)
+            .into_iter()
+            .flatten()
+            .map(|t| t.tid)
+            .collect();
         tids.sort_unstable();
         tids.dedup();
         o.touching_threads = tids.len() as u64;
     }
     let mut out = Vec::new();
     for (_, mut v) in by_object {
-        v.sort_by(|a, b| b.pages.cmp(&a.pages).then(a.first_ns.cmp(&b.first_ns)).then(a.tid.cmp(&b.tid)));
+        v.sort_by(|a, b| {
+            b.pages
+                .cmp(&a.pages)
+                .then(a.first_ns.cmp(&b.first_ns))
+                .then(a.tid.cmp(&b.tid))
+        });
         out.extend(v.into_iter().take(TOUCHERS_PER_OBJECT));
     }
-    NumaData { objects, touchers: out }
+    NumaData {
+        objects,
+        touchers: out,
+    }
 }
 
 /// The mapping holding `addr` of `pid`, as the queries last saw it.
 fn vma_at(p: &Placement, pid: u32, addr: u64) -> Option<&super::query::Vma> {
-    p.vmas.range(..=(pid, addr)).next_back().filter(|(k, v)| k.0 == pid && addr < v.end).map(|(_, v)| v)
+    p.vmas
+        .range(..=(pid, addr))
+        .next_back()
+        .filter(|(k, v)| k.0 == pid && addr < v.end)
+        .map(|(_, v)| v)
 }

@@ -37,7 +37,10 @@ fn fault_events(notes: &mut Vec<String>) -> Vec<ExtraEvent> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     let paranoid = kairos_collector::attr::paranoid();
-    if root || paranoid <= -1 || perfmon_capable(&std::fs::read_to_string("/proc/self/status").unwrap_or_default()) {
+    if root
+        || paranoid <= -1
+        || perfmon_capable(&std::fs::read_to_string("/proc/self/status").unwrap_or_default())
+    {
         match extra::ensure_tracefs() {
             Ok(Some(m)) => notes.push(m),
             Ok(None) => {}
@@ -61,7 +64,11 @@ fn fault_events(notes: &mut Vec<String>) -> Vec<ExtraEvent> {
 
 /// CAP_PERFMON (38) or CAP_SYS_ADMIN (21) in the effective set: raw tracepoint payloads.
 fn perfmon_capable(status: &str) -> bool {
-    let eff = status.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|v| u64::from_str_radix(v.trim(), 16).ok()).unwrap_or(0);
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
     eff & (1 << 38 | 1 << 21) != 0
 }
 
@@ -70,19 +77,31 @@ pub(crate) const EMULATED: &str = "this machine is emulated (QEMU TCG): its node
 
 /// An emulated CPU (QEMU's TCG names itself in the model name).
 fn emulated(cpuinfo: &str) -> bool {
-    cpuinfo.lines().any(|l| l.starts_with("model name") && l.contains("QEMU TCG"))
+    cpuinfo
+        .lines()
+        .any(|l| l.starts_with("model name") && l.contains("QEMU TCG"))
 }
 
 impl Numa {
     /// Adds the fault events to `opts` and starts the placement thread, or records why not.
-    pub(crate) fn start(knob: &str, target: &Target, opts: &mut CollectOptions) -> Result<Numa, Failure> {
+    pub(crate) fn start(
+        knob: &str,
+        target: &Target,
+        opts: &mut CollectOptions,
+    ) -> Result<Numa, Failure> {
         let mut recorded = Recorded::default();
         if let Err(why) = wanted(knob, target)? {
             recorded.why_not = Some(why);
-            return Ok(Numa { watching: None, recorded, events: Vec::new() });
+            return Ok(Numa {
+                watching: None,
+                recorded,
+                events: Vec::new(),
+            });
         }
         let topology = Topology::read(std::path::Path::new("/sys"));
-        if topology.nodes_with_cpus() > 1 && emulated(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default()) {
+        if topology.nodes_with_cpus() > 1
+            && emulated(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
+        {
             recorded.notes.push(EMULATED.into());
             recorded.emulated = true;
         }
@@ -95,7 +114,11 @@ impl Numa {
             _ => Who::Launched,
         };
         let watching = Some(placement::start(who, Box::new(Live)));
-        Ok(Numa { watching, recorded, events: names })
+        Ok(Numa {
+            watching,
+            recorded,
+            events: names,
+        })
     }
 
     /// Stops the placement thread and says which fault events the kernel refused.
@@ -118,12 +141,16 @@ mod tests {
 
     #[test]
     fn the_knob_follows_the_target() {
-        let launch = Target::Launch { program: "x".into(), args: vec![] };
+        let launch = Target::Launch {
+            program: "x".into(),
+            args: vec![],
+        };
         assert_eq!(wanted("auto", &launch).ok(), Some(Ok(())));
         assert_eq!(wanted("on", &Target::Pid(4)).ok(), Some(Ok(())));
         assert!(matches!(wanted("off", &launch), Ok(Err(w)) if w.contains("numa=off")));
         assert!(matches!(wanted("auto", &Target::SystemWide), Ok(Err(w)) if w.contains("-a")));
-        assert!(wanted("on", &Target::SystemWide).is_err_and(|f| f.is_usage() && f.to_string().contains("-p PID")));
+        assert!(wanted("on", &Target::SystemWide)
+            .is_err_and(|f| f.is_usage() && f.to_string().contains("-p PID")));
     }
 
     #[test]
@@ -135,7 +162,9 @@ mod tests {
 
     #[test]
     fn an_emulated_cpu_is_told_by_its_model_name() {
-        assert!(emulated("processor\t: 0\nmodel name\t: QEMU TCG CPU version 2.5+\n"));
+        assert!(emulated(
+            "processor\t: 0\nmodel name\t: QEMU TCG CPU version 2.5+\n"
+        ));
         assert!(!emulated("model name\t: AMD EPYC\nflags\t: hypervisor\n"));
     }
 }

@@ -51,8 +51,12 @@ enum Kind {
 fn kind_of(name: &str, type_: u32) -> Option<Kind> {
     let base = name.split(':').take(2).collect::<Vec<_>>();
     match (type_, base.as_slice()) {
-        (PERF_TYPE_TRACEPOINT, ["exceptions", "page_fault_user" | "page_fault_kernel"]) => Some(Kind::Tracepoint),
-        (PERF_TYPE_SOFTWARE, ["minor-faults" | "major-faults" | "page-faults" | "faults", ..]) => Some(Kind::Software),
+        (PERF_TYPE_TRACEPOINT, ["exceptions", "page_fault_user" | "page_fault_kernel"]) => {
+            Some(Kind::Tracepoint)
+        }
+        (PERF_TYPE_SOFTWARE, ["minor-faults" | "major-faults" | "page-faults" | "faults", ..]) => {
+            Some(Kind::Software)
+        }
         _ => None,
     }
 }
@@ -63,12 +67,24 @@ pub fn read(perf_data: &Path, c: &Conversion) -> Faults {
     let file = match PerfFile::open(perf_data) {
         Ok(f) => f,
         Err(e) => {
-            out.notes.push(format!("page faults not read ({e}): first touch is unknown"));
+            out.notes.push(format!(
+                "page faults not read ({e}): first touch is unknown"
+            ));
             return out;
         }
     };
-    let kinds: Vec<Option<Kind>> = file.attrs().iter().map(|a| kind_of(a.name.as_deref().unwrap_or(""), a.attr.type_)).collect();
-    out.events = file.attrs().iter().zip(&kinds).filter(|(_, k)| k.is_some()).filter_map(|(a, _)| a.name.clone()).collect();
+    let kinds: Vec<Option<Kind>> = file
+        .attrs()
+        .iter()
+        .map(|a| kind_of(a.name.as_deref().unwrap_or(""), a.attr.type_))
+        .collect();
+    out.events = file
+        .attrs()
+        .iter()
+        .zip(&kinds)
+        .filter(|(_, k)| k.is_some())
+        .filter_map(|(a, _)| a.name.clone())
+        .collect();
     if out.events.is_empty() {
         return out;
     }
@@ -83,7 +99,9 @@ pub fn read(perf_data: &Path, c: &Conversion) -> Faults {
                 break;
             }
         };
-        let Some(kind) = kinds.get(s.attr_index).copied().flatten() else { continue };
+        let Some(kind) = kinds.get(s.attr_index).copied().flatten() else {
+            continue;
+        };
         let (addr, write) = match kind {
             Kind::Tracepoint => match s.raw.and_then(payload) {
                 Some((a, code)) => (a, Some(code & PF_WRITE != 0)),
@@ -119,7 +137,10 @@ pub fn read(perf_data: &Path, c: &Conversion) -> Faults {
 /// A tracepoint payload's address and error code: after the 8-byte common header,
 /// `unsigned long address; unsigned long ip; unsigned long error_code;`.
 fn payload(raw: &[u8]) -> Option<(u64, u64)> {
-    let word = |at: usize| raw.get(at..at + 8).map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]));
+    let word = |at: usize| {
+        raw.get(at..at + 8)
+            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+    };
     Some((word(8)?, word(24)?))
 }
 
@@ -135,7 +156,8 @@ fn stacks_by_sample(c: &Conversion) -> HashMap<(u64, u32), u32> {
     }
     for s in &c.profile.samples {
         if let Some(st) = s.stack {
-            m.entry((s.time_ns, tid(&c.profile, s.thread))).or_insert(st);
+            m.entry((s.time_ns, tid(&c.profile, s.thread)))
+                .or_insert(st);
         }
     }
     m
@@ -146,7 +168,9 @@ pub fn stack_text(p: &Profile, stack: Option<u32>, depth: usize) -> (String, Str
     let mut names = Vec::new();
     let mut at = stack;
     while let Some(i) = at {
-        let Some(s) = p.stacks.get(i as usize) else { break };
+        let Some(s) = p.stacks.get(i as usize) else {
+            break;
+        };
         if let Some(f) = p.frames.get(s.frame as usize) {
             let base = f.file.as_deref().map(|x| x.rsplit('/').next().unwrap_or(x));
             names.push(match (base, f.line) {
@@ -159,7 +183,10 @@ pub fn stack_text(p: &Profile, stack: Option<u32>, depth: usize) -> (String, Str
             break;
         }
     }
-    let leaf = stack.and_then(|i| p.stacks.get(i as usize)).and_then(|s| p.frames.get(s.frame as usize)).map_or("[unknown]".to_string(), |f| f.function.clone());
+    let leaf = stack
+        .and_then(|i| p.stacks.get(i as usize))
+        .and_then(|s| p.frames.get(s.frame as usize))
+        .map_or("[unknown]".to_string(), |f| f.function.clone());
     (leaf, names.join(" <- "))
 }
 
@@ -178,10 +205,22 @@ mod tests {
 
     #[test]
     fn fault_events_are_told_by_name_and_type() {
-        assert_eq!(kind_of("exceptions:page_fault_user", PERF_TYPE_TRACEPOINT), Some(Kind::Tracepoint));
-        assert_eq!(kind_of("exceptions:page_fault_kernel", PERF_TYPE_TRACEPOINT), Some(Kind::Tracepoint));
-        assert_eq!(kind_of("minor-faults:u", PERF_TYPE_SOFTWARE), Some(Kind::Software));
+        assert_eq!(
+            kind_of("exceptions:page_fault_user", PERF_TYPE_TRACEPOINT),
+            Some(Kind::Tracepoint)
+        );
+        assert_eq!(
+            kind_of("exceptions:page_fault_kernel", PERF_TYPE_TRACEPOINT),
+            Some(Kind::Tracepoint)
+        );
+        assert_eq!(
+            kind_of("minor-faults:u", PERF_TYPE_SOFTWARE),
+            Some(Kind::Software)
+        );
         assert_eq!(kind_of("cpu-clock", PERF_TYPE_SOFTWARE), None);
-        assert_eq!(kind_of("exceptions:page_fault_user", PERF_TYPE_SOFTWARE), None);
+        assert_eq!(
+            kind_of("exceptions:page_fault_user", PERF_TYPE_SOFTWARE),
+            None
+        );
     }
 }

@@ -114,7 +114,14 @@ pub fn analyse(
     start_ns: u64,
     end_ns: u64,
 ) -> (NumaData, Summary) {
-    let inp = Inputs { built, profile, placement: rec.placement.as_ref(), faults, topology: rec.topology.as_ref(), sources };
+    let inp = Inputs {
+        built,
+        profile,
+        placement: rec.placement.as_ref(),
+        faults,
+        topology: rec.topology.as_ref(),
+        sources,
+    };
     let data = attribute::attribute(&inp, map);
     let mut s = Summary {
         recorded: rec.why_not.is_none(),
@@ -133,7 +140,11 @@ pub fn analyse(
         s.last_query_before_end_ns = p.snapshots.last().map(|q| end_ns.saturating_sub(q.time_ns));
         s.stride = p.stride.max(1);
         s.placement_missing = p.missing.clone();
-        s.timeline = p.snapshots.iter().map(|q| (q.time_ns.saturating_sub(start_ns), q.by_node.clone())).collect();
+        s.timeline = p
+            .snapshots
+            .iter()
+            .map(|q| (q.time_ns.saturating_sub(start_ns), q.by_node.clone()))
+            .collect();
         s.notes.extend(p.notes.iter().cloned());
         // The report's placement line points to the notes for the reason.
         if let Some(why) = p.missing.as_ref().filter(|w| !s.notes.contains(w)) {

@@ -100,12 +100,18 @@ impl Watching {
     /// Stops after one last query (an attached process is still there) and returns it all.
     pub fn finish(self) -> Placement {
         self.stop.store(true, Ordering::Relaxed);
-        self.handle.join().unwrap_or_else(|_| Placement { missing: Some("the placement thread failed".into()), ..Placement::default() })
+        self.handle.join().unwrap_or_else(|_| Placement {
+            missing: Some("the placement thread failed".into()),
+            ..Placement::default()
+        })
     }
 }
 
 fn run(who: Who, reader: &dyn ProcessReader, stop: &AtomicBool) -> Placement {
-    let mut p = Placement { stride: 1, ..Placement::default() };
+    let mut p = Placement {
+        stride: 1,
+        ..Placement::default()
+    };
     let mut targets: BTreeSet<i32> = BTreeSet::new();
     let mut done: BTreeSet<i32> = BTreeSet::new();
     let ours = std::process::id() as i32;
@@ -123,12 +129,23 @@ fn run(who: Who, reader: &dyn ProcessReader, stop: &AtomicBool) -> Placement {
                 targets.insert(pid);
             }
         }
-        targets.extend(children_of(&parents).into_iter().filter(|&c| has_exec_d(c, ours)));
+        targets.extend(
+            children_of(&parents)
+                .into_iter()
+                .filter(|&c| has_exec_d(c, ours)),
+        );
         let t0 = Instant::now();
         let seen = kairos_collector::monotonic_ns();
-        let mut info = SnapshotInfo { time_ns: seen, ..SnapshotInfo::default() };
+        let mut info = SnapshotInfo {
+            time_ns: seen,
+            ..SnapshotInfo::default()
+        };
         let mut answered = false;
-        let live: Vec<i32> = targets.iter().filter(|p| !done.contains(p)).copied().collect();
+        let live: Vec<i32> = targets
+            .iter()
+            .filter(|p| !done.contains(p))
+            .copied()
+            .collect();
         for pid in live {
             match query::snapshot(reader, pid, MAX_PAGES) {
                 Ok(s) => {
@@ -184,22 +201,36 @@ fn push_snapshot(v: &mut Vec<SnapshotInfo>, s: SnapshotInfo) {
 
 /// Processes whose parent is one of `parents` (from /proc/PID/stat, field 4).
 fn children_of(parents: &[i32]) -> Vec<i32> {
-    let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     rd.filter_map(Result::ok)
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|s| ppid(&s)).is_some_and(|pp| parents.contains(&pp)))
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| ppid(&s))
+                .is_some_and(|pp| parents.contains(&pp))
+        })
         .collect()
 }
 
 /// The parent pid in a stat line; the command name may hold spaces and parentheses.
 fn ppid(stat: &str) -> Option<i32> {
-    stat.get(stat.rfind(')')? + 1..)?.split_whitespace().nth(1)?.parse().ok()
+    stat.get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// Whether `pid` runs another program than ours: the launched child exists, blocked, as a
 /// copy of kairos until the events are open, and those pages are not the target's.
 fn has_exec_d(pid: i32, ours: i32) -> bool {
-    match (std::fs::read_link(format!("/proc/{pid}/exe")), std::fs::read_link(format!("/proc/{ours}/exe"))) {
+    match (
+        std::fs::read_link(format!("/proc/{pid}/exe")),
+        std::fs::read_link(format!("/proc/{ours}/exe")),
+    ) {
         (Ok(a), Ok(b)) => a != b,
         // Unreadable: not ours to judge; the query will say why it is refused.
         _ => true,
@@ -221,7 +252,13 @@ mod tests {
     fn snapshots_are_thinned_not_dropped_at_the_end() {
         let mut v = Vec::new();
         for t in 0..(MAX_SNAPSHOTS as u64 + 10) {
-            push_snapshot(&mut v, SnapshotInfo { time_ns: t, ..SnapshotInfo::default() });
+            push_snapshot(
+                &mut v,
+                SnapshotInfo {
+                    time_ns: t,
+                    ..SnapshotInfo::default()
+                },
+            );
         }
         assert!(v.len() <= MAX_SNAPSHOTS);
         assert_eq!(v.last().map(|s| s.time_ns), Some(MAX_SNAPSHOTS as u64 + 9));
@@ -245,7 +282,10 @@ mod tests {
         let stop = AtomicBool::new(true);
         let p = run(Who::Pid(std::process::id() as i32), &NoMovePages, &stop);
         let why = p.missing.unwrap_or_default();
-        assert!(why.contains("ENOSYS") && why.contains("CONFIG_NUMA"), "{why}");
+        assert!(
+            why.contains("ENOSYS") && why.contains("CONFIG_NUMA"),
+            "{why}"
+        );
         assert!(p.runs.is_empty() && p.snapshots.is_empty());
     }
 
@@ -259,9 +299,16 @@ mod tests {
         if p.missing.as_deref().is_some_and(|m| m.contains("ENOSYS")) {
             return;
         }
-        assert!(p.snapshots.len() >= 2, "a query at once, and one more at the end: {:?}", p.snapshots.len());
+        assert!(
+            p.snapshots.len() >= 2,
+            "a query at once, and one more at the end: {:?}",
+            p.snapshots.len()
+        );
         let addr = buf.as_ptr() as u64;
-        assert!(p.node(std::process::id(), addr).is_some(), "the buffer's pages are placed");
+        assert!(
+            p.node(std::process::id(), addr).is_some(),
+            "the buffer's pages are placed"
+        );
         assert!(p.missing.is_none(), "{:?}", p.missing);
     }
 }

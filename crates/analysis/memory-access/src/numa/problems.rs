@@ -39,7 +39,10 @@ pub struct Problem {
 pub fn display_name(o: &Object, n: &ObjectNuma) -> String {
     let site = o.name.rsplit_once(" (").map_or(o.name.as_str(), |(s, _)| s);
     match o.kind {
-        ObjectKind::Heap => match (!n.source.is_empty()).then(|| variable_of(&n.source)).flatten() {
+        ObjectKind::Heap => match (!n.source.is_empty())
+            .then(|| variable_of(&n.source))
+            .flatten()
+        {
             Some(var) => format!("`{var}` ({site}, {})", bytes(o.size)),
             None => format!("`{site}` ({})", bytes(o.size)),
         },
@@ -68,11 +71,18 @@ fn pct(part: u64, whole: u64) -> f64 {
 
 /// Each NUMA record with its object, its pages by node and how many of them are on a
 /// known node.
-fn with_pages<'a>(data: &'a NumaData, objects: &'a [Object]) -> impl Iterator<Item = (&'a ObjectNuma, &'a Object, BTreeMap<u32, u64>, u64)> {
+fn with_pages<'a>(
+    data: &'a NumaData,
+    objects: &'a [Object],
+) -> impl Iterator<Item = (&'a ObjectNuma, &'a Object, BTreeMap<u32, u64>, u64)> {
     data.objects.iter().filter_map(|n| {
         let o = objects.get(n.object as usize)?;
         let pages = n.pages_by_node();
-        let total: u64 = pages.iter().filter(|(k, _)| **k != UNKNOWN_NODE).map(|(_, c)| c).sum();
+        let total: u64 = pages
+            .iter()
+            .filter(|(k, _)| **k != UNKNOWN_NODE)
+            .map(|(_, c)| c)
+            .sum();
         Some((n, o, pages, total))
     })
 }
@@ -87,14 +97,32 @@ pub fn problems(data: &NumaData, objects: &[Object], nodes_with_cpus: usize) -> 
         if total < MIN_PAGES || n.samples_total() < MIN_SAMPLES {
             continue;
         }
-        let touchers: Vec<&Toucher> = data.touchers.iter().filter(|t| t.object == n.object).collect();
-        let Some((&home, &on_home)) = pages.iter().filter(|(k, _)| **k != UNKNOWN_NODE).max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) else { continue };
+        let touchers: Vec<&Toucher> = data
+            .touchers
+            .iter()
+            .filter(|t| t.object == n.object)
+            .collect();
+        let Some((&home, &on_home)) = pages
+            .iter()
+            .filter(|(k, _)| **k != UNKNOWN_NODE)
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        else {
+            continue;
+        };
         // The threads that read it, where sampling saw any: the thread that only wrote it
         // while initialising it is not one of its users.
         let readers = n.readers.iter().any(|(k, c)| *k != UNKNOWN_NODE && *c > 0);
         let users = if readers { &n.readers } else { &n.threads };
-        let threads: u64 = users.iter().filter(|(k, _)| **k != UNKNOWN_NODE).map(|(_, c)| c).sum();
-        let away: Vec<u32> = users.iter().filter(|(k, c)| **k != home && **k != UNKNOWN_NODE && **c > 0).map(|(k, _)| *k).collect();
+        let threads: u64 = users
+            .iter()
+            .filter(|(k, _)| **k != UNKNOWN_NODE)
+            .map(|(_, c)| c)
+            .sum();
+        let away: Vec<u32> = users
+            .iter()
+            .filter(|(k, c)| **k != home && **k != UNKNOWN_NODE && **c > 0)
+            .map(|(k, _)| *k)
+            .collect();
         let away_threads: u64 = away.iter().filter_map(|k| users.get(k)).sum();
         let name = display_name(o, n);
         if on_home as f64 >= ONE_NODE_SHARE * total as f64 && away_threads > 0 {
@@ -103,9 +131,27 @@ pub fn problems(data: &NumaData, objects: &[Object], nodes_with_cpus: usize) -> 
                 (false, true) => "write",
                 (false, false) => "use",
             };
-            out.push(Problem { object: n.object, kind: Kind::OneNode, sentence: one_node(&name, n, home, on_home, total, &touchers, (threads, away_threads, &away), verb) });
-        } else if n.with_node >= MIN_SAMPLES && n.remote as f64 >= REMOTE_SHARE * n.with_node as f64 {
-            let spread: Vec<String> = pages.iter().filter(|(k, _)| **k != UNKNOWN_NODE).map(|(k, c)| format!("{k} ({:.0}%)", pct(*c, total))).collect();
+            out.push(Problem {
+                object: n.object,
+                kind: Kind::OneNode,
+                sentence: one_node(
+                    &name,
+                    n,
+                    home,
+                    on_home,
+                    total,
+                    &touchers,
+                    (threads, away_threads, &away),
+                    verb,
+                ),
+            });
+        } else if n.with_node >= MIN_SAMPLES && n.remote as f64 >= REMOTE_SHARE * n.with_node as f64
+        {
+            let spread: Vec<String> = pages
+                .iter()
+                .filter(|(k, _)| **k != UNKNOWN_NODE)
+                .map(|(k, c)| format!("{k} ({:.0}%)", pct(*c, total)))
+                .collect();
             let spread = match spread.as_slice() {
                 [init @ .., last] if !init.is_empty() => format!("{} and {last}", init.join(", ")),
                 _ => spread.join(""),
@@ -126,18 +172,39 @@ pub fn problems(data: &NumaData, objects: &[Object], nodes_with_cpus: usize) -> 
 /// The sentence of an object on one node; `users` is (threads that use it, those away from
 /// its node, the nodes they run on).
 #[allow(clippy::too_many_arguments)]
-fn one_node(name: &str, n: &ObjectNuma, home: u32, on_home: u64, total: u64, touchers: &[&Toucher], users: (u64, u64, &[u32]), verb: &str) -> String {
+fn one_node(
+    name: &str,
+    n: &ObjectNuma,
+    home: u32,
+    on_home: u64,
+    total: u64,
+    touchers: &[&Toucher],
+    users: (u64, u64, &[u32]),
+    verb: &str,
+) -> String {
     let (threads, away_threads, away) = users;
     let (placed, single) = placed_by(n, home, on_home, total, touchers);
-    let remote = if n.with_node >= MIN_SAMPLES { format!(" (an estimated {:.0}% of its sampled accesses are remote)", pct(n.remote, n.with_node)) } else { String::new() };
+    let remote = if n.with_node >= MIN_SAMPLES {
+        format!(
+            " (an estimated {:.0}% of its sampled accesses are remote)",
+            pct(n.remote, n.with_node)
+        )
+    } else {
+        String::new()
+    };
     let fix = if n.policy.starts_with("bind") || n.policy.starts_with("prefer") {
-        format!("its memory policy ({}) keeps it on node {home}: drop that policy, or interleave it", n.policy)
+        format!(
+            "its memory policy ({}) keeps it on node {home}: drop that policy, or interleave it",
+            n.policy
+        )
     } else if away_threads == threads {
         format!("run those threads on node {home}, or first-touch it from them")
     } else if single {
-        "initialise it in parallel with the same distribution as the compute loop, or interleave it".to_string()
+        "initialise it in parallel with the same distribution as the compute loop, or interleave it"
+            .to_string()
     } else {
-        "first-touch each part from the thread that uses it, on its own node, or interleave it".to_string()
+        "first-touch each part from the thread that uses it, on its own node, or interleave it"
+            .to_string()
     };
     let run = if away_threads == 1 { "runs" } else { "run" };
     format!("{name}: {placed}; {away_threads} of {threads} threads that {verb} it {run} on {}{remote}: {fix}", node_list(away))
@@ -145,16 +212,38 @@ fn one_node(name: &str, n: &ObjectNuma, home: u32, on_home: u64, total: u64, tou
 
 /// `all pages on node 0, first touched by thread 7 (the main thread) in `init_arrays``, and
 /// whether one thread placed (nearly) all of them.
-fn placed_by(n: &ObjectNuma, home: u32, on_home: u64, total: u64, touchers: &[&Toucher]) -> (String, bool) {
-    let share = if on_home == total { "all pages".to_string() } else { format!("{:.0}% of its pages", pct(on_home, total)) };
+fn placed_by(
+    n: &ObjectNuma,
+    home: u32,
+    on_home: u64,
+    total: u64,
+    touchers: &[&Toucher],
+) -> (String, bool) {
+    let share = if on_home == total {
+        "all pages".to_string()
+    } else {
+        format!("{:.0}% of its pages", pct(on_home, total))
+    };
     let credited: u64 = touchers.iter().map(|t| t.pages).sum();
-    let single = touchers.first().is_some_and(|t| t.pages as f64 >= ONE_NODE_SHARE * credited as f64);
+    let single = touchers
+        .first()
+        .is_some_and(|t| t.pages as f64 >= ONE_NODE_SHARE * credited as f64);
     let who = match touchers.first() {
         Some(t) if single => {
-            let main = if t.tid == t.pid { " (the main thread)" } else { "" };
-            format!(", first touched by thread {}{main} in `{}`", t.tid, t.function)
+            let main = if t.tid == t.pid {
+                " (the main thread)"
+            } else {
+                ""
+            };
+            format!(
+                ", first touched by thread {}{main} in `{}`",
+                t.tid, t.function
+            )
         }
-        Some(t) => format!(", first touched by {} threads, the most by thread {} in `{}`", n.touching_threads, t.tid, t.function),
+        Some(t) => format!(
+            ", first touched by {} threads, the most by thread {} in `{}`",
+            n.touching_threads, t.tid, t.function
+        ),
         None => String::new(),
     };
     (format!("{share} on node {home}{who}"), single)
@@ -168,12 +257,25 @@ pub fn unjudged(data: &NumaData, objects: &[Object], nodes_with_cpus: usize) -> 
     }
     let mut out = Vec::new();
     for (n, o, pages, total) in with_pages(data, objects) {
-        let Some((&home, &on_home)) = pages.iter().filter(|(k, _)| **k != UNKNOWN_NODE).max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) else { continue };
+        let Some((&home, &on_home)) = pages
+            .iter()
+            .filter(|(k, _)| **k != UNKNOWN_NODE)
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        else {
+            continue;
+        };
         let samples = n.samples_total();
-        if total < MIN_PAGES || samples >= MIN_SAMPLES || (on_home as f64) < ONE_NODE_SHARE * total as f64 {
+        if total < MIN_PAGES
+            || samples >= MIN_SAMPLES
+            || (on_home as f64) < ONE_NODE_SHARE * total as f64
+        {
             continue;
         }
-        let touchers: Vec<&Toucher> = data.touchers.iter().filter(|t| t.object == n.object).collect();
+        let touchers: Vec<&Toucher> = data
+            .touchers
+            .iter()
+            .filter(|t| t.object == n.object)
+            .collect();
         let (placed, _) = placed_by(n, home, on_home, total, &touchers);
         let only = match samples {
             0 => "no sampled access".to_string(),

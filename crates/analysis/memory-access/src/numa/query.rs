@@ -79,8 +79,14 @@ pub struct Snapshot {
 /// writable file mappings (program data). Read-only file mappings (code) are shared page
 /// cache, not the program's data; the kernel's special mappings hold no placed pages.
 pub fn wanted(m: &Mapping) -> bool {
-    let special = matches!(m.path.as_str(), "[vvar]" | "[vdso]" | "[vsyscall]" | "[vvar_vclock]" | "[uprobes]");
-    let anon = m.path.is_empty() || m.path == "[heap]" || m.path.starts_with("[stack") || m.path.starts_with("[anon");
+    let special = matches!(
+        m.path.as_str(),
+        "[vvar]" | "[vdso]" | "[vsyscall]" | "[vvar_vclock]" | "[uprobes]"
+    );
+    let anon = m.path.is_empty()
+        || m.path == "[heap]"
+        || m.path.starts_with("[stack")
+        || m.path.starts_with("[anon");
     m.read && !special && (anon || m.write)
 }
 
@@ -97,22 +103,35 @@ pub fn vma_name(m: &Mapping) -> String {
 
 /// Queries `pid`, asking at most `max_pages` pages (every k-th page beyond that).
 pub fn snapshot(r: &dyn ProcessReader, pid: i32, max_pages: u64) -> Result<Snapshot, QueryError> {
-    let maps = r.read(pid, "maps").map_err(|e| read_error(&e, pid, "maps"))?;
-    let maps: Vec<Mapping> = kairos_procfs::maps::parse(&maps).into_iter().filter(wanted).collect();
-    let total: u64 = maps.iter().map(|m| m.end.saturating_sub(m.start) / PAGE).sum();
+    let maps = r
+        .read(pid, "maps")
+        .map_err(|e| read_error(&e, pid, "maps"))?;
+    let maps: Vec<Mapping> = kairos_procfs::maps::parse(&maps)
+        .into_iter()
+        .filter(wanted)
+        .collect();
+    let total: u64 = maps
+        .iter()
+        .map(|m| m.end.saturating_sub(m.start) / PAGE)
+        .sum();
     let stride = total.div_ceil(max_pages.max(1)).max(1);
-    let mut s = Snapshot { stride, ..Snapshot::default() };
+    let mut s = Snapshot {
+        stride,
+        ..Snapshot::default()
+    };
     let policies = match r.read(pid, "numa_maps") {
         Ok(t) => parse_numa_maps(&t),
         Err(e) => {
-            s.notes.push(format!("/proc/{pid}/numa_maps: {}", read_error_text(&e)));
+            s.notes
+                .push(format!("/proc/{pid}/numa_maps: {}", read_error_text(&e)));
             HashMap::new()
         }
     };
     let huge = match r.read(pid, "smaps") {
         Ok(t) => parse_smaps_huge(&t),
         Err(e) => {
-            s.notes.push(format!("/proc/{pid}/smaps: {}", read_error_text(&e)));
+            s.notes
+                .push(format!("/proc/{pid}/smaps: {}", read_error_text(&e)));
             HashMap::new()
         }
     };
@@ -136,7 +155,8 @@ pub fn snapshot(r: &dyn ProcessReader, pid: i32, max_pages: u64) -> Result<Snaps
                 a = a.saturating_add(stride * PAGE);
             }
             let st = &mut status[..pages.len()];
-            r.nodes_of(pid, &pages, st).map_err(|e| call_error(e, pid))?;
+            r.nodes_of(pid, &pages, st)
+                .map_err(|e| call_error(e, pid))?;
             for (&p, &node) in pages.iter().zip(st.iter()) {
                 let next = p.saturating_add(stride * PAGE).min(m.end);
                 if node >= 0 {
@@ -211,7 +231,11 @@ pub fn parse_smaps_huge(text: &str) -> HashMap<u64, u64> {
         if let Some(m) = kairos_procfs::maps::parse_line(l) {
             current = Some(m.start);
         } else if let (Some(start), Some(v)) = (current, l.strip_prefix("AnonHugePages:")) {
-            if let Some(kb) = v.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()) {
+            if let Some(kb) = v
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+            {
                 out.insert(start, kb);
             }
         }
@@ -236,7 +260,11 @@ mod tests {
         fn read(&self, _: i32, file: &str) -> io::Result<String> {
             match file {
                 "maps" => Ok(self.maps.clone()),
-                "numa_maps" => self.numa_maps.as_ref().map(Clone::clone).map_err(|e| io::Error::new(e.kind(), e.to_string())),
+                "numa_maps" => self
+                    .numa_maps
+                    .as_ref()
+                    .map(Clone::clone)
+                    .map_err(|e| io::Error::new(e.kind(), e.to_string())),
                 _ => Err(io::Error::from(io::ErrorKind::NotFound)),
             }
         }
@@ -274,18 +302,29 @@ mod tests {
     fn data_mappings_are_queried_in_runs_by_node() {
         let r = Recorded {
             maps: MAPS.into(),
-            numa_maps: Ok("7f0000000000 interleave:0-1 anon=16 dirty=16 N0=8 N1=8 kernelpagesize_kB=4\n".into()),
+            numa_maps: Ok(
+                "7f0000000000 interleave:0-1 anon=16 dirty=16 N0=8 N1=8 kernelpagesize_kB=4\n"
+                    .into(),
+            ),
             node: two_nodes,
             refuse: None,
         };
         let s = snapshot(&r, 42, 1 << 20).unwrap();
         assert_eq!(s.stride, 1);
         // Code and [vsyscall] are left out.
-        assert_eq!(s.vmas.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(), vec!["/bin/prog", "[anon]", "[stack]"]);
+        assert_eq!(
+            s.vmas.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(),
+            vec!["/bin/prog", "[anon]", "[stack]"]
+        );
         assert_eq!(s.vmas[1].policy, "interleave:0-1");
         assert_eq!(
             s.runs,
-            vec![(0x600000, 0x604000, 0), (0x7f0000000000, 0x7f0000008000, 0), (0x7f0000008000, 0x7f0000010000, 1), (0x7ffc00000000, 0x7ffc00002000, 0)]
+            vec![
+                (0x600000, 0x604000, 0),
+                (0x7f0000000000, 0x7f0000008000, 0),
+                (0x7f0000008000, 0x7f0000010000, 1),
+                (0x7ffc00000000, 0x7ffc00002000, 0)
+            ]
         );
         assert_eq!(s.by_node, BTreeMap::from([(0, 4 + 8 + 2), (1, 8)]));
         assert_eq!((s.zero, s.absent), (1, 3));
@@ -295,7 +334,12 @@ mod tests {
 
     #[test]
     fn a_budget_asks_every_kth_page() {
-        let r = Recorded { maps: MAPS.into(), numa_maps: Ok(String::new()), node: two_nodes, refuse: None };
+        let r = Recorded {
+            maps: MAPS.into(),
+            numa_maps: Ok(String::new()),
+            node: two_nodes,
+            refuse: None,
+        };
         let s = snapshot(&r, 42, 13).unwrap();
         // 8 + 16 + 2 pages over a budget of 13: every 2nd page, each standing for 2.
         assert_eq!(s.stride, 2);
@@ -304,19 +348,35 @@ mod tests {
 
     #[test]
     fn refusals_say_which_permission_and_enosys_says_so() {
-        let mut r = Recorded { maps: MAPS.into(), numa_maps: Ok(String::new()), node: two_nodes, refuse: Some(libc::EPERM) };
+        let mut r = Recorded {
+            maps: MAPS.into(),
+            numa_maps: Ok(String::new()),
+            node: two_nodes,
+            refuse: Some(libc::EPERM),
+        };
         match snapshot(&r, 42, 100) {
-            Err(QueryError::Refused(s)) => assert!(s.contains("EPERM") && s.contains("ptrace read access") && s.contains("42"), "{s}"),
+            Err(QueryError::Refused(s)) => assert!(
+                s.contains("EPERM") && s.contains("ptrace read access") && s.contains("42"),
+                "{s}"
+            ),
             other => panic!("{other:?}"),
         }
         r.refuse = Some(libc::ENOSYS);
-        assert!(matches!(snapshot(&r, 42, 100), Err(QueryError::NoSyscall(s)) if s.contains("ENOSYS")));
+        assert!(
+            matches!(snapshot(&r, 42, 100), Err(QueryError::NoSyscall(s)) if s.contains("ENOSYS"))
+        );
         r.refuse = Some(libc::ESRCH);
         assert_eq!(snapshot(&r, 42, 100), Err(QueryError::Gone));
         r.refuse = None;
         r.numa_maps = Err(io::Error::from(io::ErrorKind::PermissionDenied));
         let s = snapshot(&r, 42, 100).unwrap();
-        assert!(s.notes.iter().any(|n| n.contains("numa_maps") && n.contains("EACCES")), "{:?}", s.notes);
+        assert!(
+            s.notes
+                .iter()
+                .any(|n| n.contains("numa_maps") && n.contains("EACCES")),
+            "{:?}",
+            s.notes
+        );
     }
 
     #[test]
@@ -335,9 +395,16 @@ mod tests {
         match s {
             Ok(s) => {
                 let addr = v.as_ptr() as u64;
-                assert!(s.runs.iter().any(|&(a, b, _)| (a..b).contains(&addr)), "our own touched buffer is placed: {:?}", s.runs.len());
+                assert!(
+                    s.runs.iter().any(|&(a, b, _)| (a..b).contains(&addr)),
+                    "our own touched buffer is placed: {:?}",
+                    s.runs.len()
+                );
                 let nodes = kairos_platform::numa::Topology::read(std::path::Path::new("/sys"));
-                assert!(s.by_node.keys().all(|n| nodes.nodes.iter().any(|x| x.id == *n)));
+                assert!(s
+                    .by_node
+                    .keys()
+                    .all(|n| nodes.nodes.iter().any(|x| x.id == *n)));
             }
             Err(QueryError::NoSyscall(_)) => {}
             Err(e) => panic!("{e:?}"),

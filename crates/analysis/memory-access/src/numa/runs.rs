@@ -29,8 +29,13 @@ impl RunMap {
         if end <= start {
             return;
         }
-        let overlapping: Vec<(u64, (u64, u32, u64, u64))> =
-            self.map.range(..end).rev().take_while(|(_, &(e, _, _, _))| e > start).map(|(&s, &v)| (s, v)).collect();
+        let overlapping: Vec<(u64, (u64, u32, u64, u64))> = self
+            .map
+            .range(..end)
+            .rev()
+            .take_while(|(_, &(e, _, _, _))| e > start)
+            .map(|(&s, &v)| (s, v))
+            .collect();
         // The new answer in pieces: under an old run on the same node it keeps that run's
         // first sighting, elsewhere it starts now.
         let mut pieces: Vec<(u64, u64, u64)> = Vec::new();
@@ -81,11 +86,25 @@ impl RunMap {
     /// The run holding `addr`.
     pub fn get(&self, addr: u64) -> Option<Run> {
         let (&start, &(end, node, first_ns, seen_ns)) = self.map.range(..=addr).next_back()?;
-        (addr < end).then_some(Run { start, end, node, first_ns, seen_ns })
+        (addr < end).then_some(Run {
+            start,
+            end,
+            node,
+            first_ns,
+            seen_ns,
+        })
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Run> + '_ {
-        self.map.iter().map(|(&start, &(end, node, first_ns, seen_ns))| Run { start, end, node, first_ns, seen_ns })
+        self.map
+            .iter()
+            .map(|(&start, &(end, node, first_ns, seen_ns))| Run {
+                start,
+                end,
+                node,
+                first_ns,
+                seen_ns,
+            })
     }
 
     pub fn len(&self) -> usize {
@@ -102,7 +121,9 @@ mod tests {
     use super::*;
 
     fn all(m: &RunMap) -> Vec<(u64, u64, u32, u64)> {
-        m.iter().map(|r| (r.start, r.end, r.node, r.seen_ns)).collect()
+        m.iter()
+            .map(|r| (r.start, r.end, r.node, r.seen_ns))
+            .collect()
     }
 
     fn firsts(m: &RunMap) -> Vec<(u64, u64, u64)> {
@@ -114,15 +135,40 @@ mod tests {
         let mut m = RunMap::default();
         m.insert(0x1000, 0x9000, 0, 1);
         m.insert(0x3000, 0x5000, 1, 2);
-        assert_eq!(all(&m), vec![(0x1000, 0x3000, 0, 1), (0x3000, 0x5000, 1, 2), (0x5000, 0x9000, 0, 1)]);
+        assert_eq!(
+            all(&m),
+            vec![
+                (0x1000, 0x3000, 0, 1),
+                (0x3000, 0x5000, 1, 2),
+                (0x5000, 0x9000, 0, 1)
+            ]
+        );
         assert_eq!(m.get(0x4fff).map(|r| r.node), Some(1));
         assert_eq!(m.get(0x9000), None);
         assert_eq!(m.get(0x0fff), None);
         // Covering several runs at once: pages still on node 0 keep their first sighting.
         m.insert(0x2000, 0x8000, 0, 3);
         m.insert(0x8000, 0xa000, 0, 3);
-        assert_eq!(all(&m), vec![(0x1000, 0x2000, 0, 1), (0x2000, 0x3000, 0, 3), (0x3000, 0x5000, 0, 3), (0x5000, 0x9000, 0, 3), (0x9000, 0xa000, 0, 3)]);
-        assert_eq!(firsts(&m), vec![(0x1000, 0x2000, 1), (0x2000, 0x3000, 1), (0x3000, 0x5000, 3), (0x5000, 0x9000, 1), (0x9000, 0xa000, 3)]);
+        assert_eq!(
+            all(&m),
+            vec![
+                (0x1000, 0x2000, 0, 1),
+                (0x2000, 0x3000, 0, 3),
+                (0x3000, 0x5000, 0, 3),
+                (0x5000, 0x9000, 0, 3),
+                (0x9000, 0xa000, 0, 3)
+            ]
+        );
+        assert_eq!(
+            firsts(&m),
+            vec![
+                (0x1000, 0x2000, 1),
+                (0x2000, 0x3000, 1),
+                (0x3000, 0x5000, 3),
+                (0x5000, 0x9000, 1),
+                (0x9000, 0xa000, 3)
+            ]
+        );
         // Nothing for an empty range.
         m.insert(0x5000, 0x5000, 1, 4);
         assert_eq!(m.len(), 5);

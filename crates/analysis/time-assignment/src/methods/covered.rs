@@ -30,8 +30,8 @@
 
 use kairos_model::FrameIdx;
 
-use crate::out::Out;
 use crate::methods::rate::{self, Rate};
+use crate::out::Out;
 use crate::prepare::{FnKey, Interval, Prepared, Rec};
 use crate::Point;
 
@@ -65,7 +65,11 @@ impl Model {
                 e.1 += u64::from(!iv.complete);
             }
         }
-        let trusted = |t: u32| per_thread.get(t as usize).is_some_and(|&(all, lost)| (lost as f64) <= MAX_OVERFLOWED * all as f64);
+        let trusted = |t: u32| {
+            per_thread
+                .get(t as usize)
+                .is_some_and(|&(all, lost)| (lost as f64) <= MAX_OVERFLOWED * all as f64)
+        };
         let (mut time, mut visits) = (vec![0.0; n], vec![0u64; n]);
         for iv in p.intervals.iter().filter(|iv| trusted(iv.slot)) {
             if let Some(x) = time.get_mut(iv.leaf_func as usize) {
@@ -77,7 +81,11 @@ impl Model {
                 }
             }
         }
-        let mut d: Vec<Option<f64>> = time.iter().zip(&visits).map(|(&t, &v)| (v > 0).then(|| t / v as f64)).collect();
+        let mut d: Vec<Option<f64>> = time
+            .iter()
+            .zip(&visits)
+            .map(|(&t, &v)| (v > 0).then(|| t / v as f64))
+            .collect();
         let rate = rate::learn(p);
         if let Some(r) = rate {
             // Measured means replace estimates for functions whose visits never saturate.
@@ -98,7 +106,11 @@ impl Model {
                 }
             }
         }
-        Model { rate, saturate: p.cycles_saturate, d }
+        Model {
+            rate,
+            saturate: p.cycles_saturate,
+            d,
+        }
     }
 
     fn d(&self, f: FnKey) -> Option<f64> {
@@ -151,8 +163,18 @@ fn fill(mu: &[f64], v: &[f64], t: f64, free: &mut Vec<bool>, x: &mut Vec<f64>) {
     x.clear();
     x.resize(mu.len(), 0.0);
     for _ in 0..mu.len().max(1) {
-        let sm: f64 = mu.iter().zip(free.iter()).filter(|(_, &f)| f).map(|(m, _)| m).sum();
-        let sv: f64 = v.iter().zip(free.iter()).filter(|(_, &f)| f).map(|(v, _)| v).sum();
+        let sm: f64 = mu
+            .iter()
+            .zip(free.iter())
+            .filter(|(_, &f)| f)
+            .map(|(m, _)| m)
+            .sum();
+        let sv: f64 = v
+            .iter()
+            .zip(free.iter())
+            .filter(|(_, &f)| f)
+            .map(|(v, _)| v)
+            .sum();
         let nf = free.iter().filter(|&&f| f).count().max(1) as f64;
         let slack = t - sm;
         for k in 0..mu.len() {
@@ -234,17 +256,32 @@ fn lengths(m: &Model, iv: &Interval, before: Option<f64>, s: &mut Scratch) -> f6
 /// of a complete interval) as the sampled function's at the start, one point per record
 /// (the full visit it ends, in its FROM function; 0 for the record ending the head),
 /// then the sample's tail at t_i. Returns the weight given like plain sampling.
-fn emit(iv: &Interval, gap: f64, x: &[f64], own_head: bool, items: &mut Vec<(Option<FrameIdx>, Option<u32>, f64)>, out: &mut Out) -> u64 {
+fn emit(
+    iv: &Interval,
+    gap: f64,
+    x: &[f64],
+    own_head: bool,
+    items: &mut Vec<(Option<FrameIdx>, Option<u32>, f64)>,
+    out: &mut Out,
+) -> u64 {
     let t = iv.len();
     // (frame, record, length): the head, if any, becomes part of the sampled function's.
     items.clear();
     let head_to_sample = iv.complete && !own_head;
-    let lead = if head_to_sample { gap + x.first().copied().unwrap_or(0.0) } else { gap };
+    let lead = if head_to_sample {
+        gap + x.first().copied().unwrap_or(0.0)
+    } else {
+        gap
+    };
     if lead > 0.0 || !iv.complete {
         items.push((iv.leaf_frame, None, lead));
     }
     for (k, r) in iv.recs.iter().enumerate() {
-        let w = if head_to_sample && k == 0 { 0.0 } else { x.get(k).copied().unwrap_or(0.0) };
+        let w = if head_to_sample && k == 0 {
+            0.0
+        } else {
+            x.get(k).copied().unwrap_or(0.0)
+        };
         items.push((r.frame, Some(r.record), w));
     }
     items.push((iv.leaf_frame, None, x.last().copied().unwrap_or(0.0)));
@@ -256,9 +293,21 @@ fn emit(iv: &Interval, gap: f64, x: &[f64], own_head: bool, items: &mut Vec<(Opt
     for (k, &(frame, record, w)) in items.iter().enumerate() {
         cum += w * scale;
         // The sample's point ends at t_i; an all-zero interval gives it everything.
-        let off = if k + 1 == n { t } else { (cum.round() as u64).clamp(prev, t) };
+        let off = if k + 1 == n {
+            t
+        } else {
+            (cum.round() as u64).clamp(prev, t)
+        };
         if record.is_some() || off > prev || k + 1 == n {
-            out.push(Point { time_ns: iv.start + off, thread: iv.thread, frame, weight_ns: off - prev, from_branch: record.is_some(), sample: iv.sample, record });
+            out.push(Point {
+                time_ns: iv.start + off,
+                thread: iv.thread,
+                frame,
+                weight_ns: off - prev,
+                from_branch: record.is_some(),
+                sample: iv.sample,
+                record,
+            });
         }
         if record.is_none() && (k == 0 || k + 1 == n) {
             plain += off - prev;
@@ -281,7 +330,9 @@ fn long_chains(p: &Prepared) -> Vec<bool> {
         run.clear();
     };
     for (i, iv) in p.intervals.iter().enumerate() {
-        let Some(run) = runs.get_mut(iv.slot as usize) else { continue };
+        let Some(run) = runs.get_mut(iv.slot as usize) else {
+            continue;
+        };
         if iv.complete {
             run.push(i);
         } else {
@@ -296,7 +347,10 @@ fn long_chains(p: &Prepared) -> Vec<bool> {
 
 pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) {
     let m = Model::learn(p);
-    if p.intervals.iter().any(|iv| iv.recs.iter().any(|r| r.cycles.is_some())) {
+    if p.intervals
+        .iter()
+        .any(|iv| iv.recs.iter().any(|r| r.cycles.is_some()))
+    {
         notes.push(match m.rate {
             Some(r) => format!("covered: {:.4} ns per cycle, from {} lower bounds", r.ns_per_cycle, r.lower_bounds),
             None => "covered: cycles not converted to time (no complete interval without a saturated count pins the rate down); lengths estimated as without cycles".into(),
@@ -309,11 +363,27 @@ pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) {
     let mut s = Scratch::default();
     for (i, iv) in p.intervals.iter().enumerate() {
         let head = iv.recs.first().map_or(iv.leaf_func, |r| r.func);
-        let before = open.get(iv.slot as usize).copied().flatten().filter(|&(f, _)| iv.complete && f == head).map(|(_, b)| b);
+        let before = open
+            .get(iv.slot as usize)
+            .copied()
+            .flatten()
+            .filter(|&(f, _)| iv.complete && f == head)
+            .map(|(_, b)| b);
         let gap = lengths(&m, iv, before, &mut s);
-        plain += emit(iv, gap, &s.x, long.get(i).copied().unwrap_or(false), &mut s.items, out);
+        plain += emit(
+            iv,
+            gap,
+            &s.x,
+            long.get(i).copied().unwrap_or(false),
+            &mut s.items,
+            out,
+        );
         total += iv.len();
-        let ran = if iv.recs.is_empty() { before.unwrap_or(0.0) + iv.len() as f64 } else { s.x.last().copied().unwrap_or(0.0) };
+        let ran = if iv.recs.is_empty() {
+            before.unwrap_or(0.0) + iv.len() as f64
+        } else {
+            s.x.last().copied().unwrap_or(0.0)
+        };
         if let Some(o) = open.get_mut(iv.slot as usize) {
             *o = Some((iv.leaf_func, ran));
         }

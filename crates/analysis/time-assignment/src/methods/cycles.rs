@@ -15,9 +15,9 @@
 //! the interval is shared between them and the tail in proportion to r_f. Intervals with
 //! a record without cycles fall back to paper method 3 (`proportional`).
 
-use crate::out::Out;
 use crate::layout::{epsilon, share_or, split};
 use crate::methods::proportional;
+use crate::out::Out;
 use crate::prepare::{Interval, Prepared};
 use crate::{Error, Method};
 
@@ -39,12 +39,25 @@ fn saturated(p: &Prepared, c: u32) -> bool {
 pub(crate) fn rate(p: &Prepared) -> Option<f64> {
     let sum = |complete_only: bool| {
         let (mut t, mut c) = (0.0, 0.0);
-        for iv in p.intervals.iter().filter(|iv| all_measured(iv) && (iv.complete || !complete_only)) {
-            if iv.recs.iter().any(|r| r.cycles.is_some_and(|c| saturated(p, c))) {
+        for iv in p
+            .intervals
+            .iter()
+            .filter(|iv| all_measured(iv) && (iv.complete || !complete_only))
+        {
+            if iv
+                .recs
+                .iter()
+                .any(|r| r.cycles.is_some_and(|c| saturated(p, c)))
+            {
                 continue;
             }
             t += iv.len() as f64;
-            c += iv.recs.iter().filter_map(|r| r.cycles).map(f64::from).sum::<f64>();
+            c += iv
+                .recs
+                .iter()
+                .filter_map(|r| r.cycles)
+                .map(f64::from)
+                .sum::<f64>();
         }
         (c > 0.0 && t > 0.0).then(|| t / c)
     };
@@ -52,14 +65,22 @@ pub(crate) fn rate(p: &Prepared) -> Option<f64> {
 }
 
 pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) -> Result<(), Error> {
-    if !p.intervals.iter().any(|iv| iv.recs.iter().any(|r| r.cycles.is_some())) {
+    if !p
+        .intervals
+        .iter()
+        .any(|iv| iv.recs.iter().any(|r| r.cycles.is_some()))
+    {
         return Err(Error::MethodUnavailable {
             method: Method::Cycles,
-            reason: "no branch record carries cycles (the CPU or the recording did not measure them)".into(),
+            reason:
+                "no branch record carries cycles (the CPU or the recording did not measure them)"
+                    .into(),
         });
     }
     let rho = rate(p).unwrap_or(1.0);
-    notes.push(format!("cycles: {rho:.4} ns per cycle learned from the run"));
+    notes.push(format!(
+        "cycles: {rho:.4} ns per cycle learned from the run"
+    ));
     let eps = epsilon(&p.shares);
     let (mut fallback, mut sat) = (0u64, 0u64);
     let mut carry: Vec<Option<f64>> = vec![None; p.n_threads]; // thread slot -> tail of its previous interval
@@ -76,15 +97,24 @@ pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) -> Resul
             split(iv, &proportional::weights(p, iv), out);
             continue;
         }
-        let m: Vec<f64> = iv.recs.iter().map(|r| f64::from(r.cycles.unwrap_or(0)) * rho).collect();
+        let m: Vec<f64> = iv
+            .recs
+            .iter()
+            .map(|r| f64::from(r.cycles.unwrap_or(0)) * rho)
+            .collect();
         let total: f64 = m.iter().sum();
-        let sats: Vec<usize> = (0..iv.recs.len()).filter(|&j| iv.recs[j].cycles.is_some_and(|c| saturated(p, c))).collect();
+        let sats: Vec<usize> = (0..iv.recs.len())
+            .filter(|&j| iv.recs[j].cycles.is_some_and(|c| saturated(p, c)))
+            .collect();
         let mut w = vec![0.0; iv.recs.len() + 1];
         if !sats.is_empty() {
             sat += sats.len() as u64;
             // Unexplained time goes to the saturated segments and the tail by r_f.
             let rest = (t - total).max(0.0);
-            let shares: Vec<f64> = sats.iter().map(|&j| share_or(&p.shares, iv.recs[j].func, eps)).collect();
+            let shares: Vec<f64> = sats
+                .iter()
+                .map(|&j| share_or(&p.shares, iv.recs[j].func, eps))
+                .collect();
             let tail_share = share_or(&p.shares, iv.leaf_func, eps);
             let sum_s: f64 = shares.iter().sum::<f64>() + tail_share;
             w[..iv.recs.len()].copy_from_slice(&m);
@@ -96,7 +126,11 @@ pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) -> Resul
             split(iv, &w, out);
             continue;
         }
-        let prev_tail = if iv.complete { carry.get(iv.slot as usize).copied().flatten() } else { None };
+        let prev_tail = if iv.complete {
+            carry.get(iv.slot as usize).copied().flatten()
+        } else {
+            None
+        };
         let tail = match prev_tail {
             Some(pt) => (pt + t - total).clamp(0.0, t),
             None => (t - total).max(0.0),
@@ -115,7 +149,9 @@ pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) -> Resul
         notes.push(format!("cycles: {fallback} intervals had records without cycles and used method 3 (proportional)"));
     }
     if sat > 0 {
-        notes.push(format!("cycles: {sat} records had saturated cycle counts (lower bounds)"));
+        notes.push(format!(
+            "cycles: {sat} records had saturated cycle counts (lower bounds)"
+        ));
     }
     Ok(())
 }

@@ -13,8 +13,8 @@
 //! record's function was tried (`PACK_LOST`); on emulated traces it scored slightly worse
 //! than stretching the observed pattern over the whole interval, so it is off.
 
-use crate::out::Out;
 use crate::layout::split;
+use crate::out::Out;
 use crate::prepare::{Interval, Prepared};
 
 /// Fraction of a segment's expected duration that lies inside the interval.
@@ -25,7 +25,15 @@ const PACK_LOST: bool = false;
 /// Factors of the segments of `iv`, oldest first, the tail last.
 pub(crate) fn factors(iv: &Interval) -> Vec<f64> {
     let n = iv.recs.len();
-    (0..=n).map(|k| if k == n || (k == 0 && iv.complete) { PARTIAL } else { 1.0 }).collect()
+    (0..=n)
+        .map(|k| {
+            if k == n || (k == 0 && iv.complete) {
+                PARTIAL
+            } else {
+                1.0
+            }
+        })
+        .collect()
 }
 
 /// Expected duration per visit of each function: its plain-sampling time divided by the
@@ -44,8 +52,16 @@ pub(crate) fn per_function(p: &Prepared) -> Vec<f64> {
             }
         }
     }
-    let mut d: Vec<f64> = w.iter().zip(&visits).map(|(w, v)| w / f64::max(*v, 1.0)).collect();
-    let floor = d.iter().copied().filter(|&x| x > 0.0).fold(f64::INFINITY, f64::min);
+    let mut d: Vec<f64> = w
+        .iter()
+        .zip(&visits)
+        .map(|(w, v)| w / f64::max(*v, 1.0))
+        .collect();
+    let floor = d
+        .iter()
+        .copied()
+        .filter(|&x| x > 0.0)
+        .fold(f64::INFINITY, f64::min);
     let floor = if floor.is_finite() { floor * 0.5 } else { 1.0 };
     d.iter_mut().filter(|x| **x <= 0.0).for_each(|x| *x = floor);
     d
@@ -54,9 +70,17 @@ pub(crate) fn per_function(p: &Prepared) -> Vec<f64> {
 /// Scales durations so that, over complete intervals, expected and real lengths agree.
 pub(crate) fn calibrate(p: &Prepared, seg_d: impl Fn(&Interval) -> Vec<f64>) -> f64 {
     let (mut t, mut e) = (0.0, 0.0);
-    for iv in p.intervals.iter().filter(|iv| iv.complete && !iv.recs.is_empty()) {
+    for iv in p
+        .intervals
+        .iter()
+        .filter(|iv| iv.complete && !iv.recs.is_empty())
+    {
         t += iv.len() as f64;
-        e += seg_d(iv).iter().zip(factors(iv)).map(|(d, f)| d * f).sum::<f64>();
+        e += seg_d(iv)
+            .iter()
+            .zip(factors(iv))
+            .map(|(d, f)| d * f)
+            .sum::<f64>();
     }
     if t > 0.0 && e > 0.0 {
         t / e
@@ -68,7 +92,11 @@ pub(crate) fn calibrate(p: &Prepared, seg_d: impl Fn(&Interval) -> Vec<f64>) -> 
 /// Places the points of `iv` given each segment's expected full duration `d` (oldest
 /// first, the tail last) and the calibration `scale`.
 pub(crate) fn place(iv: &Interval, d: &[f64], scale: f64, out: &mut Out) {
-    let mut w: Vec<f64> = d.iter().zip(factors(iv)).map(|(d, f)| d * f * scale).collect();
+    let mut w: Vec<f64> = d
+        .iter()
+        .zip(factors(iv))
+        .map(|(d, f)| d * f * scale)
+        .collect();
     let sum: f64 = w.iter().sum();
     let t = iv.len() as f64;
     if PACK_LOST && !iv.complete && sum < t {

@@ -1,8 +1,8 @@
 //! `equal` (paper method 1): the interval is divided equally among the n new records and
 //! the sample, T/(n+1) each, points in order of occurrence with the sample last.
 
-use crate::out::Out;
 use crate::layout::split;
+use crate::out::Out;
 use crate::prepare::Prepared;
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {

@@ -15,18 +15,26 @@ use std::collections::HashMap;
 
 use kairos_model::BranchKind;
 
-use crate::out::Out;
 use crate::methods::{cycles, durations, segments};
+use crate::out::Out;
 use crate::prepare::{FnKey, Interval, Prepared};
 
-type Ctx = (Option<(BranchKind, FnKey)>, FnKey, Option<(BranchKind, FnKey)>);
+type Ctx = (
+    Option<(BranchKind, FnKey)>,
+    FnKey,
+    Option<(BranchKind, FnKey)>,
+);
 
 /// Strength of the pull towards the per-function duration, in observations.
 const PRIOR: f64 = 2.0;
 const ITERATIONS: usize = 60;
 
 fn contexts(iv: &Interval) -> Vec<Ctx> {
-    let mut v: Vec<Ctx> = iv.recs.iter().map(|r| (r.opened_by, r.func, Some((r.kind, r.to_func)))).collect();
+    let mut v: Vec<Ctx> = iv
+        .recs
+        .iter()
+        .map(|r| (r.opened_by, r.func, Some((r.kind, r.to_func))))
+        .collect();
     let opener = iv.recs.last().map(|r| (r.kind, r.func));
     v.push((opener, iv.leaf_func, None));
     v
@@ -55,7 +63,10 @@ pub(crate) fn run(p: &Prepared, out: &mut Out) {
         let mut acc = vec![(0.0, 0u32); prior.len()];
         for (iv, k) in p.intervals.iter().zip(&keys) {
             for (r, &c) in iv.recs.iter().zip(k) {
-                if let Some(cy) = r.cycles.filter(|&cy| p.cycles_saturate.is_none_or(|s| cy < s)) {
+                if let Some(cy) = r
+                    .cycles
+                    .filter(|&cy| p.cycles_saturate.is_none_or(|s| cy < s))
+                {
                     acc[c].0 += f64::from(cy) * rho;
                     acc[c].1 += 1;
                 }
@@ -74,8 +85,16 @@ pub(crate) fn run(p: &Prepared, out: &mut Out) {
         .filter(|(_, iv)| iv.complete && !iv.recs.is_empty())
         .map(|(i, iv)| (i, durations::factors(iv)))
         .collect();
-    let floor = prior.iter().copied().filter(|&x| x > 0.0).fold(f64::INFINITY, f64::min);
-    let floor = if floor.is_finite() { floor * 1e-3 } else { 1e-9 };
+    let floor = prior
+        .iter()
+        .copied()
+        .filter(|&x| x > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let floor = if floor.is_finite() {
+        floor * 1e-3
+    } else {
+        1e-9
+    };
     let mut d: Vec<f64> = prior.iter().map(|&x| x.max(floor)).collect();
     for _ in 0..ITERATIONS {
         let mut num: Vec<f64> = prior.iter().map(|&x| PRIOR * x.max(floor)).collect();

@@ -6,6 +6,14 @@ use crate::Point;
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {
     for iv in &p.intervals {
-        out.push(Point { time_ns: iv.end, thread: iv.thread, frame: iv.leaf_frame, weight_ns: iv.len(), from_branch: false, sample: iv.sample, record: None });
+        out.push(Point {
+            time_ns: iv.end,
+            thread: iv.thread,
+            frame: iv.leaf_frame,
+            weight_ns: iv.len(),
+            from_branch: false,
+            sample: iv.sample,
+            record: None,
+        });
     }
 }

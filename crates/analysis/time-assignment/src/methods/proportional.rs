@@ -2,14 +2,19 @@
 //! sample in proportion to the run shares r_f of their functions, normalised within the
 //! interval. Functions sampling never saw get a small epsilon so they still appear.
 
-use crate::out::Out;
 use crate::layout::{epsilon, share_or, split};
+use crate::out::Out;
 use crate::prepare::{Interval, Prepared};
 
 /// The weights of one interval (records oldest first, the sample last).
 pub(crate) fn weights(p: &Prepared, iv: &Interval) -> Vec<f64> {
     let eps = epsilon(&p.shares);
-    iv.recs.iter().map(|r| r.func).chain([iv.leaf_func]).map(|f| share_or(&p.shares, f, eps)).collect()
+    iv.recs
+        .iter()
+        .map(|r| r.func)
+        .chain([iv.leaf_func])
+        .map(|f| share_or(&p.shares, f, eps))
+        .collect()
 }
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {

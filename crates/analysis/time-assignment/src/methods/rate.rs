@@ -76,7 +76,9 @@ pub(crate) fn learn(p: &Prepared) -> Option<Rate> {
         if inside > 0.0 {
             upper.push(t / inside);
         }
-        let Some(next) = next_of[k].and_then(|n| p.intervals.get(n as usize)) else { continue };
+        let Some(next) = next_of[k].and_then(|n| p.intervals.get(n as usize)) else {
+            continue;
+        };
         let first_next = next.recs.first().and_then(|r| r.cycles);
         let unsat = |x: &u32| !saturated(p, *x);
         if iv.complete && next.complete && cycles(iv).all(|x| unsat(&x)) {
@@ -95,5 +97,10 @@ pub(crate) fn learn(p: &Prepared) -> Option<Rate> {
         Some(h) if h >= lo && h <= lo * CLOSE => (lo * h).sqrt(),
         _ => lo,
     };
-    Some(Rate { ns_per_cycle: rate, lower: lo, upper: hi, lower_bounds: lower.len() })
+    Some(Rate {
+        ns_per_cycle: rate,
+        lower: lo,
+        upper: hi,
+        lower_bounds: lower.len(),
+    })
 }

@@ -3,14 +3,18 @@
 //! sample's function. When the records alone ask for more than T they are scaled down
 //! proportionally and the sample gets nothing.
 
-use crate::out::Out;
 use crate::layout::split;
+use crate::out::Out;
 use crate::prepare::Prepared;
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {
     for iv in &p.intervals {
         let t = iv.len() as f64;
-        let mut w: Vec<f64> = iv.recs.iter().map(|r| t * p.shares.get(r.func as usize).copied().unwrap_or(0.0)).collect();
+        let mut w: Vec<f64> = iv
+            .recs
+            .iter()
+            .map(|r| t * p.shares.get(r.func as usize).copied().unwrap_or(0.0))
+            .collect();
         let used: f64 = w.iter().sum();
         w.push((t - used).max(0.0));
         split(iv, &w, out);

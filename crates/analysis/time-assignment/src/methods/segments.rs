@@ -7,8 +7,8 @@
 //! Where records carry measured cycles, the per-function durations are the measured
 //! means instead (cycles x the run's ns-per-cycle rate).
 
-use crate::out::Out;
 use crate::methods::{cycles, durations};
+use crate::out::Out;
 use crate::prepare::{Interval, Prepared};
 
 /// Per-function durations: measured where cycles exist, sampled time / visits elsewhere.
@@ -35,7 +35,11 @@ pub(crate) fn model(p: &Prepared) -> Vec<f64> {
 
 pub(crate) fn seg_durations(d: &[f64], iv: &Interval) -> Vec<f64> {
     let get = |f: u32| d.get(f as usize).copied().unwrap_or(0.0);
-    iv.recs.iter().map(|r| get(r.func)).chain([get(iv.leaf_func)]).collect()
+    iv.recs
+        .iter()
+        .map(|r| get(r.func))
+        .chain([get(iv.leaf_func)])
+        .collect()
 }
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {

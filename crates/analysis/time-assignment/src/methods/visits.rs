@@ -33,9 +33,9 @@ use std::collections::HashMap;
 
 use kairos_model::ThreadIdx;
 
-use crate::out::Out;
 use crate::layout::split;
 use crate::methods::segments;
+use crate::out::Out;
 use crate::prepare::{FnKey, Interval, Prepared};
 
 /// Coefficient of variation assumed for a full visit's duration.
@@ -50,12 +50,28 @@ pub(crate) fn lengths(d: &[f64], iv: &Interval, before: Option<f64>) -> Vec<f64>
     let partial = |k: usize| k + 1 == n || (k == 0 && iv.complete);
     if !iv.complete {
         // Scale the covered pattern over the whole interval; the tail still counts half.
-        let mu: Vec<f64> = mu_full.iter().enumerate().map(|(k, m)| if partial(k) { m * 0.5 } else { *m }).collect();
+        let mu: Vec<f64> = mu_full
+            .iter()
+            .enumerate()
+            .map(|(k, m)| if partial(k) { m * 0.5 } else { *m })
+            .collect();
         let s: f64 = mu.iter().sum();
-        return if s > 0.0 { mu.iter().map(|m| m * t / s).collect() } else { mu };
+        return if s > 0.0 {
+            mu.iter().map(|m| m * t / s).collect()
+        } else {
+            mu
+        };
     }
-    let mut mu: Vec<f64> = mu_full.iter().enumerate().map(|(k, m)| if partial(k) { m * 0.5 } else { *m }).collect();
-    let mut v: Vec<f64> = mu_full.iter().enumerate().map(|(k, m)| if partial(k) { m * m } else { (CV * m).powi(2) }).collect();
+    let mut mu: Vec<f64> = mu_full
+        .iter()
+        .enumerate()
+        .map(|(k, m)| if partial(k) { m * 0.5 } else { *m })
+        .collect();
+    let mut v: Vec<f64> = mu_full
+        .iter()
+        .enumerate()
+        .map(|(k, m)| if partial(k) { m * m } else { (CV * m).powi(2) })
+        .collect();
     // The head continues the visit the previous interval's tail was in: what is left of
     // it is its expected length minus what already ran (a little at least: the record
     // proves it ran), known about as well as a full
@@ -75,7 +91,16 @@ pub(crate) fn lengths(d: &[f64], iv: &Interval, before: Option<f64>) -> Vec<f64>
     // Slack >= 0 here, so no stretch can go below its expected length.
     let vs: f64 = v.iter().sum();
     let slack = t - total;
-    mu.iter().zip(&v).map(|(m, vk)| if vs > 0.0 { m + vk / vs * slack } else { m * t / total.max(f64::MIN_POSITIVE) }).collect()
+    mu.iter()
+        .zip(&v)
+        .map(|(m, vk)| {
+            if vs > 0.0 {
+                m + vk / vs * slack
+            } else {
+                m * t / total.max(f64::MIN_POSITIVE)
+            }
+        })
+        .collect()
 }
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {
@@ -85,11 +110,17 @@ pub(crate) fn run(p: &Prepared, out: &mut Out) {
     for iv in &p.intervals {
         let prev = open.get(&iv.thread).copied();
         let head = iv.recs.first().map_or(iv.leaf_func, |r| r.func);
-        let before = prev.filter(|&(f, _)| iv.complete && f == head).map(|(_, b)| b);
+        let before = prev
+            .filter(|&(f, _)| iv.complete && f == head)
+            .map(|(_, b)| b);
         let x = lengths(&d, iv, before);
         split(iv, &x, out);
         // A sample with no new record is still in the visit the previous one was in.
-        let ran = if iv.recs.is_empty() { before.unwrap_or(0.0) + iv.len() as f64 } else { x.last().copied().unwrap_or(0.0) };
+        let ran = if iv.recs.is_empty() {
+            before.unwrap_or(0.0) + iv.len() as f64
+        } else {
+            x.last().copied().unwrap_or(0.0)
+        };
         open.insert(iv.thread, (iv.leaf_func, ran));
     }
 }

@@ -1,7 +1,10 @@
 //! Small synthetic profiles for the tests.
 #![allow(dead_code)]
 
-use kairos_model::{BranchInfo, BranchKind, BranchRecord, Frame, FrameIdx, Mode, Module, Profile, Sample, Stack, StackIdx, Thread};
+use kairos_model::{
+    BranchInfo, BranchKind, BranchRecord, Frame, FrameIdx, Mode, Module, Profile, Sample, Stack,
+    StackIdx, Thread,
+};
 
 pub const MS: u64 = 1_000_000;
 
@@ -10,15 +13,39 @@ pub struct B {
 }
 
 /// One record of a snapshot as the tests write it: (from, to, kind, cycles, new).
-pub type R = (Option<FrameIdx>, Option<FrameIdx>, BranchKind, Option<u32>, bool);
+pub type R = (
+    Option<FrameIdx>,
+    Option<FrameIdx>,
+    BranchKind,
+    Option<u32>,
+    bool,
+);
 
 impl B {
     pub fn new(depth: u32, has_cycles: bool) -> B {
         let mut p = Profile::default();
-        p.modules.push(Module { path: "/bin/app".into(), build_id: String::new() });
-        p.threads.push(Thread { pid: 1, tid: 1, name: "app".into(), process_name: "app".into() });
-        p.threads.push(Thread { pid: 1, tid: 2, name: "worker".into(), process_name: "app".into() });
-        p.branch_info = Some(BranchInfo { depth, has_cycles, filter: "user call+return".into(), ..Default::default() });
+        p.modules.push(Module {
+            path: "/bin/app".into(),
+            build_id: String::new(),
+        });
+        p.threads.push(Thread {
+            pid: 1,
+            tid: 1,
+            name: "app".into(),
+            process_name: "app".into(),
+        });
+        p.threads.push(Thread {
+            pid: 1,
+            tid: 2,
+            name: "worker".into(),
+            process_name: "app".into(),
+        });
+        p.branch_info = Some(BranchInfo {
+            depth,
+            has_cycles,
+            filter: "user call+return".into(),
+            ..Default::default()
+        });
         B { p }
     }
     pub fn frame(&mut self, name: &str) -> FrameIdx {
@@ -38,17 +65,38 @@ impl B {
         (self.p.frames.len() - 1) as FrameIdx
     }
     pub fn stack(&mut self, leaf: FrameIdx) -> StackIdx {
-        if let Some(i) = self.p.stacks.iter().position(|s| s.parent.is_none() && s.frame == leaf) {
+        if let Some(i) = self
+            .p
+            .stacks
+            .iter()
+            .position(|s| s.parent.is_none() && s.frame == leaf)
+        {
             return i as StackIdx;
         }
-        self.p.stacks.push(Stack { parent: None, frame: leaf });
+        self.p.stacks.push(Stack {
+            parent: None,
+            frame: leaf,
+        });
         (self.p.stacks.len() - 1) as StackIdx
     }
     /// Adds a sample with its snapshot given oldest first.
-    pub fn sample(&mut self, t: u64, thread: u32, leaf: Option<FrameIdx>, weight: u64, snap_oldest_first: &[R]) {
+    pub fn sample(
+        &mut self,
+        t: u64,
+        thread: u32,
+        leaf: Option<FrameIdx>,
+        weight: u64,
+        snap_oldest_first: &[R],
+    ) {
         let stack = leaf.map(|l| self.stack(l));
         let si = self.p.samples.len() as u32;
-        self.p.samples.push(Sample { time_ns: t, thread, cpu: thread, stack, weight });
+        self.p.samples.push(Sample {
+            time_ns: t,
+            thread,
+            cpu: thread,
+            stack,
+            weight,
+        });
         let n = snap_oldest_first.len();
         for (k, &(from, to, kind, cycles, is_new)) in snap_oldest_first.iter().enumerate() {
             self.p.branches.push(BranchRecord {
@@ -83,7 +131,10 @@ pub fn figure8() -> (Profile, [FrameIdx; 3]) {
         0,
         Some(f[2]),
         MS,
-        &[(Some(f[0]), Some(main), BranchKind::Return, None, true), (Some(f[1]), Some(main), BranchKind::Return, None, true)],
+        &[
+            (Some(f[0]), Some(main), BranchKind::Return, None, true),
+            (Some(f[1]), Some(main), BranchKind::Return, None, true),
+        ],
     );
     (b.p, f)
 }
