@@ -101,7 +101,7 @@ pub fn run(args: ImportArgs) -> CliResult {
     let c = session::convert_result_full(&mut dir, &opts, &background, args.quiet)?;
     if !c.data_accesses.is_empty() {
         // Samples with data addresses (perf mem, --user-regs): a memory-access recording.
-        kairos_analysis_memory_access::finish_import(&mut dir, &c)?;
+        kairos_analysis_memory_access::finish_import(&mut dir, &c, &features)?;
     } else {
         kairos_analysis_hotspots::print_summary(&dir, &c.profile);
     }

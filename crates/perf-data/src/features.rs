@@ -42,10 +42,49 @@ pub struct Features {
     /// core's hardware threads (perf's core and thread sibling lists).
     pub core_siblings: Vec<String>,
     pub thread_siblings: Vec<String>,
+    /// MEM_TOPOLOGY: which node each block of physical memory is on.
+    pub mem_topology: Option<MemTopology>,
     /// Every feature bit set in the header, known or not.
     pub present: Vec<u32>,
     /// Feature bits whose section was out of bounds or malformed (and skipped).
     pub malformed: Vec<u32>,
+}
+
+/// MEM_TOPOLOGY: physical memory in blocks of `block_size` bytes, each node a bitmap of
+/// the blocks it holds (what `perf report --header -I` prints as "memory nodes").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemTopology {
+    pub block_size: u64,
+    pub nodes: Vec<MemNode>,
+}
+
+/// One node of [`MemTopology`]: bit `i` of `blocks` set when block `i` is on the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemNode {
+    pub id: u64,
+    /// Bits in the bitmap (the highest block index + 1).
+    pub bits: u64,
+    pub blocks: Vec<u64>,
+}
+
+impl MemNode {
+    /// Bytes of memory the node holds.
+    pub fn bytes(&self, block_size: u64) -> u64 {
+        let set: u64 = self.blocks.iter().map(|w| u64::from(w.count_ones())).sum();
+        set.saturating_mul(block_size)
+    }
+}
+
+impl MemTopology {
+    /// The node holding physical address `phys` (None: in no block the header lists).
+    pub fn node_of(&self, phys: u64) -> Option<u64> {
+        let block = phys.checked_div(self.block_size)?;
+        let (word, bit) = (usize::try_from(block / 64).ok()?, block % 64);
+        self.nodes
+            .iter()
+            .find(|n| block < n.bits && n.blocks.get(word).is_some_and(|w| w >> bit & 1 == 1))
+            .map(|n| n.id)
+    }
 }
 
 /// One NUMA_TOPOLOGY entry.
@@ -162,6 +201,7 @@ impl Features {
                 }
                 self.numa_nodes = nodes;
             }
+            HEADER_MEM_TOPOLOGY => self.mem_topology = Some(mem_topology(&mut c)?),
             HEADER_CPU_TOPOLOGY => {
                 // Later perf versions append core and die ids; the sibling lists come first.
                 let mut lists = || -> Result<Vec<String>, Short> {
@@ -181,6 +221,19 @@ impl Features {
 fn string(c: &mut Cursor<'_>) -> Result<String, Short> {
     let len = c.u32()?;
     Ok(c_string(c.bytes(len as usize)?))
+}
+
+/// u64 version, block size, node count; per node its id, then a bitmap as perf writes
+/// one: the bit count (twice: the node's size, then the bitmap's own) and the u64 words.
+fn mem_topology(c: &mut Cursor<'_>) -> Result<MemTopology, Short> {
+    let (_version, block_size, nr) = (c.u64()?, c.u64()?, c.u64()?);
+    let mut nodes = Vec::new();
+    for _ in 0..nr {
+        let (id, _size, bits) = (c.u64()?, c.u64()?, c.u64()?);
+        let blocks = c.u64s(bits.div_ceil(64))?;
+        nodes.push(MemNode { id, bits, blocks });
+    }
+    Ok(MemTopology { block_size, nodes })
 }
 
 fn event_desc(c: &mut Cursor<'_>) -> Result<Vec<EventDesc>, Short> {
@@ -232,4 +285,45 @@ fn build_ids(b: &[u8]) -> Vec<BuildIdEntry> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod mem_topology_tests {
+    use super::*;
+
+    fn words(v: &[u64]) -> Vec<u8> {
+        v.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    /// Two nodes of 128 MiB blocks as perf writes them: node 0 blocks 0-2, node 1 blocks 3-4
+    /// and 70 (a second bitmap word); block 5 is a hole.
+    #[test]
+    fn physical_addresses_find_their_node_by_block() {
+        let bs = 128 << 20;
+        let body = words(&[1, bs, 2, 0, 3, 3, 0b111, 1, 71, 71, 0b11000, 1 << 6]);
+        let mut f = Features::default();
+        f.parse_one(HEADER_MEM_TOPOLOGY, &body).unwrap();
+        let m = f.mem_topology.unwrap();
+        assert_eq!((m.block_size, m.nodes.len()), (bs, 2));
+        assert_eq!(m.node_of(0), Some(0));
+        assert_eq!(m.node_of(3 * bs - 1), Some(0));
+        assert_eq!(m.node_of(3 * bs), Some(1));
+        assert_eq!(m.node_of(70 * bs + 5), Some(1));
+        assert_eq!(m.node_of(5 * bs), None, "a hole");
+        assert_eq!(m.node_of(71 * bs), None, "past the last block");
+        assert_eq!(m.nodes[1].bytes(bs), 3 * bs);
+        // Cut short: an error, not a panic or a huge allocation.
+        let mut g = Features::default();
+        assert!(g
+            .parse_one(
+                HEADER_MEM_TOPOLOGY,
+                &words(&[1, bs, u64::MAX, 0, 9, u64::MAX])
+            )
+            .is_err());
+        let zero = MemTopology {
+            block_size: 0,
+            nodes: m.nodes.clone(),
+        };
+        assert_eq!(zero.node_of(4096), None);
+    }
 }

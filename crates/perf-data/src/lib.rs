@@ -36,7 +36,7 @@ pub use attr::{AttrEntry, EventAttr};
 pub use branch::{BranchEntry, BranchFlags, BranchStack, BranchType};
 pub use consts::*;
 pub use error::{DecodeError, DecodeErrorKind, PerfDataError};
-pub use features::{BuildIdEntry, EventDesc, Features, NumaNode};
+pub use features::{BuildIdEntry, EventDesc, Features, MemNode, MemTopology, NumaNode};
 pub use file::PerfFile;
 pub use header::{FileHeader, FileSection};
 pub use reader::U64s;

@@ -59,7 +59,7 @@ impl KernelConfig {
                 return (rest.strip_suffix(" is not set")? == option).then_some(Setting::No);
             }
             let (name, value) = line.split_once('=')?;
-            (name == option).then(|| match value {
+            (name == option).then_some(match value {
                 "y" => Setting::Yes,
                 "m" => Setting::Module,
                 _ => Setting::No,

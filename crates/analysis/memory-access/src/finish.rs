@@ -93,7 +93,11 @@ pub(crate) fn finish(
 
 /// `kairos import` of a recording with data addresses (`perf mem record`, or cpu-clock
 /// with `--user-regs` and no stack copy): the result becomes a memory-access result.
-pub fn finish_import(dir: &mut ResultDir, c: &Conversion) -> Result<(), Failure> {
+pub fn finish_import(
+    dir: &mut ResultDir,
+    c: &Conversion,
+    header: &kairos_perf_data::Features,
+) -> Result<(), Failure> {
     let pmu = c
         .data_accesses
         .iter()
@@ -110,10 +114,7 @@ pub fn finish_import(dir: &mut ResultDir, c: &Conversion) -> Result<(), Failure>
     m.kind = Some(crate::SPEC.name.into());
     m.notes.push("heap blocks are named by their mapping: an imported recording has no allocation tracker files".into());
     remember_source(dir, source, reason);
-    let numa = crate::numa::Recorded {
-        why_not: Some("an imported recording has no page placement queries; with a PMU its data sources still say which accesses were remote".into()),
-        ..Default::default()
-    };
+    let numa = crate::numa::imported::recorded(header, &c.data_accesses, &c.profile);
     let span = (
         c.profile.samples.first().map_or(0, |s| s.time_ns),
         c.profile.samples.last().map_or(0, |s| s.time_ns),

@@ -10,6 +10,7 @@
 pub mod attribute;
 pub(crate) mod collect;
 pub mod faults;
+pub mod imported;
 pub mod naming;
 pub mod placement;
 pub mod problems;
@@ -80,6 +81,9 @@ pub struct Summary {
     /// Collected on an emulated machine (QEMU TCG), whose nodes have equal latency.
     #[serde(default)]
     pub emulated: bool,
+    /// Placement learnt otherwise than by queries (an import's sampled physical addresses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_from: Option<String>,
     pub notes: Vec<String>,
 }
 
@@ -99,6 +103,8 @@ pub struct Recorded {
     pub why_not: Option<String>,
     /// An emulated machine: placement is real, timing is not.
     pub emulated: bool,
+    /// How the placement was learnt when not by queries.
+    pub placement_from: Option<String>,
     pub notes: Vec<String>,
 }
 
@@ -131,6 +137,7 @@ pub fn analyse(
         faults: faults.faults.len() as u64,
         write_flag: faults.faults.iter().any(|f| f.write.is_some()),
         emulated: rec.emulated,
+        placement_from: rec.placement_from.clone(),
         notes: rec.notes.iter().chain(&faults.notes).cloned().collect(),
         stride: 1,
         ..Summary::default()

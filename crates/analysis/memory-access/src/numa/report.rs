@@ -76,6 +76,7 @@ pub fn section(s: &Summary, title: &str) -> Section {
     }
     if s.recorded {
         let placement = match (&s.placement_missing, s.last_query_before_end_ns) {
+            _ if s.placement_from.is_some() => s.placement_from.clone().unwrap_or_default(),
             (Some(_), _) => "not queried (see the notes): pages placed by first touch".to_string(),
             (None, Some(before)) => {
                 let q = if s.queries == 1 { "1 query, " } else { "" };
@@ -116,9 +117,14 @@ pub fn section(s: &Summary, title: &str) -> Section {
                 Cell::text(pages_text(*c)),
             );
         }
+        let after = if s.placement_from.is_some() {
+            "Placed by first touch (no physical address), node"
+        } else {
+            "Touched after the last query, node"
+        };
         for (n, c) in s.estimated_by_node.iter().filter(|(_, c)| **c > 0) {
             sec.push(
-                format!("Touched after the last query, node {}", node_name(*n)),
+                format!("{after} {}", node_name(*n)),
                 Cell::text(pages_text(*c)),
             );
         }
@@ -237,7 +243,11 @@ pub fn objects_table(objects: &[Object], s: &Summary, d: &NumaData, limit: Optio
         row.push(Cell::text(first_touch(d, o)));
         t.push_row(row);
     }
-    t.push_note("Pages: 4 KiB pages as the last placement query saw them, plus those touched after it (placed where the CPU that touched them is). Threads by node: each thread that accessed the object counts on the node it ran on most while doing so.");
+    t.push_note(if s.placement_from.is_some() {
+        "Pages: the distinct 4 KiB pages of the sampled accesses, each on the node its physical address is on (pages no sample touched are not counted). Threads by node: each thread that accessed the object counts on the node it ran on most while doing so."
+    } else {
+        "Pages: 4 KiB pages as the last placement query saw them, plus those touched after it (placed where the CPU that touched them is). Threads by node: each thread that accessed the object counts on the node it ran on most while doing so."
+    });
     t
 }
 
