@@ -3,6 +3,10 @@
 //! a rate is the difference of two reads over the time between them. A count that went
 //! down (the kernel widens the hardware counter to 64 bits, so this is a reset, not a
 //! wrap) and a file that says "Unavailable" or "Error" give no figure for that interval.
+//!
+//! A group's counts cover its own tasks only (a control group's include its monitoring
+//! groups'), so the machine's bandwidth is the sum over the default group and every
+//! control group: [`read_machine`] and [`machine_rates`].
 
 use std::path::Path;
 
@@ -71,6 +75,67 @@ pub fn rates(prev: &[Reading], now: &[Reading], seconds: f64) -> Rates {
 /// Reads the group at `group` (the resctrl root: the default group).
 pub fn read_group(group: &Path) -> Result<Vec<Reading>, String> {
     read(group).map_err(|e| e.to_string())
+}
+
+/// The default group and every control group with monitoring data: together they hold
+/// every task once (monitoring groups are counted in their control group already).
+pub fn control_groups(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut v = vec![root.to_path_buf()];
+    let mut more: Vec<_> = std::fs::read_dir(root)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                    !matches!(name, "info" | "mon_groups" | "mon_data")
+                        && p.join("mon_data").is_dir()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    more.sort();
+    v.extend(more);
+    v
+}
+
+/// One read of every group of [`control_groups`], by group (a group that cannot be read,
+/// e.g. removed meanwhile, is left out).
+pub fn read_machine(root: &Path) -> Vec<(std::path::PathBuf, Vec<Reading>)> {
+    control_groups(root)
+        .into_iter()
+        .filter_map(|g| read_group(&g).ok().map(|r| (g, r)))
+        .collect()
+}
+
+/// The machine's rates: each group's, summed per (domain, flow). A group without a figure
+/// for a (domain, flow) in this interval (reset, unavailable) leaves that sum out, since it
+/// would be short; a group that appeared since the last read counts from the next one.
+pub fn machine_rates(
+    prev: &[(std::path::PathBuf, Vec<Reading>)],
+    now: &[(std::path::PathBuf, Vec<Reading>)],
+    seconds: f64,
+) -> Rates {
+    use std::collections::BTreeMap;
+    let mut sums: BTreeMap<(u32, Flow), f64> = BTreeMap::new();
+    let mut out = Rates::default();
+    for (group, readings) in now {
+        let Some((_, before)) = prev.iter().find(|(g, _)| g == group) else {
+            continue;
+        };
+        let r = rates(before, readings, seconds);
+        for (d, f, v) in r.bytes_per_s {
+            *sums.entry((d, f)).or_default() += v;
+        }
+        out.missing.extend(r.missing);
+    }
+    out.missing.sort_by_key(|m| (m.0, m.1 as u8, m.2));
+    out.missing.dedup();
+    out.bytes_per_s = sums
+        .into_iter()
+        .filter(|((d, f), _)| !out.missing.iter().any(|m| m.0 == *d && m.1 == *f))
+        .map(|((d, f), v)| (d, f, v))
+        .collect();
+    out
 }
 
 #[cfg(test)]
@@ -171,6 +236,99 @@ mod tests {
                 .map(|x| x.2),
             Some(4000.0)
         );
+    }
+
+    /// A copy of a whole recorded tree (every group's files).
+    fn copy_tree(name: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ok = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(fixture(name))
+            .arg(dir.path().join("r"))
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "cp -r {name}");
+        dir
+    }
+
+    fn add(group: &Path, domain: &str, bytes: u64) {
+        let f = group.join("mon_data").join(domain).join("mbm_total_bytes");
+        let v: u64 = std::fs::read_to_string(&f)
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()))
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        std::fs::write(&f, format!("{}\n", v + bytes)).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn the_machine_is_the_default_group_plus_every_control_group_once() {
+        let t = copy_tree("resctrl.full");
+        let root = t.path().join("r");
+        let groups: Vec<String> = control_groups(&root)
+            .iter()
+            .map(|g| g.strip_prefix(&root).unwrap_or(g).display().to_string())
+            .collect();
+        // Monitoring groups (mon_groups/*) are inside their control group's counts.
+        assert_eq!(groups[0], "");
+        assert!(
+            groups
+                .iter()
+                .all(|g| !g.contains("mon_groups") && g != "info"),
+            "{groups:?}"
+        );
+        assert!(
+            groups.contains(&"goresctrl.Guaranteed".to_string()),
+            "{groups:?}"
+        );
+        let first = read_machine(&root);
+        // One second later: 100 MB in the default group and 30 MB in a control group on
+        // domain 0; 7 MB in a monitoring group of that control group, which the kernel
+        // also counts in the control group (so the files of both move).
+        add(&root, "mon_L3_00", 100_000_000);
+        add(&root.join("goresctrl.Guaranteed"), "mon_L3_00", 37_000_000);
+        add(
+            &root
+                .join("goresctrl.Guaranteed/mon_groups")
+                .join(first_mon_group(&root)),
+            "mon_L3_00",
+            7_000_000,
+        );
+        let second = read_machine(&root);
+        let r = machine_rates(&first, &second, 1.0);
+        let total = |d| {
+            r.bytes_per_s
+                .iter()
+                .find(|x| x.0 == d && x.1 == Flow::Total)
+                .map(|x| x.2)
+        };
+        assert_eq!(total(0), Some(137e6), "{r:?}");
+        assert_eq!(total(1), Some(0.0));
+        // A reset in one group leaves that domain's sum out rather than short.
+        std::fs::write(
+            root.join("goresctrl.Guaranteed/mon_data/mon_L3_01/mbm_total_bytes"),
+            "0\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let third = read_machine(&root);
+        let r = machine_rates(&second, &third, 1.0);
+        assert!(
+            r.bytes_per_s
+                .iter()
+                .all(|x| !(x.0 == 1 && x.1 == Flow::Total)),
+            "{r:?}"
+        );
+        assert!(r.missing.contains(&(1, Flow::Total, "reset")));
+    }
+
+    fn first_mon_group(root: &Path) -> String {
+        let dir = root.join("goresctrl.Guaranteed/mon_groups");
+        std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .filter_map(Result::ok)
+            .find(|e| e.path().join("mon_data").is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .unwrap_or_else(|| panic!("no monitoring group in {}", dir.display()))
     }
 
     #[test]

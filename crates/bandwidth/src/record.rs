@@ -41,7 +41,7 @@ impl Source {
     pub fn name(&self) -> &'static str {
         match self {
             Source::Uncore(_) => "uncore counters (Intel: memory-controller CAS x 64 bytes, socket-link data flits x 64/9 bytes; AMD: data-fabric DRAM requests x 64 bytes, link data packets x 32 bytes)",
-            Source::Mbm(_) => "resctrl memory-bandwidth monitoring (mbm_total_bytes, mbm_local_bytes of the default group)",
+            Source::Mbm(_) => "resctrl memory-bandwidth monitoring (mbm_total_bytes, mbm_local_bytes summed over the default group and every control group: the whole machine)",
         }
     }
 }
@@ -167,7 +167,7 @@ impl Recorder {
             Timeline::unavailable("the bandwidth thread stopped unexpectedly".into(), tick_ms);
         // The first MBM read is taken here, so that the counts start with the caller's start.
         let first = match &source {
-            Source::Mbm(root) => crate::mbm::read_group(root).unwrap_or_default(),
+            Source::Mbm(root) => crate::mbm::read_machine(root),
             Source::Uncore(_) => Vec::new(),
         };
         let thread = std::thread::Builder::new()
@@ -192,7 +192,7 @@ impl Recorder {
 
 fn run(
     mut source: Source,
-    first: Vec<kairos_resctrl::monitor::Reading>,
+    first: Vec<(PathBuf, Vec<kairos_resctrl::monitor::Reading>)>,
     tick: Duration,
     stop: &AtomicBool,
 ) -> Timeline {
@@ -243,8 +243,8 @@ fn run(
                     }
                 }
                 Source::Mbm(root) => {
-                    let now_mbm = crate::mbm::read_group(root).unwrap_or_default();
-                    let r = crate::mbm::rates(&prev_mbm, &now_mbm, dur as f64 / 1e9);
+                    let now_mbm = crate::mbm::read_machine(root);
+                    let r = crate::mbm::machine_rates(&prev_mbm, &now_mbm, dur as f64 / 1e9);
                     t.points
                         .extend(r.bytes_per_s.into_iter().map(|(domain, flow, v)| Point {
                             t_ns: prev_at,
