@@ -2,9 +2,11 @@
 //! result directory (created, saved, opened, described), the target of `kairos collect`,
 //! the recording's conversion through kairos-convert with a progress bar, the end of a
 //! sampling collection (kallsyms snapshot, stop reason, collector errors as sentences),
-//! interrupts of a launched program, and this host. Every failure is a
+//! interrupts of a launched program, this host, and the memory-bandwidth timeline that
+//! every collection records beside its own data (`bandwidth`). Every failure is a
 //! [`kairos_analysis_api::Failure`] worded for the user.
 
+pub mod bandwidth;
 mod convert;
 mod host;
 pub mod interrupt;

@@ -19,6 +19,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     opts.duration = duration;
     opts.on_target = session::target_hook(req);
     opts.lbr_missing = lbr_missing(dir.manifest());
+    let bandwidth = session::bandwidth::start("");
     let bar = session::spinner(req.quiet, "collecting");
     let summary = kairos_collector::collect(&opts, &mut |p| {
         bar.set_message(format!(
@@ -28,6 +29,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
         ));
     });
     bar.finish_and_clear();
+    session::bandwidth::finish(&mut dir, bandwidth);
     crate::finish::finish(&mut dir, summary, req.quiet)
 }
 

@@ -50,6 +50,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
         }
         _ => lib.clone().into_os_string(),
     };
+    let bandwidth = session::bandwidth::start("");
     let started = Instant::now();
     // SIGINT/SIGTERM to kairos (alone, or with the whole terminal group) end the target
     // (SIGTERM) at once; the result keeps what the tracker wrote up to then.
@@ -63,10 +64,12 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     let (status, interrupted) = match status {
         Ok(s) => s,
         Err(e) => {
+            drop(bandwidth.finish());
             let _ = std::fs::remove_dir_all(dir.path());
             return Err(Failure::failed(format!("'{first}' cannot be executed ({e}); check that it is a program for this machine and has the execute bit")));
         }
     };
+    session::bandwidth::finish(&mut dir, bandwidth);
     let run = crate::finish::Run {
         status,
         interrupted,

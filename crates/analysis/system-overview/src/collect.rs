@@ -86,6 +86,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     opts.data_mmaps = true;
     // When each thread is switched back in: the end of the time it spent switched out.
     opts.context_switches = true;
+    let bandwidth = session::bandwidth::start("");
     let bar = session::spinner(req.quiet, "collecting");
     let summary = kairos_collector::collect(&opts, &mut |p| {
         bar.set_message(format!(
@@ -95,5 +96,6 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
         ));
     });
     bar.finish_and_clear();
+    session::bandwidth::finish(&mut dir, bandwidth);
     crate::finish::finish(&mut dir, summary, missing, calibration, req.quiet)
 }
