@@ -7,6 +7,9 @@ use kairos_result::ResultDir;
 use crate::args::ReportArgs;
 use crate::error::CliResult;
 
+/// The report every result has (see [`run`]).
+const BANDWIDTH: &str = "bandwidth";
+
 pub fn run(args: ReportArgs) -> CliResult {
     // The topology report reads what every result kind keeps: no analysis owns it.
     let topology = args.report == kairos_analysis_topology::REPORT;
@@ -29,7 +32,13 @@ pub fn run(args: ReportArgs) -> CliResult {
         time: args.time,
         event: args.event,
     };
+    // The bandwidth timeline is recorded by every collection; an analysis without its own
+    // bandwidth report gets the timeline's.
+    let own = |s: &kairos_analyses::AnalysisSpec| s.reports.iter().any(|r| r.name == req.report);
     match spec {
+        Some(spec) if req.report == BANDWIDTH && !own(spec) => Ok(
+            kairos_analysis_memory_access::bandwidth_report::report_any(&req)?,
+        ),
         Some(spec) => Ok((spec.report)(&req)?),
         None => Ok(kairos_analysis_topology::report(&req)?),
     }

@@ -23,7 +23,9 @@ fn pct(part: f64, whole: Option<f64>) -> Cell {
 }
 
 /// The whole report. `t`: the result's timeline (None: written before timelines were kept).
-pub fn document(t: Option<&Timeline>, d: &AccessData, limit: Option<usize>) -> Document {
+/// `d`: the result's address samples, for the by-object table (None: a result of another
+/// analysis, which has the timeline only).
+pub fn document(t: Option<&Timeline>, d: Option<&AccessData>, limit: Option<usize>) -> Document {
     let mut doc = Document::new("Memory bandwidth");
     let mut s = Section::new("Bandwidth timeline");
     // Sentences go to the first table's notes: a section cuts long values in text.
@@ -73,7 +75,16 @@ pub fn document(t: Option<&Timeline>, d: &AccessData, limit: Option<usize>) -> D
         }
         tables.push(utilization(t));
     }
-    tables.push(by_object(t, d, limit));
+    if let Some(d) = d {
+        tables.push(by_object(t, d, limit));
+    }
+    if tables.is_empty() {
+        // Somewhere for the sentences saying why there is nothing to show.
+        tables.push(
+            Table::new(vec![Column::left("Domain"), Column::left("Flow")])
+                .with_title("Bandwidth by domain and flow"),
+        );
+    }
     for (i, mut tab) in tables.into_iter().enumerate() {
         if i == 0 {
             for n in notes.drain(..) {
@@ -274,6 +285,24 @@ fn dram_loads(d: &AccessData, limit: Option<usize>) -> Table {
     }
     tab.push_note("With a PMU: sampled loads whose data source says local or remote DRAM (a sample of loads, not a byte count).");
     tab
+}
+
+/// `kairos report bandwidth` on a result of any analysis: the timeline every collection
+/// records, without the by-object table (only memory-access has address samples).
+pub fn report_any(
+    req: &kairos_analysis_api::ReportRequest,
+) -> Result<(), kairos_analysis_api::Failure> {
+    let format = kairos_session::report_format(req)?;
+    let dir = kairos_session::open_result(&req.result_dir)?;
+    let t = crate::bandwidth::load(&dir).map_err(|e| {
+        kairos_analysis_api::Failure::failed(format!("{e}; collect the result again"))
+    })?;
+    let doc = document(t.as_ref(), None, req.row_limit().or(Some(20)));
+    print!("{}", doc.render(format));
+    if format == kairos_report::Format::Text {
+        kairos_session::print_notes(&dir);
+    }
+    Ok(())
 }
 
 /// Average and peak GB/s of all domains' DRAM traffic, for `kairos compare`; None without figures.

@@ -29,7 +29,7 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
         "bandwidth" => {
             let t = crate::bandwidth::load(&dir)
                 .map_err(|e| Failure::failed(format!("{e}; collect the result again")))?;
-            crate::bandwidth_report::document(t.as_ref(), &data, limit.or(Some(20)))
+            crate::bandwidth_report::document(t.as_ref(), Some(&data), limit.or(Some(20)))
         }
         "numa" => crate::numa::report::numa_of(&data, &crate::finish::meta(&dir), limit),
         _ => reports::cache_lines(&data, limit.or(Some(20))),
