@@ -33,7 +33,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     ],
     views: &["summary", "timeline", "trees", "sample inspector", "compare"],
     needs: &["cpu_clock"],
-    uses: &["hardware_pmu", "lbr", "lbr_cycles", "kptr_restrict"],
+    uses: &["hardware_pmu", "lbr", "lbr_cycles", "kptr_restrict", "bandwidth_timeline"],
     collect: crate::collect::collect,
     report: crate::reports::report,
 };

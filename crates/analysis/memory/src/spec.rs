@@ -32,7 +32,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     ],
     views: &["summary"],
     needs: &[],
-    uses: &["hugetlbfs", "hugepages_2m", "thp", "glibc"],
+    uses: &["hugetlbfs", "hugepages_2m", "thp", "glibc", "bandwidth_timeline"],
     collect: crate::collect::collect,
     report: crate::run_report::report,
 };

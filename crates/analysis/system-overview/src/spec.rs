@@ -21,7 +21,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     ],
     views: &["summary", "timeline", "trees", "sample inspector", "counters"],
     needs: &["cpu_clock", "tracepoints"],
-    uses: &["kptr_restrict"],
+    uses: &["kptr_restrict", "bandwidth_timeline"],
     collect: crate::collect::collect,
     report: crate::run_report::report,
 };
