@@ -19,6 +19,7 @@ mod elf_info;
 pub mod kallsyms;
 pub mod perf_map;
 mod symbolizer;
+mod symtab_names;
 
 pub use elf_info::{file_offset_to_elf_vaddr, ElfInfo, LoadSegment};
 pub use symbolizer::{Symbolizer, SymbolizerOptions};

@@ -15,6 +15,7 @@ use blazesym::symbolize::{Input, Symbolized};
 use crate::elf_info::{ElfInfo, LoadSegment};
 use crate::kallsyms::Kallsyms;
 use crate::perf_map::{self, PerfMap};
+use crate::symtab_names::SymtabNames;
 use crate::{debug_file, ModuleKey, SymFrame, SymbolizeError};
 
 /// Where to look for symbols.
@@ -64,6 +65,8 @@ enum Module {
 pub struct Symbolizer {
     opts: SymbolizerOptions,
     blaze: blazesym::symbolize::Symbolizer,
+    /// Lookups in symbol tables only (modules without DWARF).
+    symtab: SymtabNames,
     modules: HashMap<ModuleKey, Module>,
     notes: Vec<String>,
 }
@@ -81,6 +84,7 @@ impl Symbolizer {
         Self {
             opts,
             blaze,
+            symtab: SymtabNames::new(),
             modules: HashMap::new(),
             notes: Vec::new(),
         }
@@ -178,7 +182,7 @@ impl Symbolizer {
     }
 
     fn blaze_lookup(
-        &self,
+        &mut self,
         path: &Path,
         dwarf: bool,
         addrs: &[u64],
@@ -189,6 +193,9 @@ impl Symbolizer {
         });
         // blazesym parses untrusted files; a panic in it must not take the import down.
         let result = catch_unwind(AssertUnwindSafe(|| {
+            if !dwarf {
+                return self.symtab.lookup(path, addrs);
+            }
             self.blaze
                 .symbolize(&src, Input::VirtOffset(addrs))
                 .map(|syms| syms.iter().map(to_frames).collect::<Vec<_>>())
@@ -357,7 +364,15 @@ impl Symbolizer {
 
 /// blazesym reports the outer function with the call-site location of its first inlined
 /// callee, and each inlined callee with the location inside it; that is our frame order.
-fn to_frames(sym: &Symbolized<'_>) -> Vec<SymFrame> {
+pub(crate) fn to_frames(sym: &Symbolized<'_>) -> Vec<SymFrame> {
+    to_frames_named(sym, &mut |n| n.to_string())
+}
+
+/// As [`to_frames`], with `demangle` giving each function's name from blazesym's.
+pub(crate) fn to_frames_named(
+    sym: &Symbolized<'_>,
+    demangle: &mut dyn FnMut(&str) -> String,
+) -> Vec<SymFrame> {
     let Some(sym) = sym.as_sym() else {
         return Vec::new();
     };
@@ -365,11 +380,12 @@ fn to_frames(sym: &Symbolized<'_>) -> Vec<SymFrame> {
         Some(ci) => (Some(ci.to_path().display().to_string()), ci.line),
         None => (None, None),
     };
-    let name = |n: &str| {
+    let mut name = |n: &str| {
+        let n = demangle(n);
         if n.is_empty() {
             "[unknown]".to_string()
         } else {
-            n.to_string()
+            n
         }
     };
     let (file, line) = loc(sym.code_info.as_deref());
