@@ -310,6 +310,7 @@ pub fn run(args: RunArgs) -> CliResult {
         }
     );
     let monitored = in_group && applied.path.join("mon_data").is_dir();
+    let mut llc = crate::run_llc::LlcMisses::start(pid);
     let interval = Duration::from_millis(args.interval_ms.clamp(10, 60_000));
     let mut samples: Vec<Sample> = Vec::new();
     let mut changes: Vec<(f64, Vec<avail::DomainUse>)> = Vec::new();
@@ -326,6 +327,7 @@ pub fn run(args: RunArgs) -> CliResult {
             break;
         }
         let t = started.elapsed().as_secs_f64();
+        llc.tick(t);
         if monitored {
             if let Ok(readings) = monitor::read(&applied.path) {
                 samples.push(Sample { t, readings });
@@ -415,7 +417,10 @@ pub fn run(args: RunArgs) -> CliResult {
             }
         }
     }
-    notes.push("the target's LLC misses are not recorded by kairos run; with a PMU, collect them with kairos collect".into());
+    match llc.summary() {
+        Ok(lines) => lines.iter().for_each(|l| println!("  {l}")),
+        Err(why) => notes.push(why),
+    }
     for n in &notes {
         println!("  Note:                   {n}");
     }
@@ -434,7 +439,7 @@ pub fn run(args: RunArgs) -> CliResult {
             "cache".into(),
             serde_json::json!({"group": group, "plan": plan, "kernel_exclusive_mode": applied.exclusive_mode.as_ref().err(),
                                "lock_device": applied.lock_device, "cpus": cpus, "availability": availability, "availability_per_cpu": per_cpu,
-                               "availability_changes": changes, "occupancy": series, "journal": journal.log, "not_restored": left, "notes": notes}),
+                               "availability_changes": changes, "occupancy": series, "llc_misses": llc.to_json(), "journal": journal.log, "not_restored": left, "notes": notes}),
         );
         kairos_session::save(&d)?;
         println!("\nResult: {}", d.path().display());

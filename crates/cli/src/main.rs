@@ -15,6 +15,7 @@ mod cmd_run;
 mod cmd_run_cache;
 mod cmd_view;
 mod collect_cache;
+mod run_llc;
 mod error;
 mod knobs;
 

@@ -267,6 +267,18 @@ fn run_with_cache_ways_allocates_records_and_restores() {
     let cache = &m["extra"]["cache"];
     let cache = if cache.is_null() { &m["cache"] } else { cache };
     assert_eq!(cache["plan"]["domains"][0]["mask"], 15, "{cache}");
+    // The target's LLC misses: counted with a PMU, else the reason in the notes.
+    let llc = &cache["llc_misses"];
+    match llc["why_not"].as_str() {
+        Some(why) => {
+            assert!(why.contains("PMU") || why.contains("refused"), "{llc}");
+            assert!(out.contains(why), "the summary says why: {out}");
+        }
+        None => assert!(
+            llc["series"].as_array().is_some_and(|s| !s.is_empty()) && out.contains("LLC misses:"),
+            "{llc}\n{out}"
+        ),
+    }
     let occ = cache["occupancy"].as_array().unwrap();
     assert!(
         occ.iter().any(|s| s["domains"][0]["llc_occupancy"]

@@ -17,6 +17,7 @@ pub mod sample_hook;
 pub mod target_hook;
 pub use target_hook::TargetHook;
 pub mod synth;
+pub mod task_counter;
 pub mod uprobe;
 pub mod watch;
 
