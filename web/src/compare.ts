@@ -1,12 +1,17 @@
-// The compare view of two results: facts side by side and a table of rows with shares, difference and ratio.
+// The compare view of two results: facts side by side, for two memory-access results their
+// memory objects before and after, and a table of rows with shares, difference and ratio.
 
 import { Latest, errorText } from "./api";
 import { colorOf } from "./colors";
+import { type CompareObjects, compareObjects } from "./compare-memory";
 import { byId, clear, fillSelect, h, showError } from "./dom";
 import { formatDiff, formatInt, formatRatio, formatShare, formatWeight } from "./format";
 import type { Store } from "./state";
 import type { CompareAnswer, CompareRows } from "./types";
 import { VTable } from "./vtable";
+
+/** With the memory objects of two memory-access results (null otherwise). */
+type Answer = CompareAnswer & { objects?: CompareObjects | null };
 
 export class CompareView {
   private readonly a = byId<HTMLSelectElement>("compare-a");
@@ -14,6 +19,8 @@ export class CompareView {
   private readonly group = byId<HTMLSelectElement>("compare-group");
   private readonly facts = byId("compare-facts");
   private readonly status = byId("compare-status");
+  /** The memory objects of two memory-access results, between the facts and the rows. */
+  private readonly objects = h("div", { id: "compare-memory" });
   private readonly table: VTable<number>;
   private rows: CompareRows | null = null;
   private latest = new Latest();
@@ -43,6 +50,7 @@ export class CompareView {
       } },
       { title: "Ratio B/A", width: "90px", cls: "num ratio", render: r((x, i) => formatRatio(x.ratio[i])) },
     ]);
+    this.facts.after(this.objects);
     for (const sel of [this.a, this.b, this.group]) sel.addEventListener("change", () => void this.refresh());
   }
 
@@ -62,20 +70,21 @@ export class CompareView {
   async refresh(): Promise<void> {
     if (this.store.mode !== "compare") return;
     const ra = this.store.results[Number(this.a.value)], rb = this.store.results[Number(this.b.value)];
-    for (const r of [ra, rb]) if (r && !r.ok) { showError(this.facts, r.error || `The result ${r.path} could not be opened.`); this.table.setRows([]); return; }
+    for (const r of [ra, rb]) if (r && !r.ok) { clear(this.objects); showError(this.facts, r.error || `The result ${r.path} could not be opened.`); this.table.setRows([]); return; }
     try {
-      const d = await this.latest.get<CompareAnswer>("compare", { a: this.a.value, b: this.b.value, group: this.group.value });
+      const d = await this.latest.get<Answer>("compare", { a: this.a.value, b: this.b.value, group: this.group.value });
       if (!d) return;
       this.render(d, ra?.name ?? "A", rb?.name ?? "B");
     } catch (e) {
       this.rows = null;
       this.table.setRows([]);
       this.status.textContent = "";
+      clear(this.objects);
       showError(this.facts, errorText(e));
     }
   }
 
-  private render(d: CompareAnswer, nameA: string, nameB: string): void {
+  private render(d: Answer, nameA: string, nameB: string): void {
     clear(this.facts);
     const t = h("table", { class: "facts grid" });
     const width = Math.max(4, d.columns?.length ?? 0, ...d.facts.map(f => f.length));
@@ -98,6 +107,9 @@ export class CompareView {
     this.facts.append(t);
     const left = d.facts.length - shown.length;
     if (left) this.facts.append(h("p", { class: "note", text: `${left} figure${left === 1 ? "" : "s"} that neither result has ${left === 1 ? "is" : "are"} left out.` }));
+    clear(this.objects);
+    const objects = compareObjects(d.objects);
+    if (objects) this.objects.append(objects);
     this.rows = d.rows;
     const n = d.rows.name.length;
     byId("compare").dataset.rows = String(n);

@@ -1,7 +1,8 @@
 //! The page of `kairos view` in a real browser: prepares real results (a multi-threaded
 //! collection, a second one to compare, an imported LBR recording, a 100,000-function
 //! synthetic result, a system-overview collection, memory-access runs of false sharing and
-//! of its fix) and runs `web/tests` (Playwright driving Debian's Chromium headless).
+//! of its fix, compared object by object) and runs `web/tests` (Playwright driving Debian's
+//! Chromium headless).
 //! Screenshots are kept in `target/view-screenshots`.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
@@ -116,6 +117,8 @@ fn the_page_works_in_chromium() {
         ];
         a.extend(padded);
         a.extend(["2", "300000000"]);
+        // Two threads that share a line only wait on each other when they have the CPUs.
+        let _turn = common::cpu_turn();
         kairos(&a).ok();
     }
     let artifacts = kairos_bin()
