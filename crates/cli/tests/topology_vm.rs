@@ -70,7 +70,22 @@ fn a_nic_on_the_other_node_is_named_with_the_fix() {
         .unwrap_or_else(|| panic!("{sentence}"));
     let (pct, rest) = rest.split_once('%').unwrap_or_else(|| panic!("{sentence}"));
     assert!(pct.parse::<u32>().unwrap() >= 90, "{sentence}");
-    assert!(rest.starts_with(" of the samples of the target's threads ran on node 0: inbound data lands in node 1's L3"), "{sentence}");
+    assert!(
+        rest.starts_with(" of the samples of the target's threads ran on node 0 (thread"),
+        "{sentence}"
+    );
+    // Each thread named with its share off node 1, then what that means for the NIC's data.
+    let (threads, rest) = rest
+        .split_once("): ")
+        .unwrap_or_else(|| panic!("{sentence}"));
+    assert!(
+        threads.contains("mostly off node 1: ") && threads.ends_with('%'),
+        "{sentence}"
+    );
+    assert!(
+        rest.starts_with("inbound data lands in node 1's L3"),
+        "{sentence}"
+    );
     assert!(sentence.ends_with("pin the threads to node 1's CPUs 2-3 (taskset -c 2-3, or numactl --cpunodebind=1 --membind=1)"), "{sentence}");
     assert!(
         text.contains(sentence),

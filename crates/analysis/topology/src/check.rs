@@ -16,9 +16,19 @@ pub struct Usage {
     pub samples_without_node: u64,
     /// Samples per CPU.
     pub samples_by_cpu: BTreeMap<u32, u64>,
+    /// Per thread (tid): its name and its samples per node.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub threads: BTreeMap<u32, ThreadUse>,
     /// Resident pages of the target's memory objects per node (memory-access NUMA data);
     /// None when the result has no placement.
     pub pages_by_node: Option<BTreeMap<u32, u64>>,
+}
+
+/// One thread's samples per node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ThreadUse {
+    pub name: String,
+    pub samples_by_node: BTreeMap<u32, u64>,
 }
 
 impl Usage {
@@ -101,6 +111,38 @@ fn what_lands(d: &Device, node: u32) -> String {
     }
 }
 
+/// ` (threads 4242 worker 100% off, ...)`: the threads that ran mostly off `node`, busiest
+/// first, at most four named; empty when the result has no per-thread figures.
+fn off_threads(u: &Usage, node: u32) -> String {
+    let mut off: Vec<(u64, f64, u32, &str)> = u
+        .threads
+        .iter()
+        .filter_map(|(tid, t)| {
+            let all: u64 = t.samples_by_node.values().sum();
+            let away = all - t.samples_by_node.get(&node).copied().unwrap_or(0);
+            (all > 0 && 2 * away > all).then(|| (away, pct(away, all), *tid, t.name.as_str()))
+        })
+        .collect();
+    if off.is_empty() {
+        return String::new();
+    }
+    off.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
+    let named: Vec<String> = off
+        .iter()
+        .take(4)
+        .map(|(_, p, tid, name)| format!("{tid} {name} {p:.0}%"))
+        .collect();
+    let more = match off.len().saturating_sub(4) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    let which = if off.len() == 1 { "thread" } else { "threads" };
+    format!(
+        " ({which} mostly off node {node}: {}{more})",
+        named.join(", ")
+    )
+}
+
 /// One finding per checked device, in the platform's device order.
 pub fn check(p: &Platform, u: &Usage) -> Vec<Finding> {
     let Some(devices) = &p.devices else {
@@ -161,8 +203,9 @@ fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Fin
     if let (Some(sp), Some(other)) = (s_pct, main_other(&u.samples_by_node, node)) {
         if sp > 50.0 {
             parts.push(format!(
-                "{:.0}% of the samples of the target's threads ran on node {other}: {}",
+                "{:.0}% of the samples of the target's threads ran on node {other}{}: {}",
                 sp,
+                off_threads(u, node),
                 what_lands(d, node)
             ));
         }

@@ -15,7 +15,7 @@ use kairos_platform::Platform;
 use kairos_report::Format;
 use kairos_session as session;
 
-pub use check::{check, Finding, Usage, Verdict};
+pub use check::{check, Finding, ThreadUse, Usage, Verdict};
 
 /// The report's name on the command line.
 pub const REPORT: &str = "topology";
@@ -37,25 +37,36 @@ pub struct Topology {
 /// Reads a result's snapshot and measurements and checks them.
 pub fn analyse(result_dir: &Path) -> Result<Topology, Failure> {
     let mut notes = Vec::new();
-    let samples = match session::open(result_dir) {
-        Ok((_, profile)) => Some(profile.samples),
+    let profile = match session::open(result_dir) {
+        Ok((_, profile)) => Some(profile),
         Err(e) => {
             notes.push(format!("no samples to place: {e}"));
             None
         }
     };
+    let threads = profile
+        .as_ref()
+        .map(|p| p.threads.as_slice())
+        .unwrap_or_default();
+    let samples = profile
+        .as_ref()
+        .map(|p| p.samples.as_slice())
+        .unwrap_or_default();
     let mut t = analyse_with(
         result_dir,
-        samples.as_deref().unwrap_or_default().iter().map(|s| s.cpu),
+        threads,
+        samples.iter().map(|s| (s.cpu, s.thread)),
     )?;
     t.notes.extend(notes);
     Ok(t)
 }
 
-/// The same with the samples' CPUs already read (the page has them loaded).
+/// The same with the samples' (CPU, thread index into `threads`) already read (the page has
+/// them loaded).
 pub fn analyse_with(
     result_dir: &Path,
-    sample_cpus: impl Iterator<Item = u32>,
+    threads: &[kairos_model::Thread],
+    samples: impl Iterator<Item = (u32, u32)>,
 ) -> Result<Topology, Failure> {
     let notes: Vec<String> = Vec::new();
     let dir = session::open_result(result_dir)?;
@@ -72,10 +83,22 @@ pub fn analyse_with(
         Err(e) => return Err(Failure::failed(format!("{e}; collect the result again"))),
     };
     let mut usage = Usage::default();
-    for cpu in sample_cpus {
+    for (cpu, thread) in samples {
         *usage.samples_by_cpu.entry(cpu).or_default() += 1;
         match platform.node_of_cpu(cpu) {
-            Some(n) => *usage.samples_by_node.entry(n).or_default() += 1,
+            Some(n) => {
+                *usage.samples_by_node.entry(n).or_default() += 1;
+                if let Some(t) = threads.get(thread as usize).filter(|t| t.tid > 0) {
+                    let u = usage
+                        .threads
+                        .entry(t.tid as u32)
+                        .or_insert_with(|| ThreadUse {
+                            name: t.name.clone(),
+                            ..ThreadUse::default()
+                        });
+                    *u.samples_by_node.entry(n).or_default() += 1;
+                }
+            }
             None => usage.samples_without_node += 1,
         }
     }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use kairos_analysis_topology::{check, render, Usage, Verdict};
+use kairos_analysis_topology::{check, render, ThreadUse, Usage, Verdict};
 use kairos_platform::{Platform, SystemRoot};
 use kairos_report::{assert_golden, Format};
 
@@ -41,11 +41,20 @@ fn fixture_platform(tag: &str) -> Platform {
 /// 97 samples on node 0 (CPUs 2 and 5), 3 on node 1; pages 900 on node 0, 100 on node 1.
 fn usage_on_node0(p: &Platform, pages: bool) -> Usage {
     let mut u = Usage::default();
-    for (cpu, n) in [(2u32, 60u64), (5, 37), (9, 3)] {
+    // Three threads: two readers, one on each of CPUs 2 and 5, and the main thread on 9.
+    for (cpu, n, tid, name) in [
+        (2u32, 60u64, 4242u32, "rx-worker"),
+        (5, 37, 4243, "rx-worker"),
+        (9, 3, 4241, "main"),
+    ] {
         u.samples_by_cpu.insert(cpu, n);
-        *u.samples_by_node
-            .entry(p.node_of_cpu(cpu).expect("a node"))
-            .or_default() += n;
+        let node = p.node_of_cpu(cpu).expect("a node");
+        *u.samples_by_node.entry(node).or_default() += n;
+        let t = u.threads.entry(tid).or_insert_with(|| ThreadUse {
+            name: name.into(),
+            ..ThreadUse::default()
+        });
+        *t.samples_by_node.entry(node).or_default() += n;
     }
     if pages {
         u.pages_by_node = Some(BTreeMap::from([(0, 900), (1, 100)]));
@@ -92,7 +101,7 @@ fn threads_on_the_other_node_are_a_mismatch_with_the_fix() {
     assert_eq!(ib.verdict, Verdict::Mismatch);
     assert_eq!(
         ib.sentence,
-        "ib0/mlx4_0 (0000:82:00.0) is on node 1; 97% of the samples of the target's threads ran on node 0: inbound data lands in node 1's L3 and memory and every read of it is remote; pin the threads to node 1's CPUs 8-15 (taskset -c 8-15, or numactl --cpunodebind=1 --membind=1)"
+        "ib0/mlx4_0 (0000:82:00.0) is on node 1; 97% of the samples of the target's threads ran on node 0 (threads mostly off node 1: 4242 rx-worker 100%, 4243 rx-worker 100%): inbound data lands in node 1's L3 and memory and every read of it is remote; pin the threads to node 1's CPUs 8-15 (taskset -c 8-15, or numactl --cpunodebind=1 --membind=1)"
     );
     let eth1 = f
         .iter()

@@ -11,9 +11,11 @@ use crate::{Error, State};
 
 pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let d = data(state, q, "r")?;
+    let s = &d.base.samples;
     let t = kairos_analysis_topology::analyse_with(
         d.dir.path(),
-        (0..d.base.samples.len()).map(|i| d.base.samples.cpu.get(i) as u32),
+        &d.base.profile.threads,
+        (0..s.len()).map(|i| (s.cpu(i), s.thread(i))),
     )
     .map_err(|e| Error::NotFound(e.to_string()))?;
     let mut v = serde_json::to_value(&t).map_err(|e| Error::Internal(e.to_string()))?;
