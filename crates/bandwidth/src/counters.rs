@@ -185,9 +185,15 @@ pub fn rates(
 }
 
 /// The memory channel a counter's PMU stands for: Intel has one `uncore_imc_N` PMU per
-/// channel (N numbers the channels of each socket alike); None for other PMUs.
+/// channel (N numbers the channels of each socket alike), AMD one `amd_umc_N` per memory
+/// controller (N numbers them across the sockets: the channel keeps the PMU's number);
+/// None for other PMUs.
 pub fn channel_of(c: &Counter) -> Option<u32> {
-    c.pmu.strip_prefix("uncore_imc_")?.parse().ok()
+    c.pmu
+        .strip_prefix("uncore_imc_")
+        .or_else(|| c.pmu.strip_prefix(crate::umc::PREFIX))?
+        .parse()
+        .ok()
 }
 
 /// Bytes a second per (socket, channel, flow), for the DRAM counters that are per channel.

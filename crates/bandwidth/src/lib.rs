@@ -12,6 +12,7 @@ pub mod record;
 pub mod sampler;
 pub mod store;
 pub mod timeline;
+pub mod umc;
 
 pub use measure::{measure, Measurement, Options, Pair};
 

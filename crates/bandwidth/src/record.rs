@@ -40,13 +40,13 @@ pub enum Source {
 impl Source {
     pub fn name(&self) -> &'static str {
         match self {
-            Source::Uncore(_) => "uncore counters (Intel: memory-controller CAS x 64 bytes, socket-link data flits x 64/9 bytes; AMD: data-fabric DRAM requests x 64 bytes, link data packets x 32 bytes)",
+            Source::Uncore(_) => "uncore counters (Intel: memory-controller CAS x 64 bytes, socket-link data flits x 64/9 bytes; AMD: memory-controller (amd_umc) CAS x 64 bytes per channel, else data-fabric DRAM requests x 64 bytes; link data packets x 32 bytes)",
             Source::Mbm(_) => "resctrl memory-bandwidth monitoring (mbm_total_bytes, mbm_local_bytes summed over the default group and every control group: the whole machine)",
         }
     }
 }
 
-fn socket_of(cpus: &Path, cpu: u32) -> u32 {
+pub(crate) fn socket_of(cpus: &Path, cpu: u32) -> u32 {
     std::fs::read_to_string(cpus.join(format!("cpu{cpu}/topology/physical_package_id")))
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -55,17 +55,33 @@ fn socket_of(cpus: &Path, cpu: u32) -> u32 {
 
 /// The best source here, or one sentence per source saying why not. `uncore_json`: the
 /// CPU's perfmon uncore event file (Intel) or the kernel's data-fabric event file (AMD),
-/// or why it was not found.
+/// or why it was not found. AMD's memory controllers need their own file: [`open_with_umc`].
 pub fn open(places: &Places, uncore_json: Result<String, String>) -> Result<Source, String> {
+    let no_umc = Err("the kernel's memory-controller event file was not looked for".to_string());
+    open_with_umc(places, uncore_json, no_umc)
+}
+
+/// [`open`], with the kernel's `amdzenN/memory-controller.json` (or why it was not found)
+/// for AMD's `amd_umc_N` PMUs.
+pub fn open_with_umc(
+    places: &Places,
+    uncore_json: Result<String, String>,
+    umc_json: Result<String, String>,
+) -> Result<Source, String> {
     let mut pmus = discover(&places.pmus);
     let df = crate::amd::df_pmu(&places.pmus);
+    let umc = crate::umc::discover(&places.pmus);
     let planned = match (pmus.iter().any(|p| p.name.starts_with("uncore_imc_")), &df) {
         (true, _) => uncore_json.and_then(|json| plan(&pmus, &json)),
+        // The memory controllers before the data fabric: they count reads and writes apart,
+        // per channel; the fabric adds its socket links (see umc::plan_amd).
+        _ if !umc.is_empty() => crate::umc::plan_amd(&umc, umc_json, df.as_ref(), uncore_json),
         (false, Some(df)) => uncore_json.and_then(|json| crate::amd::plan_df(df, &json)),
         // No memory-controller PMU says more than a missing perfmon file would.
         (false, None) => Err(crate::counters::describe(&pmus)),
     };
     pmus.extend(df);
+    pmus.extend(umc.into_iter().map(|u| u.pmu));
     let uncore = planned.and_then(|counters| {
         let by_pmu: Vec<(String, Vec<u32>)> = pmus
             .iter()
@@ -97,9 +113,12 @@ pub fn open(places: &Places, uncore_json: Result<String, String>) -> Result<Sour
 /// whether this machine has it (the uncore file is not looked for: a PMU list suffices).
 pub fn capability(places: &Places) -> kairos_platform::Capability {
     let pmus = discover(&places.pmus);
-    let needs = "needs uncore memory-controller PMUs (Intel uncore_imc with the CPU's perfmon uncore file, AMD amd_df with the kernel's data-fabric file) or resctrl memory-bandwidth monitoring";
+    let needs = "needs uncore memory-controller PMUs (Intel uncore_imc with the CPU's perfmon uncore file, AMD amd_umc with the kernel's memory-controller file or amd_df with its data-fabric file) or resctrl memory-bandwidth monitoring";
+    let umc = crate::umc::discover(&places.pmus);
     let (available, detail, reason) = if pmus.iter().any(|p| p.name.starts_with("uncore_imc_")) {
         (true, crate::counters::describe(&pmus), None)
+    } else if !umc.is_empty() {
+        (true, crate::umc::describe(&umc), None)
     } else if crate::amd::df_pmu(&places.pmus).is_some() {
         (true, "AMD data fabric (amd_df): DRAM requests x 64 bytes per channel, link data packets x 32 bytes; needs the kernel's amdzenN/data-fabric.json in the perfmon folder".into(), None)
     } else {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kairos_bandwidth::record::{open, Places, Recorder};
+use kairos_bandwidth::record::{Places, Recorder};
 use kairos_bandwidth::timeline::Maximum;
 use kairos_mem_source::perfmon_dir::candidates;
 use kairos_mem_source::tma::events_file_for;
@@ -68,11 +68,19 @@ pub fn start(perfmon: &str) -> Recorder {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| CpuId::from_cpuinfo(&t));
-    let json = uncore_file(
-        cpu.as_ref(),
-        &candidates((!perfmon.is_empty()).then(|| Path::new(perfmon))),
-    );
-    Recorder::start(open(&Places::default(), json), TICK)
+    let dirs = candidates((!perfmon.is_empty()).then(|| Path::new(perfmon)));
+    let json = uncore_file(cpu.as_ref(), &dirs);
+    // AMD Zen 4 and later: the memory controllers' own event file, preferred to the fabric.
+    let umc = match cpu.as_ref() {
+        Some(c) if c.vendor == kairos_mem_source::Vendor::Amd => {
+            kairos_bandwidth::umc::memory_controller_file(c.family, c.model, &dirs)
+        }
+        _ => Err("not an AMD CPU".to_string()),
+    };
+    Recorder::start(
+        kairos_bandwidth::record::open_with_umc(&Places::default(), json, umc),
+        TICK,
+    )
 }
 
 /// Stops recording and writes the timeline, with this host's maximum when it was measured;
