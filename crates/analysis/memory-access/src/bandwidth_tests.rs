@@ -103,7 +103,7 @@ fn registers() -> AccessData {
 #[test]
 fn the_report_with_a_timeline_in_three_formats() {
     let t = timeline();
-    let doc = document(Some(&t), &registers(), None);
+    let doc = document(Some(&t), Some(&registers()), None);
     let text = doc.to_text();
     kairos_report::assert_golden(&golden("bandwidth.txt"), &text);
     kairos_report::assert_golden(&golden("bandwidth_csv.txt"), &doc.to_csv());
@@ -142,16 +142,16 @@ fn with_a_pmu_loads_by_local_and_remote_dram() {
     s.extend([(1, 0, 0, Some(Bucket::RemoteDram)); 2]);
     s.extend([(1, 1, 0, Some(Bucket::RemoteDram)); 4]);
     s.extend([(1, 2, 1, Some(Bucket::L1)); 9]);
-    let doc = document(Some(&timeline()), &data(&s), None);
+    let doc = document(Some(&timeline()), Some(&data(&s)), None);
     kairos_report::assert_golden(&golden("bandwidth-pmu.txt"), &doc.to_text());
 }
 
 #[test]
 fn a_machine_without_counters_says_why_and_how_to_measure_the_maximum() {
     let t = Timeline::unavailable("no bandwidth counters here: uncore: no uncore PMUs (a virtual machine exposes none); resctrl: resctrl is not mounted at /sys/fs/resctrl".into(), 100);
-    let doc = document(Some(&t), &registers(), None);
+    let doc = document(Some(&t), Some(&registers()), None);
     kairos_report::assert_golden(&golden("bandwidth-unavailable.txt"), &doc.to_text());
-    let old = document(None, &registers(), None).to_text();
+    let old = document(None, Some(&registers()), None).to_text();
     assert!(
         old.contains("collected before bandwidth timelines were kept"),
         "{old}"
@@ -175,7 +175,7 @@ fn per_channel_figures_get_their_own_table() {
             });
         }
     }
-    let text = document(Some(&t), &registers(), None).to_text();
+    let text = document(Some(&t), Some(&registers()), None).to_text();
     let table = text
         .split("Bandwidth by memory channel")
         .nth(1)
@@ -195,7 +195,7 @@ fn per_channel_figures_get_their_own_table() {
         "{table}"
     );
     // Without per-channel figures there is no such table (the goldens above).
-    assert!(!document(Some(&timeline()), &registers(), None)
+    assert!(!document(Some(&timeline()), Some(&registers()), None)
         .to_text()
         .contains("memory channel"));
 }
