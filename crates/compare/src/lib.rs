@@ -7,6 +7,8 @@ use kairos_report::{Cell, Column, Table};
 use kairos_result::ResultDir;
 use serde_json::Value;
 
+pub mod io;
+
 /// The comparable figures of one result; `None` where the result does not have it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Facts {
@@ -34,6 +36,8 @@ pub struct Facts {
     /// Memory bandwidth (GB/s) per domain ("socket 0", "all") and flow ("read", "write",
     /// "link", "total", "local"): (average, peak), from the result's bandwidth timeline.
     pub bandwidth: BTreeMap<(String, String), (f64, f64)>,
+    /// io: average MB/s per device or stack and flow, DDIO hit rate per socket (see `io`).
+    pub io: BTreeMap<String, f64>,
 }
 
 fn u(v: &Value, k: &str) -> Option<u64> {
@@ -122,6 +126,7 @@ impl Facts {
             Some(Err(e)) => notes.push(format!("{}: bandwidth n/a ({e})", dir.path().display())),
             None => {}
         }
+        f.io = io::facts(dir.path(), &mut notes);
         if let Some(h) = m.extra.get("hugepages") {
             f.hugetlb_peak_kb = u(h, "hugetlb_peak_kb");
             f.anon_huge_peak_kb = u(h, "anon_huge_peak_kb");
@@ -363,6 +368,7 @@ pub fn compare(a: &Facts, b: &Facts) -> Table {
             ]);
         }
     }
+    io::rows(&mut t, a, b);
     counts(&mut t, "samples", a.samples, b.samples, "fewer", "more");
     counts(
         &mut t,

@@ -12,6 +12,7 @@ pub static ANALYSES: &[&AnalysisSpec] = &[
     &kairos_analysis_memory::SPEC,
     &kairos_analysis_memory_access::SPEC,
     &kairos_trace::SPEC,
+    &kairos_analysis_io::SPEC,
 ];
 
 /// The analysis called `name` (as on the command line, or a manifest's `kind`).

@@ -1,0 +1,282 @@
+//! Intel uncore planning: which counters to open for inbound PCIe bandwidth per IIO stack
+//! (UNC_IIO_DATA_REQ_OF_CPU.*.PART0..3), outbound MMIO (UNC_IIO_DATA_REQ_BY_CPU.*), and
+//! DDIO hits and misses per socket (UNC_CHA_TOR_INSERTS.IO_*), encoded from the CPU's
+//! perfmon uncore file through the PMU's sysfs `format` fields; the perfmon metric file's
+//! `io_*` formulas are kept and evaluated per socket by the reports.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::encode::{bytes_per_count, encode, events, Event};
+use crate::model::{Metric, Scope, Series};
+use kairos_bandwidth::counters::{discover, UncorePmu};
+
+/// The perfmon metrics kept, when the metric file has them.
+pub const METRICS: [&str; 5] = [
+    "io_bandwidth_read",
+    "io_bandwidth_write",
+    "io_read_l3_miss",
+    "io_full_write_l3_miss",
+    "io_partial_write_l3_miss",
+];
+
+/// Per-stack flows: (flow, event prefix); the four PART events of each are summed.
+pub const STACK_FLOWS: [(&str, &str); 4] = [
+    ("inbound read", "UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART"),
+    ("inbound write", "UNC_IIO_DATA_REQ_OF_CPU.MEM_WRITE.PART"),
+    ("mmio read", "UNC_IIO_DATA_REQ_BY_CPU.MEM_READ.PART"),
+    ("mmio write", "UNC_IIO_DATA_REQ_BY_CPU.MEM_WRITE.PART"),
+];
+
+/// Per-socket CHA events besides the metrics': all IO hits and misses, and what the
+/// average inbound read latency needs (TOR occupancy over inserts, over the CHA clock).
+pub const SOCKET_EVENTS: [&str; 5] = [
+    "UNC_CHA_TOR_INSERTS.IO_HIT",
+    "UNC_CHA_TOR_INSERTS.IO_MISS",
+    "UNC_CHA_TOR_OCCUPANCY.IO_PCIRDCUR",
+    "UNC_CHA_TOR_INSERTS.IO_PCIRDCUR",
+    "UNC_CHA_CLOCKTICKS",
+];
+
+/// Where to look (tests give recorded trees).
+pub struct Places {
+    /// `/sys/bus/event_source/devices`.
+    pub pmus: PathBuf,
+    /// `/sys` (CPU sockets, PCI devices).
+    pub sys: PathBuf,
+}
+
+/// One counter to open: `event` on `pmu` counted on `cpu`, each count worth `scale` of
+/// series `series`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counter {
+    pub pmu: String,
+    pub type_: u32,
+    pub config: u64,
+    pub event: String,
+    pub cpu: u32,
+    pub series: usize,
+    pub scale: f64,
+}
+
+/// What to open, and what it adds up to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    pub series: Vec<Series>,
+    pub counters: Vec<Counter>,
+    pub metrics: Vec<Metric>,
+    pub notes: Vec<String>,
+}
+
+fn socket_of(sys: &Path, cpu: u32) -> u32 {
+    std::fs::read_to_string(sys.join(format!(
+        "devices/system/cpu/cpu{cpu}/topology/physical_package_id"
+    )))
+    .ok()
+    .and_then(|s| s.trim().parse().ok())
+    .unwrap_or(0)
+}
+
+fn numbered<'a>(pmus: &'a [UncorePmu], prefix: &'a str) -> impl Iterator<Item = &'a UncorePmu> {
+    pmus.iter().filter(move |p| {
+        p.name
+            .strip_prefix(prefix)
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+    })
+}
+
+/// The root bus of `pmu` on socket `die`: its `dieN` attribute ("0000:17"), else None.
+pub fn stack_bus(pmus_dir: &Path, pmu: &str, die: u32) -> Option<String> {
+    std::fs::read_to_string(pmus_dir.join(pmu).join(format!("die{die}")))
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// The counters for this machine, or why there are none. `metrics_json`: the CPU's
+/// perfmon metric file, when there is one.
+pub fn plan(
+    places: &Places,
+    uncore_json: &str,
+    metrics_json: Option<&str>,
+) -> Result<Plan, String> {
+    let pmus = discover(&places.pmus);
+    if pmus.is_empty() {
+        return Err("no uncore PMUs (a virtual machine exposes none)".into());
+    }
+    let evs = events(uncore_json)?;
+    let by_name: BTreeMap<&str, &Event> = evs.iter().map(|e| (e.event_name.as_str(), e)).collect();
+    let devices = {
+        let topo = kairos_platform::numa::Topology::read(&places.sys);
+        kairos_platform::devices::read_devices(&places.sys, &topo)
+    };
+    let mut p = Plan::default();
+    for pmu in numbered(&pmus, "uncore_iio_") {
+        for &cpu in &pmu.cpus {
+            let socket = socket_of(&places.sys, cpu);
+            let bus = stack_bus(&places.pmus, &pmu.name, socket);
+            let block = bus.as_ref().map(|b| format!("pci{b}"));
+            let behind: Vec<String> = devices
+                .iter()
+                .filter(|d| block.is_some() && d.root == block)
+                .map(|d| d.label())
+                .collect();
+            for (flow, prefix) in STACK_FLOWS {
+                let index = p.series.len();
+                let mut any = false;
+                for part in 0..4 {
+                    let name = format!("{prefix}{part}");
+                    let Some(e) = by_name.get(name.as_str()) else {
+                        continue;
+                    };
+                    let Some(scale) = bytes_per_count(e) else {
+                        p.notes.push(format!("{name} is not counted: the perfmon file does not say how many bytes a count is"));
+                        continue;
+                    };
+                    let config = match encode(&places.pmus.join(&pmu.name), e) {
+                        Ok(c) => c,
+                        Err(why) => {
+                            p.notes.push(format!("{name} is not counted: {why}"));
+                            continue;
+                        }
+                    };
+                    p.counters.push(Counter {
+                        pmu: pmu.name.clone(),
+                        type_: pmu.type_,
+                        config,
+                        event: name,
+                        cpu,
+                        series: index,
+                        scale,
+                    });
+                    any = true;
+                }
+                if any {
+                    p.series.push(Series {
+                        scope: Scope::Stack,
+                        name: pmu.name.clone(),
+                        flow: flow.into(),
+                        unit: "bytes".into(),
+                        socket: Some(socket),
+                        pci: bus.clone(),
+                        block: block.clone(),
+                        label: if behind.is_empty() {
+                            "no devices".into()
+                        } else {
+                            behind.join(", ")
+                        },
+                        link_bytes_per_s: None,
+                    });
+                }
+            }
+        }
+    }
+    if p.series.is_empty() {
+        p.notes.push("no uncore_iio PMU with the perfmon file's IIO events: per-stack PCIe traffic is not measured".into());
+    }
+    // Socket events: the metrics' own and the DDIO and latency ones, present in the file.
+    let metric_list: Vec<kairos_metrics::PerfmonMetric> = match metrics_json {
+        Some(j) => {
+            kairos_metrics::load_perfmon(j).map_err(|e| format!("the perfmon metric file: {e}"))?
+        }
+        None => Vec::new(),
+    };
+    let mut wanted: Vec<String> = SOCKET_EVENTS.iter().map(|s| s.to_string()).collect();
+    for m in metric_list
+        .iter()
+        .filter(|m| METRICS.contains(&m.name.as_str()))
+    {
+        let missing: Vec<&str> = m
+            .events
+            .iter()
+            .map(|b| b.name.as_str())
+            .filter(|n| !by_name.contains_key(n))
+            .collect();
+        if !missing.is_empty() {
+            p.notes.push(format!(
+                "{} is not evaluated: it counts {}, which the uncore event file does not define",
+                m.name,
+                missing.join(", ")
+            ));
+            continue;
+        }
+        wanted.extend(m.events.iter().map(|b| b.name.clone()));
+        p.metrics.push(Metric {
+            name: m.name.clone(),
+            formula: m.formula.clone(),
+            events: m
+                .events
+                .iter()
+                .map(|b| (b.alias.clone(), b.name.clone()))
+                .collect(),
+        });
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    wanted.retain(|w| seen.insert(w.clone()));
+    let chas: Vec<&UncorePmu> = numbered(&pmus, "uncore_cha_").collect();
+    if chas.is_empty() {
+        p.notes
+            .push("no uncore_cha PMU: DDIO hits and misses are not measured".into());
+    }
+    let mut socket_series: BTreeMap<(u32, String), usize> = BTreeMap::new();
+    for name in wanted {
+        let Some(e) = by_name.get(name.as_str()) else {
+            continue;
+        };
+        // Counted on every box of its unit (all CHAs, or all IIO stacks) and summed per socket.
+        let prefix = format!("uncore_{}_", e.unit.to_ascii_lowercase());
+        for unit in numbered(&pmus, &prefix) {
+            // The CHA clock is the same on every CHA of a socket: one is enough.
+            if name == "UNC_CHA_CLOCKTICKS" && !unit.name.ends_with("_0") {
+                continue;
+            }
+            let config = match encode(&places.pmus.join(&unit.name), e) {
+                Ok(c) => c,
+                Err(why) => {
+                    p.notes.push(format!("{name} is not counted: {why}"));
+                    continue;
+                }
+            };
+            for &cpu in &unit.cpus {
+                let socket = socket_of(&places.sys, cpu);
+                let n = p.series.len();
+                let index = *socket_series.entry((socket, name.clone())).or_insert(n);
+                if index == n {
+                    p.series.push(Series {
+                        scope: Scope::Socket,
+                        name: format!("socket {socket}"),
+                        flow: name.clone(),
+                        unit: "count".into(),
+                        socket: Some(socket),
+                        pci: None,
+                        block: None,
+                        label: e.brief_description.clone(),
+                        link_bytes_per_s: None,
+                    });
+                }
+                p.counters.push(Counter {
+                    pmu: unit.name.clone(),
+                    type_: unit.type_,
+                    config,
+                    event: name.clone(),
+                    cpu,
+                    series: index,
+                    scale: 1.0,
+                });
+            }
+        }
+    }
+    let mut seen_notes = std::collections::BTreeSet::new();
+    p.notes.retain(|n| seen_notes.insert(n.clone()));
+    if p.counters.is_empty() {
+        return Err(format!(
+            "none of the uncore PMUs here ({}) counts PCIe or DDIO traffic",
+            pmus.iter()
+                .map(|p| p.name.as_str())
+                .take(6)
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
+    Ok(p)
+}
