@@ -136,7 +136,7 @@ export class BandwidthView {
   private shown(): boolean {
     const res = this.store.result;
     const views = res?.views;
-    return !!res?.ok && (!views || views.includes("memory-access")) && this.store.mode === "result";
+    return !!res?.ok && (!views || views.includes("bandwidth")) && this.store.mode === "result";
   }
 
   async refresh(): Promise<void> {

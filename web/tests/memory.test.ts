@@ -8,7 +8,7 @@ const env = process.env;
 
 /** The page's section of each view name. */
 const SECTIONS: [string, string][] = [
-  ["memory-access", "#memory"], ["timeline", "#timeline-section"], ["trees", "#tree-section"], ["sample inspector", "#inspector"],
+  ["memory-access", "#memory"], ["bandwidth", "#bandwidth"], ["timeline", "#timeline-section"], ["trees", "#tree-section"], ["sample inspector", "#inspector"],
 ];
 
 describe("a memory-access result", () => {

@@ -68,7 +68,7 @@ describe("platform picture of the recorded two-socket machine", () => {
     // The check: the node-1 devices are mismatches with node 1's CPUs as the fix.
     const ib = page.locator('#platform-findings li[data-device="ib0/mlx4_0 (0000:82:00.0)"]');
     assert.equal(await ib.getAttribute("data-verdict"), "mismatch");
-    assert.match(await ib.innerText(), /is on node 1; 100% of the samples of the target's threads ran on node 0: .*pin the threads to node 1's CPUs 8-15/);
+    assert.match(await ib.innerText(), /is on node 1; 100% of the samples of the target's threads ran on node 0 \(thread mostly off node 1: \d+ \S+ 100%\): .*pin the threads to node 1's CPUs 8-15/);
     assert.equal(await page.locator('#platform-findings li[data-device="eth0 (0000:02:00.0)"]').getAttribute("data-verdict"), "local");
     await pic.scrollIntoViewIfNeeded();
     await screenshot(page, "platform-two-sockets");

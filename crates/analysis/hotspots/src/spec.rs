@@ -31,7 +31,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         ReportSpec { name: "branches", help: "one sample's branch records, newest first" },
         ReportSpec { name: "tlb", help: "DTLB overhead and STLB hits and misses (needs core PMU counters)" },
     ],
-    views: &["summary", "timeline", "trees", "sample inspector", "compare"],
+    views: &["summary", "timeline", "trees", "sample inspector", "bandwidth", "compare"],
     needs: &["cpu_clock"],
     uses: &["hardware_pmu", "lbr", "lbr_cycles", "kptr_restrict", "bandwidth_timeline"],
     collect: crate::collect::collect,

@@ -79,7 +79,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         ReportSpec { name: "bandwidth", help: "DRAM and socket-link bandwidth over the run per socket and flow (average, peak, share of the maximum from `kairos measure bandwidth`), the utilization histogram, and the objects and functions it comes from" },
         ReportSpec { name: "numa", help: "per memory object: pages per NUMA node, first touch (thread, node, function, call stack), nodes of the threads that use it, estimated remote accesses; one sentence per problem with its fix" },
     ],
-    views: &["summary", "memory-access", "timeline", "trees", "sample inspector", "compare"],
+    views: &["summary", "memory-access", "bandwidth", "timeline", "trees", "sample inspector", "compare"],
     needs: &[],
     uses: &["pebs", "ibs", "tma_counters", "address_sampling", "watchpoints", "glibc", "numa_placement", "tracepoints", "bandwidth_timeline"],
     collect: crate::collect::collect,

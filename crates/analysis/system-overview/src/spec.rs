@@ -19,7 +19,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         ReportSpec { name: "page-faults", help: "faults by faulting code and by memory object" },
         ReportSpec { name: "timeline", help: "kernel entries and kernel time per time bucket" },
     ],
-    views: &["summary", "timeline", "trees", "sample inspector", "counters"],
+    views: &["summary", "timeline", "trees", "sample inspector", "counters", "bandwidth"],
     needs: &["cpu_clock", "tracepoints"],
     uses: &["kptr_restrict", "bandwidth_timeline"],
     collect: crate::collect::collect,
