@@ -1,7 +1,8 @@
 // The platform picture of a result (`api/platform`): sockets, their NUMA nodes with CPUs,
 // memory and distances, the devices under the node they are on (or under "no known node"),
 // PCIe links, and the measured use of each where the result has it (samples per node, resident
-// pages per node, memory bandwidth per node); "not measurable here" where it has not. Then the
+// pages per node, memory bandwidth per node, each device's own traffic in an io result); "not
+// measurable here" where it has not. Then the
 // topology check's findings, one sentence per device.
 
 import { Latest, errorText } from "./api";
@@ -26,7 +27,10 @@ export interface PlatformAnswer {
   findings: Finding[];
   notes: string[];
   samples: number;
+  /** Each device's flows in an io result (by device name); null for other results. */
+  traffic?: Record<string, Flow[]> | null;
 }
+interface Flow { flow: string; bytes: number; average: number; peak: number; link_bytes_per_s: number | null }
 interface BandwidthAnswer { available: boolean; rows?: { domain: string; flow: string; average: number; peak: number }[] }
 
 /** `0-3,8` from CPU numbers. */
@@ -59,7 +63,26 @@ function fact(key: string, value: string, measured = true): HTMLElement {
   return h("div", { class: "platform-fact" + (measured ? "" : " unmeasured"), "data-fact": key }, h("span", { class: "key", text: key + ": " }), h("span", { text: value }));
 }
 
-function deviceItem(d: Device): HTMLElement {
+/** `1.2 MB` (10^6 bytes, as the io report). */
+function mb(bytes: number): string {
+  return `${(bytes / 1e6).toFixed(bytes >= 1e8 ? 0 : 3)} MB`;
+}
+
+/** `rx 67.191 MB (33.437 MB/s average, 671.000 MB/s peak, 0.1% of the link at the peak)`. */
+function flowText(f: Flow): string {
+  const link = f.link_bytes_per_s ? `, ${formatShare(f.peak / f.link_bytes_per_s)} of the link at the peak` : "";
+  return `${f.flow} ${mb(f.bytes)} (${mb(f.average)}/s average, ${mb(f.peak)}/s peak${link})`;
+}
+
+/** The device's traffic: measured flows, or not measurable here. */
+function trafficItem(d: Device, traffic: Record<string, Flow[]> | null | undefined): HTMLElement {
+  const names = d.names.map(n => n.split(":").slice(1).join(":") || n);
+  const flows = names.flatMap(n => traffic?.[n] ?? []);
+  if (!flows.length) return h("div", { class: "unmeasured", "data-fact": "traffic", text: `traffic: ${NOT_MEASURED}` });
+  return h("div", { class: "platform-traffic", "data-fact": "traffic", text: `traffic: ${flows.map(flowText).join("; ")}` });
+}
+
+function deviceItem(d: Device, traffic?: Record<string, Flow[]> | null): HTMLElement {
   const from = d.virtual_device ? "virtual: no device, no node" : d.node_source === "local-cpus" ? "node derived from local_cpulist" : d.node_source === "unknown" ? "node unknown" : "";
   const li = h("li", { class: "platform-device", "data-device": label(d), "data-node": d.node ?? "unknown", "data-node-source": d.virtual_device ? "virtual" : d.node_source, title: d.note ?? "" },
     h("b", { text: label(d) }), ` ${d.kind}, ${d.class}` + (d.pci_address ? ` ${d.pci_address}` : "") + (d.id ? ` [${d.id}]` : ""));
@@ -67,7 +90,7 @@ function deviceItem(d: Device): HTMLElement {
   if (link) li.append(h("div", { class: "platform-link", text: link }));
   if (d.local_cpus.length) li.append(h("div", { text: `local CPUs ${cpuList(d.local_cpus)}` }));
   if (from) li.append(h("div", { class: "platform-node-source", text: from + (d.note && !d.virtual_device ? `: ${d.note}` : "") }));
-  li.append(h("div", { class: "unmeasured", "data-fact": "traffic", text: `traffic: ${NOT_MEASURED}` }));
+  li.append(trafficItem(d, traffic));
   return li;
 }
 
@@ -83,7 +106,7 @@ function nodeBox(a: PlatformAnswer, n: Node, bw: BandwidthAnswer | null): HTMLEl
   const rows = (bw?.available ? bw.rows ?? [] : []).filter(r => r.domain === String(n.id));
   box.append(rows.length ? fact("Bandwidth", rows.map(r => `${r.flow} ${r.average.toFixed(2)} GB/s (peak ${r.peak.toFixed(2)})`).join(", ")) : fact("Bandwidth", NOT_MEASURED, false));
   const devs = (a.platform.devices ?? []).filter(d => d.node === n.id);
-  box.append(h("ul", { class: "platform-devices" }, ...devs.map(deviceItem)));
+  box.append(h("ul", { class: "platform-devices" }, ...devs.map(d => deviceItem(d, a.traffic))));
   return box;
 }
 
@@ -104,7 +127,7 @@ export function platformSection(a: PlatformAnswer, bw: BandwidthAnswer | null): 
   if (p.devices === null) root.append(h("p", { class: "platform-no-devices", text: "Devices unknown: this result kept no platform snapshot with devices (an imported recording, or a result older than snapshots)." }));
   else {
     const unknown = p.devices.filter(d => d.node === null);
-    if (unknown.length) root.append(h("div", { class: "platform-node", "data-node": "unknown" }, h("h4", { text: "Devices with no known node" }), h("ul", { class: "platform-devices" }, ...unknown.map(deviceItem))));
+    if (unknown.length) root.append(h("div", { class: "platform-node", "data-node": "unknown" }, h("h4", { text: "Devices with no known node" }), h("ul", { class: "platform-devices" }, ...unknown.map(d => deviceItem(d, a.traffic)))));
   }
   const list = h("ul", { id: "platform-findings" });
   for (const f of a.findings) list.append(h("li", { class: "platform-finding", "data-verdict": f.verdict, "data-device": f.device, text: f.sentence }));

@@ -6,8 +6,9 @@
 // measurable here" where the result has no measurement, and the check's sentences.
 
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -72,6 +73,60 @@ describe("platform picture of the recorded two-socket machine", () => {
     assert.equal(await page.locator('#platform-findings li[data-device="eth0 (0000:02:00.0)"]').getAttribute("data-verdict"), "local");
     await pic.scrollIntoViewIfNeeded();
     await screenshot(page, "platform-two-sockets");
+    noErrors(errors);
+    await page.close();
+  });
+});
+
+/** Sends `bytes` over a loopback TCP connection; resolves when the reader has them all. */
+async function loopback(bytes: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    let got = 0;
+    const srv = createServer(sock => sock.on("data", b => { got += b.length; if (got >= bytes) { sock.destroy(); srv.close(); resolve(); } }));
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as { port: number }).port;
+      const c = connect(port, "127.0.0.1", () => { c.end(Buffer.alloc(bytes, 7)); });
+      c.on("error", reject);
+    });
+  });
+}
+
+// An io collection made here while the test sends 16 MiB over loopback: each device of the
+// platform picture shows the traffic its own counters measured (the result's io.json is
+// the oracle), and `lo` carried at least what was sent.
+describe("device traffic of an io collection", () => {
+  const SENT = 16 << 20;
+  let srv: Server | null = null;
+  let dir = "";
+  before(async () => {
+    if (!BIN) return;
+    dir = mkdtempSync(join(tmpdir(), "kairos-io-"));
+    const res = join(dir, "res");
+    const p = spawn(BIN, ["collect", "io", "-q", "-a", "-d", "2", "-r", res], { stdio: "ignore" });
+    const done = new Promise<number | null>(r => p.on("exit", code => r(code)));
+    await new Promise(r => setTimeout(r, 600));
+    await loopback(SENT);
+    assert.equal(await done, 0, "kairos collect io failed");
+    srv = await serve(res);
+  });
+  after(async () => { await srv?.stop(); if (dir) rmSync(dir, { recursive: true, force: true }); });
+
+  it("shows each device's measured traffic", T, async t => {
+    if (!need(t)) return;
+    const io = JSON.parse(readFileSync(join(dir, "res", "io.json"), "utf8")) as { series: { name: string; flow: string }[]; points: { values: number[] }[] };
+    const rx = io.series.findIndex(s => s.name === "lo" && s.flow === "rx");
+    assert.ok(rx >= 0, "io.json has lo rx");
+    const total = io.points.reduce((a, p) => a + (p.values[rx] ?? 0), 0);
+    assert.ok(total >= SENT, `lo received ${total} bytes, ${SENT} sent`);
+    const errors: string[] = [];
+    const page = await openPage(await getBrowser(), srv!.url, errors);
+    const lo = page.locator('li.platform-device[data-device="lo"] [data-fact="traffic"]');
+    await lo.waitFor();
+    const text = await lo.innerText();
+    assert.ok(text.includes(`rx ${(total / 1e6).toFixed(total >= 1e8 ? 0 : 3)} MB (`), `${text} vs ${total} bytes in io.json`);
+    assert.match(text, /tx [\d.]+ MB/);
+    await screenshot(page, "platform-io-traffic");
     noErrors(errors);
     await page.close();
   });
