@@ -67,9 +67,9 @@ pub struct Line {
     /// Watchpoint hits per thread (kept apart: a hit is a count, not time), sorted by tid.
     pub watch: Vec<ThreadUse>,
     pub watch_hits: u64,
-    /// What the hits show, for a line with hits: false sharing when two or more threads
-    /// wrote disjoint bytes, true sharing when a byte one wrote was touched by another,
-    /// otherwise none. None for a line without hits.
+    /// What the hits show, for a line with hits: true sharing when a byte one thread wrote
+    /// was touched by another while both were hitting it, else false sharing when two or
+    /// more threads wrote, otherwise none. None for a line without hits.
     pub confirmed: Option<Verdict>,
 }
 
@@ -196,12 +196,15 @@ fn add_use(threads: &mut Vec<ThreadUse>, s: &AccessSample, first: u8, last: u8) 
     t.last_ns = t.last_ns.max(s.time_ns);
 }
 
-/// The verdict watchpoint hits give: exact accesses, so no overlap in time is asked for,
-/// and false sharing needs two writers (a watched word is one a sampled thread stored to).
+/// The verdict watchpoint hits give: exact accesses, so false sharing asks for no overlap
+/// in time, only two writers (a watched word is one a sampled thread stored to). True
+/// sharing does: one thread's hits all after the other's ended are a hand-over, not
+/// sharing (free() writing its list pointers into a block the workers used, for one).
 pub fn confirmed(threads: &[ThreadUse]) -> Verdict {
     for (i, a) in threads.iter().enumerate() {
         for b in threads.iter().skip(i + 1) {
-            if a.write_mask & b.touched() != 0 || b.write_mask & a.touched() != 0 {
+            let shared = a.write_mask & b.touched() != 0 || b.write_mask & a.touched() != 0;
+            if shared && a.overlaps_in_time(b) {
                 return Verdict::TrueSharing;
             }
         }
@@ -238,5 +241,42 @@ pub fn verdict(threads: &[ThreadUse]) -> Verdict {
         Verdict::FalseSharing
     } else {
         Verdict::None
+    }
+}
+
+#[cfg(test)]
+mod confirm_tests {
+    use super::*;
+
+    fn writer(tid: u32, first: u8, last: u8, from: u64, to: u64) -> ThreadUse {
+        ThreadUse {
+            tid,
+            write_mask: bits(first, last),
+            stores: 1,
+            first_ns: from,
+            last_ns: to,
+            ..ThreadUse::default()
+        }
+    }
+
+    /// Two workers on their own bytes, then the main thread's free() writing the block's
+    /// first 16 bytes after both ended: still false sharing. The same write while the
+    /// workers run is true sharing.
+    #[test]
+    fn a_write_after_the_others_ended_is_a_hand_over_not_sharing() {
+        let workers = [writer(11, 0, 7, 100, 200), writer(12, 8, 15, 100, 200)];
+        let after: Vec<ThreadUse> = workers
+            .iter()
+            .cloned()
+            .chain([writer(10, 0, 15, 300, 300)])
+            .collect();
+        assert_eq!(confirmed(&after), Verdict::FalseSharing);
+        let during: Vec<ThreadUse> = workers
+            .iter()
+            .cloned()
+            .chain([writer(10, 0, 15, 150, 150)])
+            .collect();
+        assert_eq!(confirmed(&during), Verdict::TrueSharing);
+        assert_eq!(confirmed(&workers[..1]), Verdict::None);
     }
 }
