@@ -2,6 +2,7 @@
 
 import { errorText, getJson, hold } from "./api";
 import { BandwidthView } from "./bandwidth";
+import { IoView } from "./io";
 import { CompareView } from "./compare";
 import { Counters } from "./counters";
 import { byId, clear, showError } from "./dom";
@@ -58,6 +59,7 @@ async function start(): Promise<void> {
   const memory = new MemoryView(store);
   const platform = new PlatformView(store, byId("memory"));
   const bandwidth = new BandwidthView(store);
+  const io = new IoView(store);
   const compare = new CompareView(store);
   const inspector = new Inspector(store, (lane, t) => { timeline.marker = { key: lane, t }; timeline.draw(); });
   attachTimelineInput(timeline, store, (lane, t) => void inspector.show({ lane: lane.key, laneLabel: lane.label, t }));
@@ -73,6 +75,7 @@ async function start(): Promise<void> {
     void counters.refresh();
     void memory.refresh();
     void bandwidth.refresh();
+    void io.refresh();
     void platform.refresh();
   });
   store.on("method", () => {
@@ -108,6 +111,7 @@ async function start(): Promise<void> {
     void counters.refresh();
     void memory.refresh();
     void bandwidth.refresh();
+    void io.refresh();
     void platform.refresh();
   });
 

@@ -130,4 +130,31 @@ describe("device traffic of an io collection", () => {
     noErrors(errors);
     await page.close();
   });
+
+  it("draws each flow over time with the figures of io.json", T, async t => {
+    if (!need(t)) return;
+    const io = JSON.parse(readFileSync(join(dir, "res", "io.json"), "utf8")) as {
+      series: { name: string; flow: string }[]; points: { secs: number; values: number[] }[]; ddio_unmeasured: string | null;
+    };
+    const rx = io.series.findIndex(s => s.name === "lo" && s.flow === "rx");
+    const total = io.points.reduce((a, p) => a + (p.values[rx] ?? 0), 0);
+    const secs = io.points.reduce((a, p) => a + p.secs, 0);
+    const errors: string[] = [];
+    const page = await openPage(await getBrowser(), srv!.url, errors);
+    const sec = page.locator("#io");
+    await sec.locator("#io-series").waitFor();
+    assert.ok(await page.locator("#io-timeline").isVisible(), "the chart is drawn");
+    const cells = await sec.locator('#io-series tr[data-series="lo rx"] td').allInnerTexts();
+    assert.equal(cells[3], (total / 1e6).toFixed(3), `total of lo rx: ${cells}`);
+    assert.equal(cells[4], (total / secs / 1e6).toFixed(3), `average of lo rx: ${cells}`);
+    // What this machine cannot measure is said, with the reason io.json gives.
+    const ddio = sec.locator('[data-unmeasured^="DDIO"]');
+    assert.equal(await ddio.count(), io.ddio_unmeasured ? 1 : 0);
+    if (io.ddio_unmeasured) assert.ok((await ddio.innerText()).includes(io.ddio_unmeasured));
+    assert.ok(!(await page.locator("#timeline-section").isVisible()), "no sample views for an io result");
+    await sec.scrollIntoViewIfNeeded();
+    await screenshot(page, "io-view");
+    noErrors(errors);
+    await page.close();
+  });
 });

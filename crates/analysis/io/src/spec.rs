@@ -27,7 +27,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         ReportSpec { name: "summary", help: "sources, traffic per socket or node, DDIO hit rate per socket (or why it is not measurable), one sentence per finding" },
         ReportSpec { name: "io", help: "averages and peaks per socket, per PCIe block and device (with link utilisation), DDIO per socket, and over time (--bucket-ms)" },
     ],
-    views: &[],
+    views: &["io"],
     needs: &[],
     uses: &["uncore", "bandwidth_timeline"],
     collect: crate::collect::collect,

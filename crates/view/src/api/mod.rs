@@ -3,6 +3,7 @@
 mod bandwidth;
 mod compare;
 mod counters;
+mod io;
 mod memory;
 mod numa;
 mod platform;
@@ -33,6 +34,7 @@ pub fn handle(state: &State, name: &str, q: &Query) -> Result<Value, Error> {
         "numa" => numa::get(state, q),
         "bandwidth" => bandwidth::get(state, q),
         "platform" => platform::get(state, q),
+        "io" => io::get(state, q),
         _ => Err(Error::NotFound(format!(
             "there is no API call {name:?}; see docs/VIEW_API.md"
         ))),
