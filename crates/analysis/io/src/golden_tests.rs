@@ -151,3 +151,32 @@ fn findings_come_from_the_figures() {
         "{f:?}"
     );
 }
+
+/// The io report's DRAM table from a bandwidth timeline: the pcm snapshot's recorded
+/// figures give the averages and peaks `kairos report bandwidth` gives for them.
+#[test]
+fn dram_and_links_from_the_recorded_timeline() {
+    let t = kairos_bandwidth::fixture::timeline(kairos_bandwidth::fixture::PCM_2S, 0)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = crate::report::render(
+        &{
+            let mut d = kairos_report::Document::new("io");
+            d.push_table(crate::report::dram_table(&t));
+            d
+        },
+        kairos_report::Format::Text,
+    );
+    let row = |domain: &str, flow: &str| {
+        text.lines()
+            .find(|l| l.starts_with(domain) && l.split_whitespace().any(|w| w == flow))
+            .unwrap_or_else(|| panic!("no {domain} {flow} row:\n{text}"))
+            .split_whitespace()
+            .rev()
+            .take(2)
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // (peak, average), as the bandwidth golden of the same figures has them.
+    assert_eq!(row("all", "read"), ["57.10", "27.41"], "{text}");
+    assert_eq!(row("socket 1", "write"), ["7.81", "3.75"], "{text}");
+}

@@ -33,7 +33,15 @@ pub fn report(req: &ReportRequest) -> Result<(), Failure> {
     };
     let bucket = req.bucket_ns(|| 1_000_000_000)? as f64 / 1e9;
     let doc = match req.report.as_str() {
-        "io" => io_document(&r, bucket),
+        "io" => {
+            // The DRAM and socket-link timeline every collection records beside io.json.
+            let bw = kairos_session::bandwidth::load(&dir).ok().flatten();
+            let mut d = io_document(&r, bucket);
+            if let Some(t) = bw.as_ref().filter(|t| t.unavailable.is_none()) {
+                d.push_table(dram_table(t));
+            }
+            d
+        }
         _ => summary_document(&r),
     };
     print!("{}", render(&doc, format));
@@ -273,6 +281,31 @@ pub fn summary_document(r: &IoResult) -> Document {
     d.push_table(ddio_table(r));
     d.push_section(findings_section(r));
     d
+}
+
+/// Average and peak DRAM and socket-link bandwidth per domain and flow, from the
+/// collection's bandwidth timeline (GB/s, 10^9 bytes a second, as `report bandwidth`).
+pub fn dram_table(t: &kairos_bandwidth::timeline::Timeline) -> Table {
+    let mut tab = Table::new(vec![
+        Column::left("Domain"),
+        Column::left("Flow"),
+        Column::right("Average").with_unit("GB/s"),
+        Column::right("Peak").with_unit("GB/s"),
+    ])
+    .with_title("DRAM and socket links");
+    for r in kairos_bandwidth::timeline::stats(t) {
+        tab.push_row(vec![
+            Cell::text(
+                r.domain
+                    .map_or("all".to_string(), |d| format!("{} {d}", t.domain)),
+            ),
+            Cell::text(r.flow.name()),
+            Cell::float(r.average_gbs, 2),
+            Cell::float(r.peak_gbs, 2),
+        ]);
+    }
+    tab.push_note(format!("From the bandwidth timeline recorded beside io.json ({}); `kairos report bandwidth` has the histogram.", t.source));
+    tab
 }
 
 pub fn io_document(r: &IoResult, bucket: f64) -> Document {
