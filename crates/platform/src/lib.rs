@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 pub use devices::{Device, DeviceKind, Link, NodeSource};
 pub use parse::{CpuInfo, Mount, Privileges};
-pub use perf_header::HeaderNode;
+pub use perf_header::{header_nodes, HeaderNode};
 pub use probe::{LiveProber, PerfProbe, ProbeOutcome, Prober};
 pub use sockets::{Platform, PlatformError, Socket, PLATFORM_FILE};
 

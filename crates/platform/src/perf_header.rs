@@ -13,7 +13,8 @@ pub struct HeaderNode<'a> {
     pub cpus: &'a str,
 }
 
-fn nodes(header: &[HeaderNode<'_>]) -> Option<Vec<Node>> {
+/// The header's nodes, by id; None when it lists none or a CPU list does not parse.
+pub fn header_nodes(header: &[HeaderNode<'_>]) -> Option<Vec<Node>> {
     let mut out: Vec<Node> = header
         .iter()
         .map(|n| {
@@ -62,7 +63,7 @@ impl Platform {
         thread_siblings: &[String],
     ) -> Option<Platform> {
         let mut notes = vec!["a perf.data header lists no devices: devices unknown".to_string()];
-        let nodes = nodes(header_nodes);
+        let nodes = self::header_nodes(header_nodes);
         let sockets = sockets(core_siblings, thread_siblings);
         if nodes.is_none() && sockets.is_none() {
             return None;

@@ -84,20 +84,36 @@ pub fn start(perfmon: &str) -> Recorder {
 }
 
 /// Stops recording and writes the timeline, with this host's maximum when it was measured;
-/// a failure to write is a note.
-pub fn finish(dir: &mut kairos_result::ResultDir, rec: Recorder) {
+/// a failure to write is a note. Returns the timeline when it was kept.
+pub fn finish(
+    dir: &mut kairos_result::ResultDir,
+    rec: Recorder,
+) -> Option<kairos_bandwidth::timeline::Timeline> {
     let mut t = rec.finish();
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default();
-    t.maximum = kairos_bandwidth::store::load(&host)
-        .as_ref()
-        .map(Maximum::of);
-    if let Err(e) = t.save(dir.path()) {
-        dir.manifest_mut()
-            .notes
-            .push(format!("the bandwidth timeline is not kept: {e}"));
+    t.maximum = stored_maximum(dir);
+    match t.save(dir.path()) {
+        Ok(()) => Some(t),
+        Err(e) => {
+            dir.manifest_mut()
+                .notes
+                .push(format!("the bandwidth timeline is not kept: {e}"));
+            None
+        }
     }
+}
+
+/// The maximum `kairos measure bandwidth` stored for the result's host (the manifest's,
+/// which a collection sets at its start to this host).
+fn stored_maximum(dir: &kairos_result::ResultDir) -> Option<Maximum> {
+    let host = dir
+        .manifest()
+        .host
+        .as_ref()
+        .and_then(|h| h.name.clone())
+        .unwrap_or_default();
+    kairos_bandwidth::store::load(&host)
+        .as_ref()
+        .map(Maximum::of)
 }
 
 /// A result's timeline (None: collected before timelines were kept), with the result's
@@ -110,15 +126,7 @@ pub fn load(
     };
     let mut t = t?;
     if t.maximum.is_none() {
-        let host = dir
-            .manifest()
-            .host
-            .as_ref()
-            .and_then(|h| h.name.clone())
-            .unwrap_or_default();
-        t.maximum = kairos_bandwidth::store::load(&host)
-            .as_ref()
-            .map(Maximum::of);
+        t.maximum = stored_maximum(dir);
     }
     Ok(Some(t))
 }

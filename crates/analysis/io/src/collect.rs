@@ -145,14 +145,12 @@ pub fn collect(req: &CollectRequest) -> Result<(), Failure> {
     let points = thread.join().unwrap_or_default();
     r.series = kseries.into_iter().chain(useries).collect::<Vec<Series>>();
     r.points = points;
-    kairos_session::bandwidth::finish(&mut dir, bandwidth);
     r.dram_note = Some(
-        match kairos_bandwidth::timeline::Timeline::load(dir.path()) {
-            Some(Ok(t)) => match t.unavailable {
+        match kairos_session::bandwidth::finish(&mut dir, bandwidth) {
+            Some(t) => match t.unavailable {
                 Some(why) => why,
                 None => format!("recorded in bandwidth.json ({})", t.source),
             },
-            Some(Err(e)) => format!("the bandwidth timeline is damaged: {e}"),
             None => "not recorded".into(),
         },
     );

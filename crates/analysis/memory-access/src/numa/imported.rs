@@ -8,29 +8,25 @@
 use kairos_convert::DataAccess;
 use kairos_model::Profile;
 use kairos_perf_data::Features;
-use kairos_platform::numa::{parse_cpulist, Node, Topology};
+use kairos_platform::numa::Topology;
 
 use super::placement::Placement;
 use super::{Recorded, PAGE};
 
-/// The nodes of the header's NUMA_TOPOLOGY (None: the recording has none).
+/// The nodes of the header's NUMA_TOPOLOGY, read as the import's platform snapshot reads
+/// them (None: the recording has none, or a CPU list that does not parse).
 pub fn topology(f: &Features) -> Option<Topology> {
-    if f.numa_nodes.is_empty() {
-        return None;
-    }
-    let mut nodes: Vec<Node> = f
+    let header: Vec<kairos_platform::HeaderNode<'_>> = f
         .numa_nodes
         .iter()
-        .map(|n| Node {
+        .map(|n| kairos_platform::HeaderNode {
             id: n.id,
-            cpus: parse_cpulist(&n.cpus).unwrap_or_default(),
-            mem_total_kb: Some(n.mem_total_kb),
-            distances: Vec::new(),
+            mem_total_kb: n.mem_total_kb,
+            cpus: &n.cpus,
         })
         .collect();
-    nodes.sort_by_key(|n| n.id);
     Some(Topology {
-        nodes,
+        nodes: kairos_platform::header_nodes(&header)?,
         source: "the recording's perf.data header (NUMA_TOPOLOGY)".into(),
     })
 }
