@@ -21,6 +21,18 @@ pub fn uncore_file(cpu: Option<&CpuId>, dirs: &[PathBuf]) -> Result<String, Stri
     if cpu.vendor == kairos_mem_source::Vendor::Amd {
         return amd_file(cpu, dirs);
     }
+    intel_file(cpu, dirs, "uncore")
+}
+
+/// The CPU's `uncore experimental` file (events Intel has not validated, such as ICX's TOR
+/// occupancy of ItoM writes), when the perfmon folder has it.
+pub fn uncore_experimental_file(cpu: Option<&CpuId>, dirs: &[PathBuf]) -> Option<String> {
+    let cpu = cpu.filter(|c| c.vendor != kairos_mem_source::Vendor::Amd)?;
+    intel_file(cpu, dirs, "uncore experimental").ok()
+}
+
+/// The mapfile row of type `kind` for the same CPU pattern as the core event file.
+fn intel_file(cpu: &CpuId, dirs: &[PathBuf], kind: &str) -> Result<String, String> {
     let Some(dir) = dirs.iter().find(|d| d.join("mapfile.csv").is_file()) else {
         return Err("no perfmon folder with a mapfile.csv (give one with -k perfmon=DIR)".into());
     };
@@ -39,10 +51,10 @@ pub fn uncore_file(cpu: Option<&CpuId>, dirs: &[PathBuf]) -> Result<String, Stri
     let file = map
         .lines()
         .map(cols)
-        .find(|c| c.first() == Some(&pattern) && c.get(3).is_some_and(|t| t == "uncore"))
+        .find(|c| c.first() == Some(&pattern) && c.get(3).is_some_and(|t| t == kind))
         .and_then(|c| c.get(2).map(|f| f.trim_start_matches('/').to_string()))
         .ok_or_else(|| {
-            format!("the perfmon mapfile lists no uncore event file for this CPU ({key})")
+            format!("the perfmon mapfile lists no {kind} event file for this CPU ({key})")
         })?;
     std::fs::read_to_string(dir.join(&file))
         .map_err(|_| format!("{file} for this CPU ({key}) is not in {}: copy it there from github.com/intel/perfmon, or give a folder with -k perfmon=DIR", dir.display()))

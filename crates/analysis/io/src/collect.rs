@@ -13,7 +13,7 @@ use kairos_collector::Target;
 use crate::kernel::Kernel;
 use crate::model::{IoResult, Point, Series};
 use crate::sampler::Sampler;
-use crate::uncore::{plan, Places};
+use crate::uncore::{plan_files, Places};
 use crate::SPEC;
 
 /// The tick of the timeline.
@@ -25,8 +25,9 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-/// The CPU's perfmon uncore and metric files, or why not.
-fn perfmon_files(perfmon: &str) -> Result<(String, Option<String>), String> {
+/// The CPU's perfmon uncore files (its own, then the experimental one where the folder
+/// has it) and metric file, or why not.
+fn perfmon_files(perfmon: &str) -> Result<(Vec<String>, Option<String>), String> {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| kairos_mem_source::CpuId::from_cpuinfo(&t));
@@ -45,7 +46,11 @@ fn perfmon_files(perfmon: &str) -> Result<(String, Option<String>), String> {
     let dirs = kairos_mem_source::perfmon_dir::candidates(
         (!perfmon.is_empty()).then(|| Path::new(perfmon)),
     );
-    let uncore = kairos_session::bandwidth::uncore_file(cpu.as_ref(), &dirs)?;
+    let mut uncore = vec![kairos_session::bandwidth::uncore_file(cpu.as_ref(), &dirs)?];
+    uncore.extend(kairos_session::bandwidth::uncore_experimental_file(
+        cpu.as_ref(),
+        &dirs,
+    ));
     let metrics = cpu.as_ref().and_then(|c| {
         dirs.iter().find_map(|d| {
             let map = std::fs::read_to_string(d.join("mapfile.csv")).ok()?;
@@ -73,8 +78,9 @@ fn uncore(perfmon: &str) -> Result<(crate::uncore::Plan, Sampler), String> {
             "no uncore PMUs: the kernel registered none for this CPU (Intel uncore support is CONFIG_PERF_EVENTS_INTEL_UNCORE)".into()
         });
     }
-    let (json, metrics) = perfmon_files(perfmon)?;
-    let p = plan(&places, &json, metrics.as_deref())?;
+    let (jsons, metrics) = perfmon_files(perfmon)?;
+    let jsons: Vec<&str> = jsons.iter().map(String::as_str).collect();
+    let p = plan_files(&places, &jsons, metrics.as_deref())?;
     let s = Sampler::open(&p.counters, p.series.len())?;
     Ok((p, s))
 }

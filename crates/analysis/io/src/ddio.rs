@@ -1,7 +1,7 @@
 //! Per socket, over a span of ticks: the perfmon `io_*` metrics evaluated on the summed
 //! CHA counts, the DDIO hit rate of all inbound requests (IO_HIT over IO_HIT + IO_MISS) and
-//! the average inbound read latency (TOR occupancy / TOR inserts = cycles in the TOR, over
-//! the CHA clock).
+//! the average inbound read and ItoM write latencies (TOR occupancy / TOR inserts = cycles
+//! in the TOR, over the CHA clock).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -20,6 +20,19 @@ pub struct SocketIo {
     pub requests: f64,
     /// Average inbound read (PCIRdCur) latency in ns.
     pub read_latency_ns: Option<f64>,
+    /// Average time an inbound full-line write (ItoM) spends in the TOR, in ns: getting
+    /// ownership of the line before the data is written into the L3.
+    pub write_latency_ns: Option<f64>,
+}
+
+/// Occupancy / inserts = cycles in the TOR, over the CHA clock: ns.
+fn latency_ns(occupancy: Option<f64>, inserts: Option<f64>, clock: Option<f64>, secs: f64) -> Option<f64> {
+    match (occupancy, inserts, clock) {
+        (Some(occ), Some(ins), Some(clk)) if ins > 0.0 && clk > 0.0 && secs > 0.0 => {
+            Some(occ / ins / (clk / secs) * 1e9)
+        }
+        _ => None,
+    }
 }
 
 /// Evaluates `m` on `counts` over `secs` seconds; None when it cannot be (a division by
@@ -91,22 +104,26 @@ pub fn per_socket(r: &IoResult, points: &[Point]) -> Vec<SocketIo> {
                 (Some(h), Some(_)) if requests > 0.0 => Some(100.0 * h / requests),
                 _ => None,
             };
-            let read_latency_ns = match (
+            let clock = get("UNC_CHA_CLOCKTICKS");
+            let read_latency_ns = latency_ns(
                 get("UNC_CHA_TOR_OCCUPANCY.IO_PCIRDCUR"),
                 get("UNC_CHA_TOR_INSERTS.IO_PCIRDCUR"),
-                get("UNC_CHA_CLOCKTICKS"),
-            ) {
-                (Some(occ), Some(ins), Some(clk)) if ins > 0.0 && clk > 0.0 && secs > 0.0 => {
-                    Some(occ / ins / (clk / secs) * 1e9)
-                }
-                _ => None,
-            };
+                clock,
+                secs,
+            );
+            let write_latency_ns = latency_ns(
+                get("UNC_CHA_TOR_OCCUPANCY.IO_ITOM"),
+                get("UNC_CHA_TOR_INSERTS.IO_ITOM"),
+                clock,
+                secs,
+            );
             SocketIo {
                 socket,
                 metrics,
                 hit_rate,
                 requests,
                 read_latency_ns,
+                write_latency_ns,
             }
         })
         .collect()

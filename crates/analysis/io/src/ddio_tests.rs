@@ -46,6 +46,8 @@ fn the_perfmon_formulas_on_hand_built_counts() {
         "UNC_CHA_TOR_INSERTS.IO_MISS",
         "UNC_CHA_TOR_OCCUPANCY.IO_PCIRDCUR",
         "UNC_CHA_CLOCKTICKS",
+        "UNC_CHA_TOR_INSERTS.IO_ITOM",
+        "UNC_CHA_TOR_OCCUPANCY.IO_ITOM",
     ];
     let r = IoResult {
         tick_ms: 500,
@@ -56,12 +58,12 @@ fn the_perfmon_formulas_on_hand_built_counts() {
             Point {
                 t: 0.0,
                 secs: 0.5,
-                values: vec![600.0, 1400.0, 2000.0, 600.0, 1400.0, 500_000.0, 1e9],
+                values: vec![600.0, 1400.0, 2000.0, 600.0, 1400.0, 500_000.0, 1e9, 1500.0, 100_000.0],
             },
             Point {
                 t: 0.5,
                 secs: 0.5,
-                values: vec![400.0, 1600.0, 2000.0, 400.0, 1600.0, 700_000.0, 1e9],
+                values: vec![400.0, 1600.0, 2000.0, 400.0, 1600.0, 700_000.0, 1e9, 500.0, 300_000.0],
             },
         ],
         metrics: vec![metric("io_bandwidth_read"), metric("io_read_l3_miss")],
@@ -79,6 +81,8 @@ fn the_perfmon_formulas_on_hand_built_counts() {
     assert_eq!(s[0].hit_rate, Some(25.0));
     // 1.2e6 / 4,000 = 300 cycles at 2e9 cycles/s = 150 ns.
     assert!((s[0].read_latency_ns.unwrap() - 150.0).abs() < 1e-9);
+    // ItoM: 4e5 / 2,000 = 200 cycles = 100 ns.
+    assert!((s[0].write_latency_ns.unwrap() - 100.0).abs() < 1e-9);
     // A division by zero is no value, not an error.
     let zero: HashMap<String, f64> = flows.iter().map(|f| (f.to_string(), 0.0)).collect();
     assert_eq!(evaluate(&metric("io_read_l3_miss"), &zero, 1.0), None);

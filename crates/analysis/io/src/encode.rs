@@ -27,6 +27,20 @@ pub struct Event {
     /// The uncore unit that counts it: `CHA`, `IIO`.
     #[serde(default)]
     pub unit: String,
+    /// Which box filter register the event needs (SKX: `Filter1`, `CHAFilter1[31:0]`).
+    #[serde(default)]
+    pub filter: Option<String>,
+    /// The value of that filter register (SKX CHA: opcode, local/remote, NM bits).
+    #[serde(rename = "FILTER_VALUE", default)]
+    pub filter_value: Option<String>,
+}
+
+/// An event's attr fields.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Config {
+    pub config: u64,
+    /// The box filter (SKX CHA: FILTER0 in bits 0-31, FILTER1 in bits 32-63).
+    pub config1: u64,
 }
 
 #[derive(Deserialize)]
@@ -91,10 +105,73 @@ pub fn place(format: &str, mut value: u64) -> Option<u64> {
     (value == 0).then_some(out)
 }
 
-/// The `config` of `e` on the PMU whose sysfs folder is `pmu_dir`, from its `format`
+/// The bits of `config1` the PMU's format fields cover (the kernel passes only those on to
+/// the filter registers).
+fn config1_bits(pmu_dir: &Path) -> u64 {
+    let Ok(dir) = std::fs::read_dir(pmu_dir.join("format")) else {
+        return 0;
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|f| std::fs::read_to_string(f.path()).ok())
+        .filter_map(|t| t.trim().strip_prefix("config1:").map(mask))
+        .fold(0, |a, b| a | b)
+}
+
+/// The bits of format ranges such as `32,41-50` (malformed ranges cover nothing).
+fn mask(ranges: &str) -> u64 {
+    ranges
+        .split(',')
+        .filter_map(|r| {
+            let (lo, hi) = match r.split_once('-') {
+                Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
+                None => (r.parse().ok()?, r.parse().ok()?),
+            };
+            (lo <= hi && hi <= 63).then(|| (lo..=hi).fold(0u64, |m, b| m | 1 << b))
+        })
+        .fold(0, |a, b| a | b)
+}
+
+/// The box filter of `e` as `config1`: Intel's SKX-generation CHA keeps FILTER0 in the low
+/// and FILTER1 in the high 32 bits (the kernel's `filter_opc0` is `config1:41-50`, FILTER1
+/// bits 9-18). Refused when the PMU's format fields do not cover every bit the value sets,
+/// since the kernel would silently drop them and count another event.
+fn filter(pmu_dir: &Path, e: &Event) -> Result<u64, String> {
+    let value = e.filter_value.as_deref().and_then(hex).unwrap_or(0);
+    if value == 0 {
+        return Ok(0);
+    }
+    let which = e.filter.as_deref().unwrap_or_default().to_ascii_lowercase();
+    let shift = if which.contains("filter1") {
+        32
+    } else if which.contains("filter0") {
+        0
+    } else {
+        return Err(format!(
+            "{}: filter register '{}' is not one Kairos knows how to place",
+            e.event_name,
+            e.filter.as_deref().unwrap_or_default()
+        ));
+    };
+    let config1 = value
+        .checked_shl(shift)
+        .filter(|v| v >> shift == value)
+        .ok_or_else(|| format!("{}: FILTER_VALUE {value:#x} is wider than its register", e.event_name))?;
+    let covered = config1_bits(pmu_dir);
+    if config1 & !covered != 0 {
+        return Err(format!(
+            "{} needs the box filter {value:#x} ({}), which {} has no config1 fields for (an older kernel?)",
+            e.event_name,
+            e.filter.as_deref().unwrap_or_default(),
+            pmu_dir.display()
+        ));
+    }
+    Ok(config1)
+}
+
+/// The attr fields of `e` on the PMU whose sysfs folder is `pmu_dir`, from its `format`
 /// files: event, umask (with the extension in its own field or above the umask's 8 bits),
-/// ch_mask (PortMask), fc_mask (FCMask).
-pub fn encode(pmu_dir: &Path, e: &Event) -> Result<u64, String> {
+/// ch_mask (PortMask), fc_mask (FCMask), and the box filter in `config1`.
+pub fn encode(pmu_dir: &Path, e: &Event) -> Result<Config, String> {
     let field = |n: &str| std::fs::read_to_string(pmu_dir.join("format").join(n)).ok();
     let bad = |what: &str| format!("{}: bad {what}", e.event_name);
     let code = hex(&e.event_code).ok_or_else(|| bad("EventCode"))?;
@@ -121,5 +198,8 @@ pub fn encode(pmu_dir: &Path, e: &Event) -> Result<u64, String> {
     }
     config |= put("ch_mask", e.port_mask.as_deref().and_then(hex).unwrap_or(0))?;
     config |= put("fc_mask", e.fc_mask.as_deref().and_then(hex).unwrap_or(0))?;
-    Ok(config)
+    Ok(Config {
+        config,
+        config1: filter(pmu_dir, e)?,
+    })
 }

@@ -51,6 +51,12 @@ pub fn findings(r: &IoResult) -> Vec<String> {
                 s.socket
             ));
         }
+        if let Some(ns) = s.write_latency_ns {
+            out.push(format!(
+                "average inbound full-line write (ItoM) on socket {}: {ns:.0} ns in the CHA before the data goes into the L3",
+                s.socket
+            ));
+        }
     }
     for (i, x) in r.series.iter().enumerate() {
         let (Some(link), true) = (x.link_bytes_per_s, x.unit == "bytes") else {

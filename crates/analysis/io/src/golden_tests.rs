@@ -73,22 +73,25 @@ pub(crate) fn result() -> IoResult {
             cha("UNC_CHA_TOR_INSERTS.IO_MISS_ITOM"),
             cha("UNC_CHA_TOR_INSERTS.IO_HIT"),
             cha("UNC_CHA_TOR_INSERTS.IO_MISS"),
+            cha("UNC_CHA_TOR_OCCUPANCY.IO_ITOM"),
+            cha("UNC_CHA_CLOCKTICKS"),
         ],
         points: vec![
             Point {
                 t: 0.0,
                 secs: 0.1,
-                values: vec![1e6, 20e6, 20e6, 312_500.0, 250_000.0, 62_500.0, 250_000.0],
+                // 400 TOR cycles per ItoM at 2 GHz: 200 ns.
+                values: vec![1e6, 20e6, 20e6, 312_500.0, 250_000.0, 62_500.0, 250_000.0, 125e6, 2e8],
             },
             Point {
                 t: 0.1,
                 secs: 0.1,
-                values: vec![3e6, 10e6, 10e6, 156_250.0, 112_500.0, 43_750.0, 112_500.0],
+                values: vec![3e6, 10e6, 10e6, 156_250.0, 112_500.0, 43_750.0, 112_500.0, 62.5e6, 2e8],
             },
             Point {
                 t: 0.2,
                 secs: 0.1,
-                values: vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+                values: vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2e8],
             },
         ],
         metrics: vec![metric("io_full_write_l3_miss")],

@@ -11,6 +11,7 @@ pub mod encode;
 pub mod findings;
 pub mod kernel;
 pub mod model;
+mod opcode;
 pub mod report;
 mod sampler;
 mod spec;

@@ -125,6 +125,7 @@ fn ddio_table(r: &IoResult) -> Table {
         Column::right("IO requests"),
         Column::right("DDIO hit rate"),
         Column::right("read latency").with_unit("ns"),
+        Column::right("ItoM write latency").with_unit("ns"),
         Column::left("perfmon metrics"),
     ])
     .with_title("DDIO (inbound requests hitting the L3) per socket");
@@ -138,6 +139,7 @@ fn ddio_table(r: &IoResult) -> Table {
             Cell::text("all"),
             Cell::Empty,
             Cell::text("not measurable here"),
+            Cell::Empty,
             Cell::Empty,
             Cell::Empty,
         ]);
@@ -154,6 +156,7 @@ fn ddio_table(r: &IoResult) -> Table {
             Cell::UInt(s.requests as u64),
             s.hit_rate.map_or(Cell::Empty, Cell::Percent),
             s.read_latency_ns.map_or(Cell::Empty, |v| Cell::float(v, 1)),
+            s.write_latency_ns.map_or(Cell::Empty, |v| Cell::float(v, 1)),
             Cell::text(metrics.join("; ")),
         ]);
     }

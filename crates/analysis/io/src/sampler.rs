@@ -63,6 +63,7 @@ impl Sampler {
             a.size = std::mem::size_of::<b::perf_event_attr>() as u32;
             a.type_ = c.type_;
             a.config = c.config;
+            a.__bindgen_anon_3.config1 = c.config1;
             a.read_format =
                 (b::PERF_FORMAT_TOTAL_TIME_ENABLED | b::PERF_FORMAT_TOTAL_TIME_RUNNING) as u64;
             // SAFETY: a valid attr; pid -1 with a CPU counts everything on it.

@@ -31,8 +31,25 @@ const SKX: Formats = (
         ("ch_mask", "config:36-43"),
         ("fc_mask", "config:44-46"),
     ],
-    &[("event", "config:0-7"), ("umask", "config:8-15")],
+    &[
+        ("event", "config:0-7"),
+        ("umask", "config:8-15"),
+        // The kernel's SKX CHA filter fields: FILTER0 low, FILTER1 high in config1.
+        ("filter_tid4", "config1:0-8"),
+        ("filter_state5", "config1:17-26"),
+        ("filter_rem", "config1:32"),
+        ("filter_loc", "config1:33"),
+        ("filter_all_op", "config1:35"),
+        ("filter_nm", "config1:36"),
+        ("filter_not_nm", "config1:37"),
+        ("filter_opc0", "config1:41-50"),
+        ("filter_opc1", "config1:51-60"),
+        ("filter_nc", "config1:62"),
+        ("filter_isoc", "config1:63"),
+    ],
 );
+/// SKX as an older kernel exposed it: no filter fields.
+const SKX_NO_FILTER: Formats = (SKX.0, &[("event", "config:0-7"), ("umask", "config:8-15")]);
 const ICX: Formats = (
     &[
         ("event", "config:0-7"),
@@ -91,12 +108,99 @@ pub(crate) fn files(cpu: &str, stem: &str) -> (String, String) {
     )
 }
 
-fn config(p: &crate::uncore::Plan, pmu: &str, event: &str) -> u64 {
+fn counter<'a>(p: &'a crate::uncore::Plan, pmu: &str, event: &str) -> &'a crate::uncore::Counter {
     p.counters
         .iter()
         .find(|c| c.pmu == pmu && c.event == event)
-        .map(|c| c.config)
         .unwrap_or_else(|| panic!("{event} on {pmu} not planned"))
+}
+
+fn config(p: &crate::uncore::Plan, pmu: &str, event: &str) -> u64 {
+    counter(p, pmu, event).config
+}
+
+pub(crate) fn experimental(cpu: &str, stem: &str) -> String {
+    std::fs::read_to_string(perfmon().join(cpu).join(format!("events/{stem}_uncore_experimental.json")))
+        .unwrap()
+}
+
+/// The events summed into a socket series `flow`: (event, config, config1) on one CHA.
+fn parts(p: &crate::uncore::Plan, flow: &str) -> Vec<(String, u64, u64)> {
+    p.counters
+        .iter()
+        .filter(|c| c.pmu == "uncore_cha_0" && c.cpu == 0 && p.series[c.series].flow == flow)
+        .map(|c| (c.event.clone(), c.config, c.config1))
+        .collect()
+}
+
+#[test]
+fn skx_opcode_filters_make_the_hit_miss_and_latency_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let places = tree(dir.path(), SKX);
+    let (events, metrics) = files("SKX", "skylakex");
+    let exp = experimental("SKX", "skylakex");
+    let p = crate::uncore::plan_files(&places, &[&events, &exp], Some(&metrics)).unwrap();
+    // Hits: the IO_HIT umask 0x14 with each miss event's FILTER1 in config1 bits 32-63
+    // (opcode in FILTER1 bits 9-18 = filter_opc0, config1:41-50).
+    assert_eq!(
+        parts(&p, "UNC_CHA_TOR_INSERTS.IO_HIT"),
+        [
+            ("UNC_CHA_TOR_INSERTS.IO_HIT_PCIRDCUR".into(), 0x1435, 0x43C33 << 32),
+            ("UNC_CHA_TOR_INSERTS.IO_HIT_ITOM".into(), 0x1435, 0x49033 << 32),
+            ("UNC_CHA_TOR_INSERTS.IO_HIT_RFO".into(), 0x1435, 0x40033 << 32),
+        ]
+    );
+    assert_eq!(
+        parts(&p, "UNC_CHA_TOR_INSERTS.IO_MISS"),
+        [
+            ("UNC_CHA_TOR_INSERTS.IO_MISS_RDCUR".into(), 0x2435, 0x43C33 << 32),
+            ("UNC_CHA_TOR_INSERTS.IO_MISS_ITOM".into(), 0x2435, 0x49033 << 32),
+            ("UNC_CHA_TOR_INSERTS.IO_MISS_RFO".into(), 0x2435, 0x40033 << 32),
+        ]
+    );
+    // 0x21E (PCIRdCur) and 0x248 (ItoM) in bits 41-50.
+    assert_eq!((0x43C33u64 << 32 >> 41) & 0x3ff, 0x21E);
+    assert_eq!((0x49033u64 << 32 >> 41) & 0x3ff, 0x248);
+    // All requests of an opcode and their occupancy: the IO umask 0x34.
+    assert_eq!(
+        parts(&p, "UNC_CHA_TOR_OCCUPANCY.IO_ITOM"),
+        [("UNC_CHA_TOR_OCCUPANCY.IO_ITOM".into(), 0x3436, 0x49033 << 32)]
+    );
+    assert_eq!(
+        parts(&p, "UNC_CHA_TOR_INSERTS.IO_PCIRDCUR"),
+        [("UNC_CHA_TOR_INSERTS.IO_PCIRDCUR".into(), 0x3435, 0x43C33 << 32)]
+    );
+    // An older kernel without the filter fields: said, and nothing counts the wrong thing.
+    let dir = tempfile::tempdir().unwrap();
+    let places = tree(dir.path(), SKX_NO_FILTER);
+    let p = crate::uncore::plan_files(&places, &[&events, &exp], Some(&metrics)).unwrap();
+    assert!(parts(&p, "UNC_CHA_TOR_INSERTS.IO_HIT").is_empty());
+    assert!(
+        p.notes.iter().any(|n| n.contains("IO_HIT_PCIRDCUR is not counted")
+            && n.contains("has no config1 fields")),
+        "{:?}",
+        p.notes
+    );
+}
+
+#[test]
+fn icx_itom_occupancy_comes_from_the_experimental_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let places = tree(dir.path(), ICX);
+    let (events, metrics) = files("ICX", "icelakex");
+    let p = plan(&places, &events, Some(&metrics)).unwrap();
+    assert!(parts(&p, "UNC_CHA_TOR_OCCUPANCY.IO_ITOM").is_empty());
+    let exp = experimental("ICX", "icelakex");
+    let p = crate::uncore::plan_files(&places, &[&events, &exp], Some(&metrics)).unwrap();
+    // 0x36 | 0x04 << 8 | UMaskExt 0xCC43FF << 32; no filter.
+    assert_eq!(
+        parts(&p, "UNC_CHA_TOR_OCCUPANCY.IO_ITOM"),
+        [("UNC_CHA_TOR_OCCUPANCY.IO_ITOM".into(), 0x00CC_43FF_0000_0436, 0)]
+    );
+    assert_eq!(
+        parts(&p, "UNC_CHA_TOR_INSERTS.IO_ITOM"),
+        [("UNC_CHA_TOR_INSERTS.IO_ITOM".into(), 0x00CC_43FF_0000_0435, 0)]
+    );
 }
 
 #[test]
@@ -131,11 +235,9 @@ fn encodings_of_the_three_recorded_cpus() {
                     config(&p, "uncore_iio_0", "UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART2"),
                     0x0000_7040_0000_0483
                 );
-                // IO_MISS: event 0x35 | umask 0x24 << 8 (no opcode filter in the file)
-                assert_eq!(
-                    config(&p, "uncore_cha_1", "UNC_CHA_TOR_INSERTS.IO_MISS"),
-                    0x2435
-                );
+                // The main file alone has no opcode events: IO_HIT/IO_MISS with FILTER1 0
+                // would match nothing, so they are not planned (see the test below).
+                assert!(parts(&p, "UNC_CHA_TOR_INSERTS.IO_MISS").is_empty());
                 // io_bandwidth_* count UNC_IIO_PAYLOAD_BYTES_IN (the same encoding, deprecated
                 // name), per socket over its IIO stacks; the file has no io_*_l3_miss.
                 let names: Vec<&str> = p.metrics.iter().map(|m| m.name.as_str()).collect();
@@ -189,14 +291,12 @@ fn encodings_of_the_three_recorded_cpus() {
             2,
             "{cpu}"
         );
-        assert_eq!(
-            p.counters
-                .iter()
-                .filter(|c| c.event == "UNC_CHA_TOR_INSERTS.IO_HIT")
-                .count(),
-            4,
-            "{cpu}"
-        );
+        let hits = p
+            .counters
+            .iter()
+            .filter(|c| c.event == "UNC_CHA_TOR_INSERTS.IO_HIT")
+            .count();
+        assert_eq!(hits, if cpu == "SKX" { 0 } else { 4 }, "{cpu}");
     }
 }
 
@@ -240,6 +340,8 @@ fn format_fields_and_bytes_per_count() {
         brief_description: d.into(),
         unit: "IIO".into(),
         public_description: String::new(),
+        filter: None,
+        filter_value: None,
     };
     assert_eq!(
         bytes_per_count(&e(

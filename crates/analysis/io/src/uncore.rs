@@ -29,12 +29,15 @@ pub const STACK_FLOWS: [(&str, &str); 4] = [
 ];
 
 /// Per-socket CHA events besides the metrics': all IO hits and misses, and what the
-/// average inbound read latency needs (TOR occupancy over inserts, over the CHA clock).
-pub const SOCKET_EVENTS: [&str; 5] = [
+/// average inbound read and write latencies need (TOR occupancy over inserts of PCIe reads
+/// and of ItoM full-line writes, over the CHA clock).
+pub const SOCKET_EVENTS: [&str; 7] = [
     "UNC_CHA_TOR_INSERTS.IO_HIT",
     "UNC_CHA_TOR_INSERTS.IO_MISS",
     "UNC_CHA_TOR_OCCUPANCY.IO_PCIRDCUR",
     "UNC_CHA_TOR_INSERTS.IO_PCIRDCUR",
+    "UNC_CHA_TOR_OCCUPANCY.IO_ITOM",
+    "UNC_CHA_TOR_INSERTS.IO_ITOM",
     "UNC_CHA_CLOCKTICKS",
 ];
 
@@ -53,6 +56,8 @@ pub struct Counter {
     pub pmu: String,
     pub type_: u32,
     pub config: u64,
+    /// The box filter (SKX CHA opcode match), 0 for none.
+    pub config1: u64,
     pub event: String,
     pub cpu: u32,
     pub series: usize,
@@ -100,12 +105,29 @@ pub fn plan(
     uncore_json: &str,
     metrics_json: Option<&str>,
 ) -> Result<Plan, String> {
+    plan_files(places, &[uncore_json], metrics_json)
+}
+
+/// The same with several uncore files (the CPU's file, then its `uncore experimental`
+/// file, where ICX keeps `TOR_OCCUPANCY.IO_ITOM`): a name takes its first file's event.
+pub fn plan_files(
+    places: &Places,
+    uncore_jsons: &[&str],
+    metrics_json: Option<&str>,
+) -> Result<Plan, String> {
     let pmus = discover(&places.pmus);
     if pmus.is_empty() {
         return Err("no uncore PMUs (a virtual machine exposes none)".into());
     }
-    let evs = events(uncore_json)?;
-    let by_name: BTreeMap<&str, &Event> = evs.iter().map(|e| (e.event_name.as_str(), e)).collect();
+    let mut evs = Vec::new();
+    for json in uncore_jsons {
+        evs.extend(events(json)?);
+    }
+    let mut by_name: BTreeMap<&str, &Event> = BTreeMap::new();
+    for e in &evs {
+        by_name.entry(e.event_name.as_str()).or_insert(e);
+    }
+    let derived = crate::opcode::derived(&by_name);
     let devices = {
         let topo = kairos_platform::numa::Topology::read(&places.sys);
         kairos_platform::devices::read_devices(&places.sys, &topo)
@@ -133,7 +155,7 @@ pub fn plan(
                         p.notes.push(format!("{name} is not counted: the perfmon file does not say how many bytes a count is"));
                         continue;
                     };
-                    let config = match encode(&places.pmus.join(&pmu.name), e) {
+                    let c = match encode(&places.pmus.join(&pmu.name), e) {
                         Ok(c) => c,
                         Err(why) => {
                             p.notes.push(format!("{name} is not counted: {why}"));
@@ -143,7 +165,8 @@ pub fn plan(
                     p.counters.push(Counter {
                         pmu: pmu.name.clone(),
                         type_: pmu.type_,
-                        config,
+                        config: c.config,
+                        config1: c.config1,
                         event: name,
                         cpu,
                         series: index,
@@ -220,50 +243,17 @@ pub fn plan(
     }
     let mut socket_series: BTreeMap<(u32, String), usize> = BTreeMap::new();
     for name in wanted {
-        let Some(e) = by_name.get(name.as_str()) else {
-            continue;
+        // The events summed into this series: built from filters (SKX), else the file's own.
+        let parts: Vec<&Event> = match derived.get(&name) {
+            Some(list) => list.iter().collect(),
+            None => by_name.get(name.as_str()).copied().into_iter().collect(),
         };
-        // Counted on every box of its unit (all CHAs, or all IIO stacks) and summed per socket.
-        let prefix = format!("uncore_{}_", e.unit.to_ascii_lowercase());
-        for unit in numbered(&pmus, &prefix) {
-            // The CHA clock is the same on every CHA of a socket: one is enough.
-            if name == "UNC_CHA_CLOCKTICKS" && !unit.name.ends_with("_0") {
-                continue;
-            }
-            let config = match encode(&places.pmus.join(&unit.name), e) {
-                Ok(c) => c,
-                Err(why) => {
-                    p.notes.push(format!("{name} is not counted: {why}"));
-                    continue;
-                }
-            };
-            for &cpu in &unit.cpus {
-                let socket = socket_of(&places.sys, cpu);
-                let n = p.series.len();
-                let index = *socket_series.entry((socket, name.clone())).or_insert(n);
-                if index == n {
-                    p.series.push(Series {
-                        scope: Scope::Socket,
-                        name: format!("socket {socket}"),
-                        flow: name.clone(),
-                        unit: "count".into(),
-                        socket: Some(socket),
-                        pci: None,
-                        block: None,
-                        label: e.brief_description.clone(),
-                        link_bytes_per_s: None,
-                    });
-                }
-                p.counters.push(Counter {
-                    pmu: unit.name.clone(),
-                    type_: unit.type_,
-                    config,
-                    event: name.clone(),
-                    cpu,
-                    series: index,
-                    scale: 1.0,
-                });
-            }
+        if let Some(e) = parts.iter().find(|e| crate::opcode::unfiltered(e)) {
+            p.notes.push(format!("{} is not counted: the perfmon file gives it a CHA FILTER1 value of 0, which matches no request, and has no opcode events to take the filter from (give the CPU's uncore_experimental file too)", e.event_name));
+            continue;
+        }
+        for e in parts {
+            socket_counters(places, &pmus, &mut p, &mut socket_series, &name, e);
         }
     }
     let mut seen_notes = std::collections::BTreeSet::new();
@@ -279,4 +269,58 @@ pub fn plan(
         ));
     }
     Ok(p)
+}
+
+/// Counters of `e` on every box of its unit (all CHAs, or all IIO stacks), summed per
+/// socket into series `name`.
+fn socket_counters(
+    places: &Places,
+    pmus: &[UncorePmu],
+    p: &mut Plan,
+    socket_series: &mut BTreeMap<(u32, String), usize>,
+    name: &str,
+    e: &Event,
+) {
+    let prefix = format!("uncore_{}_", e.unit.to_ascii_lowercase());
+    for unit in numbered(pmus, &prefix) {
+        // The CHA clock is the same on every CHA of a socket: one is enough.
+        if name == "UNC_CHA_CLOCKTICKS" && !unit.name.ends_with("_0") {
+            continue;
+        }
+        let c = match encode(&places.pmus.join(&unit.name), e) {
+            Ok(c) => c,
+            Err(why) => {
+                p.notes.push(format!("{} is not counted: {why}", e.event_name));
+                continue;
+            }
+        };
+        for &cpu in &unit.cpus {
+            let socket = socket_of(&places.sys, cpu);
+            let n = p.series.len();
+            let index = *socket_series.entry((socket, name.to_string())).or_insert(n);
+            if index == n {
+                p.series.push(Series {
+                    scope: Scope::Socket,
+                    name: format!("socket {socket}"),
+                    flow: name.to_string(),
+                    unit: "count".into(),
+                    socket: Some(socket),
+                    pci: None,
+                    block: None,
+                    label: e.brief_description.clone(),
+                    link_bytes_per_s: None,
+                });
+            }
+            p.counters.push(Counter {
+                pmu: unit.name.clone(),
+                type_: unit.type_,
+                config: c.config,
+                config1: c.config1,
+                event: e.event_name.clone(),
+                cpu,
+                series: index,
+                scale: 1.0,
+            });
+        }
+    }
 }
