@@ -117,6 +117,17 @@ fn loopback_traffic_is_counted_and_ddio_says_why_not() {
         .cloned()
         .unwrap();
     assert!(lo["total"].as_f64().unwrap() >= SENT as f64 / 1e6, "{lo}");
+    // Traced: the test's reading thread copied everything out of its socket, from lo.
+    let by_thread = table("Device use by thread (every process)");
+    let lo_read: f64 = by_thread["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["device"] == "lo")
+        .map(|row| row["read"].as_f64().unwrap())
+        .sum();
+    // The table rounds to kB.
+    assert!(lo_read >= SENT as f64 / 1e6 - 0.001, "{by_thread}");
     if no_uncore() {
         let ddio = table("DDIO (inbound requests hitting the L3) per socket");
         assert_eq!(
@@ -156,4 +167,57 @@ fn a_program_bounds_the_collection_and_a_pid_is_refused() {
     let out = kairos(dir.path(), &["collect", "io", "-p", "1"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("io is system-wide"));
+}
+
+/// A program that writes a file with direct I/O: its block device's writes are the
+/// program's, with its name, and the topology check judges that device by them.
+#[test]
+fn the_target_s_own_device_use_is_traced() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let dev = std::fs::metadata(dir.path()).unwrap().dev();
+    if libc::major(dev) == 0 {
+        eprintln!("{} is not on a block device: skipped", dir.path().display());
+        return;
+    }
+    let out = kairos(
+        dir.path(),
+        &["collect", "io", "-q", "-r", "r3", "--", "dd", "if=/dev/zero", "of=data", "bs=64k", "count=128", "oflag=direct"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = kairos(dir.path(), &["report", "io", "-r", "r3", "--format", "json"]);
+    assert!(report.status.success());
+    let doc: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let table = doc["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["title"] == "Device use by the target's threads")
+        .cloned()
+        .unwrap_or_else(|| panic!("{doc}"));
+    let rows = table["rows"].as_array().unwrap();
+    let dd: Vec<&Value> = rows.iter().filter(|r| r["name"] == "dd").collect();
+    let written: f64 = dd.iter().map(|r| r["written"].as_f64().unwrap()).sum();
+    // 128 x 64 KiB = 8.4 MB, plus the file system's own writes of the new file's blocks.
+    assert!(written >= 8.388, "{table}");
+    // Only dd and what it started: not kairos, not the rest of the machine.
+    assert!(rows.iter().all(|r| r["name"] == "dd"), "{table}");
+    let disk = dd[0]["device"].as_str().unwrap().to_string();
+    let topo = kairos(dir.path(), &["report", "topology", "-r", "r3", "--format", "json"]);
+    assert!(topo.status.success(), "{}", String::from_utf8_lossy(&topo.stderr));
+    let text = String::from_utf8_lossy(&topo.stdout);
+    assert!(text.contains("was traced"), "{text}");
+    // The disk was used; every other checked device was not.
+    let check: Value = serde_json::from_slice(&topo.stdout).unwrap();
+    let rows = check["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["title"] == "Check")
+        .map(|b| b["rows"].as_array().unwrap().clone())
+        .unwrap();
+    for r in &rows {
+        let used = r["Device"].as_str().unwrap().starts_with(&disk);
+        assert_eq!(r["Verdict"] != "not used", used, "{r}");
+    }
 }

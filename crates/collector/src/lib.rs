@@ -9,6 +9,7 @@
 
 pub mod attr;
 pub mod calibrate;
+pub mod device_io;
 pub mod extra;
 pub mod launch;
 pub mod pmu;

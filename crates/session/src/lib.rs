@@ -7,6 +7,7 @@
 //! [`kairos_analysis_api::Failure`] worded for the user.
 
 pub mod bandwidth;
+pub mod device_use;
 mod convert;
 mod host;
 pub mod interrupt;

@@ -142,10 +142,13 @@ pub fn collect(req: &CollectRequest) -> Result<(), Failure> {
             .unwrap_or_default(),
     );
     let sampler = uncore.ok().map(|(_, s)| s);
+    // Which of the target's threads read and write which device (the topology check).
+    let devices = kairos_session::device_use::start();
     let thread = std::thread::spawn(move || run(kernel, sampler, &flag));
     let spinner = kairos_session::spinner(req.quiet, "collecting I/O traffic");
     let started = Instant::now();
-    let exit = wait(&target, duration);
+    let mut pid = None;
+    let exit = wait(&target, duration, &mut pid);
     stop.store(true, Ordering::SeqCst);
     spinner.finish_and_clear();
     let points = thread.join().unwrap_or_default();
@@ -160,6 +163,14 @@ pub fn collect(req: &CollectRequest) -> Result<(), Failure> {
             None => "not recorded".into(),
         },
     );
+    let use_ = kairos_session::device_use::finish(dir.path(), devices, pid);
+    r.device_use_note = Some(match &use_ {
+        Some(u) => match &u.unavailable {
+            Some(why) => format!("not traced: {why}"),
+            None => format!("traced in device_use.json: {} flows of the target, {} records lost", u.flows.len(), u.lost),
+        },
+        None => "not recorded: device_use.json could not be written".into(),
+    });
     let m = dir.manifest_mut();
     m.duration_secs = Some(started.elapsed().as_secs_f64());
     match exit {
@@ -178,15 +189,17 @@ pub fn collect(req: &CollectRequest) -> Result<(), Failure> {
         ))
     })?;
     kairos_session::save(&dir)?;
-    print!("{}", crate::report::summary_text(&r));
+    print!("{}", crate::report::summary_text(&r, use_.as_ref()));
     println!("result: {}", dir.path().display());
     Ok(())
 }
 
 /// Until the program ends (its exit status), or for `-d` / until Ctrl-C with `-a`.
+/// `pid` gets the launched program's process id.
 fn wait(
     target: &Target,
     duration: Option<Duration>,
+    pid: &mut Option<u32>,
 ) -> Result<Option<(std::process::ExitStatus, Option<i32>)>, Failure> {
     match target {
         Target::Launch { program, args } => {
@@ -199,6 +212,7 @@ fn wait(
                         program.display()
                     ))
                 })?;
+            *pid = Some(child.id());
             let out = kairos_session::interrupt::wait(&mut child)
                 .map_err(|e| Failure::failed(format!("waiting for the program failed: {e}")))?;
             Ok(Some(out))

@@ -29,6 +29,9 @@ pub struct IoResult {
     /// DRAM and socket-link traffic: where to find it, or why it is not here.
     #[serde(default)]
     pub dram_note: Option<String>,
+    /// Which threads moved data through which device: where to find it, or why not traced.
+    #[serde(default)]
+    pub device_use_note: Option<String>,
     #[serde(default)]
     pub notes: Vec<String>,
 }

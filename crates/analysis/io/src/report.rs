@@ -44,13 +44,22 @@ pub fn report(req: &ReportRequest) -> Result<(), Failure> {
         }
         _ => summary_document(&r),
     };
+    let mut doc = doc;
+    if let Some(u) = kairos_session::device_use::DeviceUse::load(dir.path()) {
+        doc.push_table(crate::use_table::table(&u));
+    }
     print!("{}", render(&doc, format));
     Ok(())
 }
 
-/// The summary as text (printed at the end of a collection).
-pub fn summary_text(r: &IoResult) -> String {
-    render(&summary_document(r), Format::Text)
+/// The summary as text (printed at the end of a collection), with the target's device use
+/// when it was traced.
+pub fn summary_text(r: &IoResult, u: Option<&kairos_session::device_use::DeviceUse>) -> String {
+    let mut d = summary_document(r);
+    if let Some(u) = u {
+        d.push_table(crate::use_table::table(u));
+    }
+    render(&d, Format::Text)
 }
 
 /// Findings and reasons are sentences: text keeps them whole.
@@ -262,6 +271,9 @@ fn head(r: &IoResult) -> Section {
     }
     if let Some(n) = &r.dram_note {
         s.push("DRAM and socket links", Cell::text(n));
+    }
+    if let Some(n) = &r.device_use_note {
+        s.push("Device use by thread", Cell::text(n));
     }
     for (i, n) in r.notes.iter().enumerate() {
         s.push(format!("note {}", i + 1), Cell::text(n));

@@ -22,9 +22,23 @@ pub struct Usage {
     /// Resident pages of the target's memory objects per node (memory-access NUMA data);
     /// None when the result has no placement.
     pub pages_by_node: Option<BTreeMap<u32, u64>>,
+    /// What the target moved through each device (`net:eth0`), traced; None when the
+    /// collection did not trace device use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<BTreeMap<String, Traffic>>,
 }
 
-/// One thread's samples per node.
+/// The target's data through one device, by the node of the CPU it was moved on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Traffic {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub bytes_by_node: BTreeMap<u32, u64>,
+    /// Per thread: its name and its bytes per node.
+    pub threads: BTreeMap<u32, ThreadUse>,
+}
+
+/// One thread's samples (or, under a device's traffic, bytes) per node.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ThreadUse {
     pub name: String,
@@ -46,6 +60,8 @@ pub enum Verdict {
     /// The target ran (or its memory is) mostly off the device's node.
     Mismatch,
     Local,
+    /// The target moved no data through the device (device use was traced).
+    Unused,
     /// The device's node is unknown, or nothing was measured.
     Unchecked,
 }
@@ -55,6 +71,7 @@ impl Verdict {
         match self {
             Verdict::Mismatch => "mismatch",
             Verdict::Local => "local",
+            Verdict::Unused => "not used",
             Verdict::Unchecked => "not checked",
         }
     }
@@ -70,6 +87,8 @@ pub struct Finding {
     pub off_node_samples_pct: Option<f64>,
     /// Share of the pages on other nodes, in percent.
     pub off_node_pages_pct: Option<f64>,
+    /// Share of the target's traced traffic through the device moved on other nodes' CPUs.
+    pub off_node_traffic_pct: Option<f64>,
     pub sentence: String,
 }
 
@@ -80,6 +99,16 @@ pub fn checked_kind(d: &Device) -> bool {
             d.kind,
             DeviceKind::Network | DeviceKind::Storage | DeviceKind::Accelerator
         )
+}
+
+/// `1.2 MB` (10^6 bytes), `512 bytes`.
+fn size(bytes: u64) -> String {
+    match bytes {
+        0..1000 => format!("{bytes} bytes"),
+        1000..1_000_000 => format!("{:.1} kB", bytes as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} MB", bytes as f64 / 1e6),
+        _ => format!("{:.2} GB", bytes as f64 / 1e9),
+    }
 }
 
 fn pct(part: u64, whole: u64) -> f64 {
@@ -113,9 +142,8 @@ fn what_lands(d: &Device, node: u32) -> String {
 
 /// ` (threads 4242 worker 100% off, ...)`: the threads that ran mostly off `node`, busiest
 /// first, at most four named; empty when the result has no per-thread figures.
-fn off_threads(u: &Usage, node: u32) -> String {
-    let mut off: Vec<(u64, f64, u32, &str)> = u
-        .threads
+fn off_threads(threads: &BTreeMap<u32, ThreadUse>, node: u32) -> String {
+    let mut off: Vec<(u64, f64, u32, &str)> = threads
         .iter()
         .filter_map(|(tid, t)| {
             let all: u64 = t.samples_by_node.values().sum();
@@ -161,7 +189,7 @@ fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Fin
     let device = d.label();
     let Some(node) = d.node else {
         let why = d.note.clone().unwrap_or_else(|| "no node".into());
-        return Finding { device: device.clone(), node: None, verdict: Verdict::Unchecked, off_node_samples_pct: None, off_node_pages_pct: None, sentence: format!("{device}: {why}, so it cannot be checked; find its socket from the slot it sits in") };
+        return Finding { device: device.clone(), node: None, verdict: Verdict::Unchecked, off_node_samples_pct: None, off_node_pages_pct: None, off_node_traffic_pct: None, sentence: format!("{device}: {why}, so it cannot be checked; find its socket from the slot it sits in") };
     };
     let off_s = samples - u.samples_by_node.get(&node).copied().unwrap_or(0);
     let off_p = pages
@@ -178,15 +206,32 @@ fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Fin
         verdict: Verdict::Local,
         off_node_samples_pct: s_pct,
         off_node_pages_pct: p_pct,
+        off_node_traffic_pct: None,
         sentence: String::new(),
     };
+    // Traced: the device is judged by the threads that really moved its data.
+    let traffic = u
+        .traffic
+        .as_ref()
+        .map(|t| d.names.iter().find_map(|n| t.get(n)));
+    if let Some(None) = traffic {
+        out.verdict = Verdict::Unused;
+        out.sentence = format!("{device} is on node {node}; the target moved no data through it");
+        return out;
+    }
+    let traffic = traffic.flatten();
+    let t_all = traffic.map_or(0, |t| t.bytes_by_node.values().sum::<u64>());
+    let t_off = t_all - traffic.and_then(|t| t.bytes_by_node.get(&node)).copied().unwrap_or(0);
+    let t_pct = (t_all > 0).then(|| pct(t_off, t_all));
+    out.off_node_traffic_pct = t_pct;
+    let moved = traffic.map(|t| format!("the target read {} from it and wrote {}", size(t.read_bytes), size(t.write_bytes)));
     if p.nodes.iter().filter(|n| !n.cpus.is_empty()).count() < 2 {
         out.verdict = Verdict::Local;
         out.sentence =
             format!("{device} is on node {node}, the only node with CPUs: every access is local");
         return out;
     }
-    if samples == 0 && pages == 0 {
+    if samples == 0 && pages == 0 && t_all == 0 {
         out.verdict = Verdict::Unchecked;
         out.sentence = format!("{device} is on node {node}; the result has no samples with a CPU and no page placement, so nothing to check it against");
         return out;
@@ -199,13 +244,22 @@ fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Fin
         .unwrap_or_default();
     let fix = format!("pin the threads to node {node}'s CPUs {cpus} (taskset -c {cpus}, or numactl --cpunodebind={node} --membind={node})");
     let mut parts: Vec<String> = Vec::new();
-    // A majority off the device's node is the mismatch: most reads of its data are remote.
-    if let (Some(sp), Some(other)) = (s_pct, main_other(&u.samples_by_node, node)) {
+    if let (Some(t), Some(tp)) = (traffic, t_pct) {
+        if let Some(other) = main_other(&t.bytes_by_node, node).filter(|_| tp > 50.0) {
+            parts.push(format!(
+                "{}, {tp:.0}% of it on node {other}'s CPUs{}: {}",
+                moved.clone().unwrap_or_default(),
+                off_threads(&t.threads, node),
+                what_lands(d, node)
+            ));
+        }
+    } else if let (Some(sp), Some(other)) = (s_pct, main_other(&u.samples_by_node, node)) {
+        // Not traced: a majority of the samples off the device's node is the mismatch.
         if sp > 50.0 {
             parts.push(format!(
                 "{:.0}% of the samples of the target's threads ran on node {other}{}: {}",
                 sp,
-                off_threads(u, node),
+                off_threads(&u.threads, node),
                 what_lands(d, node)
             ));
         }
@@ -219,7 +273,11 @@ fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Fin
         }
     }
     if parts.is_empty() {
-        let ran = s_pct.map(|sp| format!("{:.0}% of the samples ran on node {node}", 100.0 - sp));
+        let ran = match (&moved, t_pct) {
+            (Some(m), Some(tp)) => Some(format!("{m}, {:.0}% of it on node {node}'s CPUs", 100.0 - tp)),
+            (Some(m), None) => Some(m.clone()),
+            _ => s_pct.map(|sp| format!("{:.0}% of the samples ran on node {node}", 100.0 - sp)),
+        };
         let mem = p_pct.map(|pp| format!("{:.0}% of the pages are on node {node}", 100.0 - pp));
         let what: Vec<String> = [ran, mem].into_iter().flatten().collect();
         out.sentence = format!("{device} is on node {node}; {}: local", what.join(" and "));

@@ -102,6 +102,9 @@ pub fn analyse_with(
             None => usage.samples_without_node += 1,
         }
     }
+    usage.traffic = kairos_session::device_use::DeviceUse::load(result_dir)
+        .filter(|u| u.unavailable.is_none())
+        .map(|u| traffic(&platform, &u));
     usage.pages_by_node = pages_by_node(&dir.tables_path().join(NUMA_OBJECTS)).map_err(|e| {
         Failure::failed(format!(
             "result {} is damaged: {e}; collect it again",
@@ -115,6 +118,30 @@ pub fn analyse_with(
         findings,
         notes,
     })
+}
+
+/// The traced device use per device, by the node of each flow's CPU.
+pub fn traffic(
+    platform: &Platform,
+    u: &kairos_session::device_use::DeviceUse,
+) -> BTreeMap<String, check::Traffic> {
+    let mut out: BTreeMap<String, check::Traffic> = BTreeMap::new();
+    for f in &u.flows {
+        let t = out.entry(f.device.clone()).or_default();
+        t.read_bytes += f.read_bytes;
+        t.write_bytes += f.write_bytes;
+        let Some(node) = platform.node_of_cpu(f.cpu) else {
+            continue;
+        };
+        let bytes = f.read_bytes + f.write_bytes;
+        *t.bytes_by_node.entry(node).or_default() += bytes;
+        let th = t.threads.entry(f.tid).or_insert_with(|| ThreadUse {
+            name: f.comm.clone(),
+            ..ThreadUse::default()
+        });
+        *th.samples_by_node.entry(node).or_default() += bytes;
+    }
+    out
 }
 
 /// Pages per node of the memory-access NUMA table; None when the result has none.

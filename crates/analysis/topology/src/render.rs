@@ -70,7 +70,7 @@ pub fn document(
     if let Some(t) = devices_table(p) {
         doc.push_table(t);
     }
-    doc.push_table(check_table(p, findings, sentences));
+    doc.push_table(check_table(p, findings, sentences, u.traffic.is_some()));
     doc
 }
 
@@ -176,7 +176,7 @@ fn devices_table(p: &Platform) -> Option<Table> {
     Some(t)
 }
 
-fn check_table(p: &Platform, findings: &[Finding], sentences: bool) -> Table {
+fn check_table(p: &Platform, findings: &[Finding], sentences: bool, traced: bool) -> Table {
     let mut columns = vec![
         Column::left("Device"),
         Column::left("Node"),
@@ -184,26 +184,34 @@ fn check_table(p: &Platform, findings: &[Finding], sentences: bool) -> Table {
         Column::right("Samples off node"),
         Column::right("Pages off node"),
     ];
+    if traced {
+        columns.push(Column::right("Traffic off node"));
+    }
     if sentences {
         columns.push(Column::left("Finding"));
     }
     let mut t = Table::new(columns).with_title("Check");
     for f in findings {
         let share = |v: Option<f64>| v.map_or(Cell::text(NOT_MEASURED), Cell::Percent);
-        t.push_row(vec![
+        let mut row = vec![
             Cell::text(f.device.clone()),
             f.node
                 .map_or(Cell::text("unknown"), |n| Cell::UInt(u64::from(n))),
             Cell::text(f.verdict.as_str()),
             share(f.off_node_samples_pct),
             share(f.off_node_pages_pct),
-            Cell::text(f.sentence.clone()),
-        ]);
+        ];
+        if traced {
+            row.push(share(f.off_node_traffic_pct));
+        }
+        row.push(Cell::text(f.sentence.clone()));
+        t.push_row(row);
     }
     match &p.devices {
         None => t.push_note("the devices are unknown: this result kept no platform snapshot with devices (an imported recording, or a result older than snapshots)"),
         Some(d) if !d.iter().any(checked_kind) => t.push_note("no network, storage or accelerator device in the snapshot"),
-        Some(_) => t.push_note("which device the target reads from is not recorded (that needs I/O tracing): every network, storage and accelerator device is checked"),
+        Some(_) if traced => t.push_note("which threads read from and wrote to each device was traced (device_use.json): each device is judged by the CPUs its data was moved on"),
+        Some(_) => t.push_note("which device the target reads from was not traced (kairos collect io traces it): every network, storage and accelerator device is checked against all samples"),
     }
     let n = findings
         .iter()

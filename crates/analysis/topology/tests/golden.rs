@@ -187,3 +187,47 @@ fn threads_on_the_device_node_are_local_and_no_samples_is_not_checked() {
     assert!(text.contains("the devices are unknown"), "{text}");
     assert!(text.contains("not measurable here"), "{text}");
 }
+
+/// Traced device use: ib0 judged by the threads that read from it (mostly on node 0),
+/// eth1, which the target never used, is "not used" whatever the samples say.
+#[test]
+fn traced_device_use_judges_each_device_by_its_own_readers() {
+    use kairos_session::device_use::{DeviceUse, Flow};
+    let p = fixture_platform("traced");
+    let flow = |device: &str, tid: u32, comm: &str, cpu: u32, read: u64| Flow {
+        device: device.into(),
+        pid: 4241,
+        tid,
+        comm: comm.into(),
+        cpu,
+        read_bytes: read,
+        write_bytes: read / 10,
+    };
+    let traced = DeviceUse {
+        flows: vec![
+            flow("net:ib0", 4242, "rx-worker", 2, 1_000_000_000),
+            flow("net:ib0", 4241, "main", 9, 30_000_000),
+        ],
+        ..DeviceUse::default()
+    };
+    let mut u = usage_on_node0(&p, false);
+    u.traffic = Some(kairos_analysis_topology::traffic(&p, &traced));
+    let f = check(&p, &u);
+    let ib = f.iter().find(|f| f.device.starts_with("ib0/mlx4_0")).expect("ib0");
+    assert_eq!(ib.verdict, Verdict::Mismatch);
+    assert_eq!(
+        ib.sentence,
+        "ib0/mlx4_0 (0000:82:00.0) is on node 1; the target read 1.03 GB from it and wrote 103.0 MB, 97% of it on node 0's CPUs (thread mostly off node 1: 4242 rx-worker 100%): inbound data lands in node 1's L3 and memory and every read of it is remote; pin the threads to node 1's CPUs 8-15 (taskset -c 8-15, or numactl --cpunodebind=1 --membind=1)"
+    );
+    let eth1 = f.iter().find(|f| f.device.starts_with("eth1")).expect("eth1");
+    assert_eq!(eth1.verdict, Verdict::Unused, "{}", eth1.sentence);
+    // Only ib0 is a mismatch now: the samples alone made mic0 and pmem1 ones.
+    let mismatched: Vec<&str> = f
+        .iter()
+        .filter(|f| f.verdict == Verdict::Mismatch)
+        .map(|f| f.device.as_str())
+        .collect();
+    assert_eq!(mismatched, ["ib0/mlx4_0 (0000:82:00.0)"]);
+    let text = render::render(&p, &u, &f, &[], Format::Text);
+    assert!(text.contains("Traffic off node") && text.contains("was traced"), "{text}");
+}
