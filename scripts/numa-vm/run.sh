@@ -3,12 +3,13 @@
 # back. See README.md beside this file.
 #
 # usage: run.sh --out DIR [--nodes N] [--cpus N] [--mem MIB] [--nic-node K] [--timeout S]
-#               [--accel auto|tcg|kvm] [--kairos PATH] [--put PATH]... [--append ARGS]
+#               [--accel auto|tcg|kvm] [--kairos PATH] [--put PATH]... [--append ARGS] [--peer-nic]
 #               (--script FILE | [--] COMMAND...)
 #   --nodes 2 (1-8), --cpus 4 (a multiple of nodes), --mem 2048 MiB split evenly,
 #   --nic-node 1 (0 with one node), --timeout 300 s for the whole boot and run,
 #   --put PATH copies a file or directory into the guest's /job/in/,
-#   --append ARGS adds kernel parameters (e.g. transparent_hugepage=never).
+#   --append ARGS adds kernel parameters (e.g. transparent_hugepage=never),
+#   --peer-nic adds a second NIC on node 0's root bus, on the same link as the first.
 # DIR gets stdout, stderr, status (the script's exit status), times (ready_s: boot, job_s:
 # the script), files/ (what the script left in its working directory, $KAIROS_OUT),
 # console.log (kernel and init messages), qemu.log, accel.
@@ -21,8 +22,8 @@ root=$(cd "$here/../.." && pwd)
 target=${CARGO_TARGET_DIR:-$root/target}
 cache=${KAIROS_VM_CACHE:-$target/numa-vm}
 
-usage() { sed -n '5,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-nodes=2 cpus=4 mem=2048 nicnode='' timeout_s=300 accel=${KAIROS_VM_ACCEL:-auto} out='' script='' append='' kairos_args=() puts=()
+usage() { sed -n '5,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+peer=0 nodes=2 cpus=4 mem=2048 nicnode='' timeout_s=300 accel=${KAIROS_VM_ACCEL:-auto} out='' script='' append='' kairos_args=() puts=()
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes|--cpus|--mem|--nic-node|--timeout|--accel|--kairos|--put|--out|--script|--append)
@@ -33,6 +34,7 @@ while [ $# -gt 0 ]; do
         --put) puts+=("$2") ;; --out) out=$2 ;; --script) script=$2 ;; --append) append=$2 ;;
       esac
       shift 2 ;;
+    --peer-nic) peer=1; shift ;;
     --) shift; break ;;
     -*) usage ;;
     *) break ;;
@@ -101,6 +103,10 @@ args+=(-device "pxb-pcie,id=pxb1,bus_nr=128,numa_node=$nicnode,bus=pcie.0"
        -device "pcie-root-port,id=rp1,bus=pxb1,chassis=1"
        -netdev "hubport,id=nic0,hubid=0"
        -device "virtio-net-pci,bus=rp1,netdev=nic0,mac=52:54:00:4b:52:01")
+# A second NIC on node 0's root bus, on the same hub: frames sent out of one arrive at the
+# other, so a test can put inbound traffic on the first NIC.
+[ "$peer" = 1 ] && args+=(-netdev "hubport,id=nic1,hubid=0"
+       -device "virtio-net-pci,bus=pcie.0,netdev=nic1,mac=52:54:00:4b:52:02")
 args+=(-drive "file=$work/result.img,if=none,format=raw,id=result"
        -device "virtio-blk-pci,bus=pcie.0,drive=result,serial=kairos-out")
 args+=(-kernel "$img/vmlinuz" -initrd "$work/initrd" -append "console=ttyS0 quiet panic=-1 $append"

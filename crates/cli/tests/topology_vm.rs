@@ -112,3 +112,69 @@ fn a_nic_on_the_other_node_is_named_with_the_fix() {
         file("node1.txt")
     );
 }
+
+/// The I/O the check is about: a second NIC on node 0, moved into its own network
+/// namespace, sends 4 MiB over TCP to the NIC on node 1; the receiving `nc`, pinned to
+/// node 0's CPUs, is the target of `kairos collect io`. The traced device use names the
+/// node-1 NIC, its reader and the bytes, and the check gives the sentence from them.
+const RELAY: &str = r#"far=''; near=''
+for n in /sys/class/net/eth*; do
+  node=$(cat $n/device/../numa_node 2>/dev/null || cat $n/device/numa_node)
+  case $node in 1) far=${n##*/} ;; *) near=${n##*/} ;; esac
+done
+[ -n "$far" ] && [ -n "$near" ] || { echo "NICs: far '$far' near '$near'"; exit 1; }
+echo "$far" > far
+unshare -n sleep 600 & P=$!
+sleep 0.5
+ip link set $near netns $P || exit 1
+nsenter -t $P -n ip addr add 10.9.0.1/24 dev $near
+nsenter -t $P -n ip link set $near up
+ip addr add 10.9.0.2/24 dev $far
+ip link set $far up
+nsenter -t $P -n ping -c 1 -w 5 10.9.0.2 > /dev/null || { echo "no link between the NICs"; exit 1; }
+(sleep 1.5; nsenter -t $P -n sh -c 'dd if=/dev/zero bs=64k count=64 2>/dev/null | nc 10.9.0.2 9000') &
+# nc quits when its standard input ends: keep it open while the data comes in.
+kairos collect io -q -r io0 -- taskset -c 0-1 sh -c 'sleep 8 | nc -l -p 9000 > /dev/null' > io0.out 2>&1 || exit 1
+kairos report io -r io0 --format json > io0.json || exit 1
+kairos report topology -r io0 --format json > topo0.json || exit 1
+kairos report topology -r io0 > topo0.txt || exit 1
+"#;
+
+#[test]
+fn the_nic_a_pinned_reader_really_reads_from_is_named_with_its_bytes() {
+    let out = Vm::new(2)
+        .peer_nic()
+        .kairos(env!("CARGO_BIN_EXE_kairos"))
+        .timeout(std::time::Duration::from_secs(600))
+        .run(RELAY)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let file = |n: &str| {
+        out.file(n)
+            .unwrap_or_else(|e| panic!("{n}: {e}\nstdout: {}\nstderr: {}", out.stdout, out.stderr))
+    };
+    assert_eq!(out.status, 0, "{}\n{}\n{}", out.stdout, out.stderr, out.console);
+    let far = file("far").trim().to_string();
+    // Every byte nc read came from the far NIC, read by nc on node 0's CPUs.
+    let io: Value = serde_json::from_str(&file("io0.json")).unwrap();
+    let used = rows(&io, "Device use by the target's threads");
+    let nc: Vec<&Value> = used.iter().filter(|r| r["name"] == "nc").collect();
+    assert_eq!(nc.len(), 1, "{used:?}");
+    assert_eq!(nc[0]["device"], far.as_str(), "{used:?}");
+    // 4 MiB = 4.194 MB (the table rounds to kB).
+    assert!(nc[0]["read"].as_f64().unwrap() >= 4.194, "{used:?}");
+    assert_eq!(nc[0]["CPUs"].as_str().unwrap().split(['-', ',']).all(|c| c == "0" || c == "1"), true, "{used:?}");
+    let doc: Value = serde_json::from_str(&file("topo0.json")).unwrap();
+    let text = file("topo0.txt");
+    let row = rows(&doc, "Check")
+        .into_iter()
+        .find(|r| r["Device"].as_str().is_some_and(|d| d.starts_with(&far)))
+        .unwrap_or_else(|| panic!("{far} not checked:\n{text}"));
+    assert_eq!(row["Verdict"], "mismatch", "{text}");
+    let sentence = row["Finding"].as_str().unwrap();
+    eprintln!("traced: {sentence}");
+    assert!(sentence.contains(" is on node 1; the target read 4.2 MB from it and wrote "), "{sentence}");
+    assert!(sentence.contains("% of it on node 0's CPUs (thread mostly off node 1: "), "{sentence}");
+    assert!(sentence.contains(" nc 100%): inbound data lands in node 1's L3"), "{sentence}");
+    assert!(sentence.ends_with("pin the threads to node 1's CPUs 2-3 (taskset -c 2-3, or numactl --cpunodebind=1 --membind=1)"), "{sentence}");
+    assert!(text.contains("was traced"), "{text}");
+}

@@ -9,7 +9,7 @@
 //! - `net:net_dev_queue` fires where a packet is queued for an interface, usually in the
 //!   sending task's system call.
 //! - `sched:sched_process_fork` gives the process tree, to keep a launched program's
-//!   children.
+//!   children; `task:task_rename` the names of tasks that exit before the end (exec).
 //!
 //! Field offsets come from each tracepoint's tracefs `format` file, so kernel layout
 //! changes are followed. Each CPU's events share one ring (SET_OUTPUT).
@@ -29,22 +29,25 @@ pub enum DeviceEvent {
     /// A bio queued to block device `dev` (the kernel's dev_t: major << 20 | minor) by
     /// the task named `comm`.
     Block { task: Task, dev: u32, bytes: u64, write: bool, comm: String },
-    /// A received packet on interface `name`.
-    Received { skb: u64, name: String },
+    /// A received packet on interface `name`, at `time` (perf clock, ns).
+    Received { skb: u64, name: String, time: u64 },
     /// Received data copied to the reading task.
     Copied { task: Task, skb: u64, bytes: u64 },
     /// A packet queued for transmission on interface `name`.
     Queued { task: Task, name: String, bytes: u64 },
     /// Task `child` created by task `parent`.
     Fork { parent: u32, child: u32 },
+    /// Task `tid` took the name `comm` (exec, prctl): names tasks gone before the end.
+    Renamed { tid: u32, comm: String },
 }
 
-/// Who and where: process, thread, CPU.
+/// Who, where and when: process, thread, CPU, time (perf clock, ns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Task {
     pub pid: u32,
     pub tid: u32,
     pub cpu: u32,
+    pub time: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,14 +57,16 @@ enum Kind {
     Copied,
     Queued,
     Fork,
+    Renamed,
 }
 
-const TRACEPOINTS: [(&str, &str, Kind); 5] = [
+const TRACEPOINTS: [(&str, &str, Kind); 6] = [
     ("block", "block_bio_queue", Kind::Block),
     ("net", "netif_receive_skb", Kind::Received),
     ("skb", "skb_copy_datagram_iovec", Kind::Copied),
     ("net", "net_dev_queue", Kind::Queued),
     ("sched", "sched_process_fork", Kind::Fork),
+    ("task", "task_rename", Kind::Renamed),
 ];
 
 /// A tracepoint's field offsets and sizes, by name.
@@ -150,6 +155,10 @@ fn open_one(config: u64, cpu: i32) -> std::io::Result<OwnedFd> {
     a.__bindgen_anon_1.sample_period = 1;
     a.sample_type = SAMPLE_TYPE;
     a.set_sample_id_all(1);
+    // One clock for all CPUs: a packet's reception and its copy happen on different CPUs,
+    // and their order is judged by time.
+    a.set_use_clockid(1);
+    a.clockid = libc::CLOCK_MONOTONIC;
     // SAFETY: a valid attr; pid -1 with a CPU records every task on it.
     let fd = unsafe { sys::perf_event_open(&mut a, -1, cpu, -1, b::PERF_FLAG_FD_CLOEXEC as _) };
     if fd < 0 {
@@ -276,7 +285,7 @@ fn sample(rec: &[u8], ids: &HashMap<u64, (Kind, usize)>, fields: &[Fields]) -> O
     let id = u64_at(rec, 8)?;
     let (kind, f) = *ids.get(&id)?;
     let f = fields.get(f)?;
-    let task = Task { pid: u32_at(rec, 16)?, tid: u32_at(rec, 20)?, cpu: u32_at(rec, 32)? };
+    let task = Task { pid: u32_at(rec, 16)?, tid: u32_at(rec, 20)?, cpu: u32_at(rec, 32)?, time: u64_at(rec, 24)? };
     let size = u32_at(rec, 40)? as usize;
     let raw = rec.get(44..44 + size)?;
     Some(match kind {
@@ -295,10 +304,11 @@ fn sample(rec: &[u8], ids: &HashMap<u64, (Kind, usize)>, fields: &[Fields]) -> O
                 comm: f.text(raw, "comm").unwrap_or_default(),
             }
         }
-        Kind::Received => DeviceEvent::Received { skb: f.uint(raw, "skbaddr")?, name: f.text(raw, "name")? },
+        Kind::Received => DeviceEvent::Received { skb: f.uint(raw, "skbaddr")?, name: f.text(raw, "name")?, time: task.time },
         Kind::Copied => DeviceEvent::Copied { task, skb: f.uint(raw, "skbaddr")?, bytes: f.uint(raw, "len")? },
         Kind::Queued => DeviceEvent::Queued { task, name: f.text(raw, "name")?, bytes: f.uint(raw, "len")? },
         Kind::Fork => DeviceEvent::Fork { parent: f.uint(raw, "parent_pid")? as u32, child: f.uint(raw, "child_pid")? as u32 },
+        Kind::Renamed => DeviceEvent::Renamed { tid: f.uint(raw, "pid")? as u32, comm: f.text(raw, "newcomm")? },
     })
 }
 

@@ -45,7 +45,7 @@ fn a_queued_packet_is_decoded_through_its_format_file() {
     let got = sample(&record(77, 10, 11, 3, &raw), &ids, &[f.clone()]);
     assert_eq!(
         got,
-        Some(DeviceEvent::Queued { task: Task { pid: 10, tid: 11, cpu: 3 }, name: "eth1".into(), bytes: 1514 })
+        Some(DeviceEvent::Queued { task: Task { pid: 10, tid: 11, cpu: 3, time: 123 }, name: "eth1".into(), bytes: 1514 })
     );
     // Unknown id, truncated raw data, a name pointing outside: nothing, no panic.
     assert_eq!(sample(&record(78, 1, 1, 0, &raw), &ids, &[f.clone()]), None);

@@ -62,14 +62,17 @@ type Key = (String, u32, u32, u32);
 #[derive(Default)]
 struct Aggregate {
     bytes: HashMap<Key, (u64, u64)>,
-    /// Received packets' interfaces until their data is copied.
-    skbs: HashMap<u64, String>,
+    /// Received packets' interfaces by skb address, the latest few receptions with their
+    /// time: addresses are reused, and rings are drained one CPU after another.
+    skbs: HashMap<u64, Vec<(u64, String)>>,
     forks: Vec<(u32, u32)>,
     disks: HashMap<u32, Option<String>>,
     /// Thread names, read when a thread is first seen (it may be gone at the end).
     comms: HashMap<(u32, u32), String>,
-    /// Copies of packets not yet known: the rings are drained one CPU after another, so a
-    /// packet received on a later CPU's ring is seen after its copy. Retried once.
+    /// Names given by exec or prctl while tracing, by thread: preferred.
+    renamed: HashMap<u32, String>,
+    /// Copies waiting one pass: the rings are drained one CPU after another, so the
+    /// reception a copy belongs to may sit in a ring drained after it.
     pending: Vec<(Task, u64, u64)>,
 }
 
@@ -87,16 +90,29 @@ fn disk_name(dev: u32) -> Option<String> {
 }
 
 impl Aggregate {
-    /// After a pass over every ring: copies whose packet is still unknown were received
-    /// before the trace began (or their record was lost).
+    /// After a pass over every ring: the copies of earlier passes (the first `earlier`
+    /// pending) are matched with the latest reception of their skb before them; one with
+    /// none was received before the trace began, or its record was lost.
     fn settle(&mut self, earlier: usize) {
         let pending = std::mem::take(&mut self.pending);
         for (i, (task, skb, bytes)) in pending.into_iter().enumerate() {
-            match self.skbs.get(&skb).cloned() {
-                Some(name) => self.add(name, task, bytes, 0),
-                None if i < earlier => self.add("net:unknown".into(), task, bytes, 0),
-                None => self.pending.push((task, skb, bytes)),
+            if i >= earlier {
+                self.pending.push((task, skb, bytes));
+                continue;
             }
+            // The latest reception before the copy; else the first after it (clocks of
+            // different CPUs can disagree by a little).
+            let name = self
+                .skbs
+                .get(&skb)
+                .and_then(|v| {
+                    v.iter()
+                        .filter(|(t, _)| *t <= task.time)
+                        .max_by_key(|(t, _)| *t)
+                        .or_else(|| v.iter().min_by_key(|(t, _)| *t))
+                })
+                .map_or_else(|| "net:unknown".to_string(), |(_, n)| n.clone());
+            self.add(name, task, bytes, 0);
         }
     }
 
@@ -119,19 +135,24 @@ impl Aggregate {
                     self.add(n, task, r, w);
                 }
             }
-            DeviceEvent::Received { skb, name } => {
-                // Bounded: a packet never read by anyone must not grow this forever.
+            DeviceEvent::Received { skb, name, time } => {
+                // Bounded: packets never read by anyone must not grow this forever.
                 if self.skbs.len() > 1 << 20 {
                     self.skbs.clear();
                 }
-                self.skbs.insert(skb, format!("net:{name}"));
+                let v = self.skbs.entry(skb).or_default();
+                v.push((time, format!("net:{name}")));
+                if v.len() > 4 {
+                    v.sort_by_key(|(t, _)| *t);
+                    v.remove(0);
+                }
             }
-            DeviceEvent::Copied { task, skb, bytes } => match self.skbs.get(&skb).cloned() {
-                Some(name) => self.add(name, task, bytes, 0),
-                None => self.pending.push((task, skb, bytes)),
-            },
+            DeviceEvent::Copied { task, skb, bytes } => self.pending.push((task, skb, bytes)),
             DeviceEvent::Queued { task, name, bytes } => self.add(format!("net:{name}"), task, 0, bytes),
             DeviceEvent::Fork { parent, child } => self.forks.push((parent, child)),
+            DeviceEvent::Renamed { tid, comm } => {
+                self.renamed.insert(tid, comm);
+            }
         }
     }
 }
@@ -211,7 +232,12 @@ pub fn finish(result_dir: &Path, rec: Result<Recording, String>, target: Option<
                     o.1 += write;
                     continue;
                 }
-                let comm = agg.comms.get(&(pid, tid)).cloned().unwrap_or_default();
+                let comm = agg
+                    .renamed
+                    .get(&tid)
+                    .or_else(|| agg.comms.get(&(pid, tid)))
+                    .cloned()
+                    .unwrap_or_default();
                 u.flows.push(Flow { device, pid, tid, comm, cpu, read_bytes: read, write_bytes: write });
             }
             u.flows.sort_by(|a, b| (&a.device, a.tid, a.cpu).cmp(&(&b.device, b.tid, b.cpu)));
@@ -224,6 +250,29 @@ pub fn finish(result_dir: &Path, rec: Result<Recording, String>, target: Option<
 
 #[cfg(test)]
 mod tests {
+    use kairos_collector::device_io::{DeviceEvent, Task};
+
+    #[test]
+    fn a_copy_takes_the_latest_reception_of_its_address_before_it() {
+        let mut a = super::Aggregate::default();
+        let task = |time| Task { pid: 7, tid: 7, cpu: 0, time };
+        // The copies come first (their CPU's ring was drained first), an address reused.
+        a.event(DeviceEvent::Copied { task: task(25), skb: 0xa0, bytes: 1000 });
+        a.event(DeviceEvent::Copied { task: task(15), skb: 0xa0, bytes: 100 });
+        a.event(DeviceEvent::Copied { task: task(5), skb: 0xa0, bytes: 10 });
+        a.event(DeviceEvent::Copied { task: task(30), skb: 0xb0, bytes: 1 });
+        a.settle(0);
+        a.event(DeviceEvent::Received { skb: 0xa0, name: "eth1".into(), time: 20 });
+        a.event(DeviceEvent::Received { skb: 0xa0, name: "eth0".into(), time: 10 });
+        a.settle(4);
+        let got = |dev: &str| a.bytes.get(&(dev.to_string(), 7, 7, 0)).map(|b| b.0);
+        assert_eq!(got("net:eth1"), Some(1000));
+        // Before every reception of its address (CPU clocks a little apart): the first after.
+        assert_eq!(got("net:eth0"), Some(110));
+        // Never seen received: before the trace began, or its record was lost.
+        assert_eq!(got("net:unknown"), Some(1));
+    }
+
     #[test]
     fn the_tree_follows_forks_in_any_order() {
         // 10 forks 11, 11 forks 12 (seen first), 20 is someone else's.

@@ -59,6 +59,7 @@ pub struct Vm {
     cpus: u32,
     mem_mib: u32,
     nic_node: Option<u32>,
+    peer_nic: bool,
     timeout: Duration,
     accel: Accel,
     kairos: Option<PathBuf>,
@@ -108,6 +109,7 @@ impl Vm {
             cpus,
             mem_mib,
             nic_node: None,
+            peer_nic: false,
             timeout: Duration::from_secs(300),
             accel: Accel::Auto,
             kairos: None,
@@ -128,6 +130,12 @@ impl Vm {
     /// The node of the PCIe root bus holding the NIC.
     pub fn nic_node(mut self, node: u32) -> Vm {
         self.nic_node = Some(node);
+        self
+    }
+    /// A second NIC on node 0's root bus, linked to the first (a hub): traffic sent out of
+    /// one is received by the other.
+    pub fn peer_nic(mut self) -> Vm {
+        self.peer_nic = true;
         self
     }
     /// Limit for boot and script together; rounded up to whole seconds.
@@ -224,6 +232,9 @@ impl Vm {
         }
         if let Some(n) = self.nic_node {
             cmd.arg("--nic-node").arg(n.to_string());
+        }
+        if self.peer_nic {
+            cmd.arg("--peer-nic");
         }
         let secs = self.timeout.as_secs() + u64::from(self.timeout.subsec_nanos() > 0);
         cmd.arg("--timeout").arg(secs.to_string());

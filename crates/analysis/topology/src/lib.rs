@@ -39,6 +39,11 @@ pub fn analyse(result_dir: &Path) -> Result<Topology, Failure> {
     let mut notes = Vec::new();
     let profile = match session::open(result_dir) {
         Ok((_, profile)) => Some(profile),
+        // Collections that count rather than sample (io) keep no profile tables.
+        Err(_) if !session::open_result(result_dir)?.tables_path().is_dir() => {
+            notes.push("this result holds no samples (its analysis counts, it does not sample)".into());
+            None
+        }
         Err(e) => {
             notes.push(format!("no samples to place: {e}"));
             None
