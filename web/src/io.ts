@@ -1,7 +1,8 @@
 // The io view (`api/io`): an io collection's traffic over time, one line per device flow
 // (and per IIO stack flow where the uncore measured them) in MB/s, a table of each series'
-// total, average and peak (with the share of its link at the peak), what this machine could
-// not measure and why (DDIO, PCIe, DRAM), and the report's findings.
+// total, average and peak (with the share of its link at the peak), the traced device use
+// per thread, what this machine could not measure and why (DDIO, PCIe, DRAM), and the
+// report's findings.
 
 import { Latest, errorText } from "./api";
 import { CHART_H, PAD_L, frame, polyline, setupCanvas, timeLabels } from "./chart";
@@ -14,7 +15,10 @@ interface Series {
   scope: "device" | "stack" | "socket"; name: string; flow: string; unit: string; label: string;
   socket: number | null; pci: string | null; link_bytes_per_s: number | null; total: number; average: number; peak: number;
 }
+interface UseRow { device: string; tid: number; comm: string; read_bytes: number; write_bytes: number; cpus: number[] }
+interface DeviceUse { whole_machine: boolean; unavailable: string | null; lost: number; rows: UseRow[] }
 export interface IoAnswer {
+  device_use: DeviceUse | null;
   tick_ms: number; sources: string[]; duration: number;
   unmeasured: { ddio: string | null; pcie: string | null; dram: string | null };
   series: Series[]; ticks: { t: number; secs: number; rates: number[] }[];
@@ -38,6 +42,20 @@ function table(d: IoAnswer): HTMLElement {
     h("td", { class: "num", text: mbText(s.total) }), h("td", { class: "num", text: mbText(s.average) }), h("td", { class: "num", text: mbText(s.peak) }),
     h("td", { class: "num", text: s.link_bytes_per_s ? formatShare(s.peak / s.link_bytes_per_s) : "—" })));
   return h("table", { id: "io-series", class: "grid" }, h("thead", {}, head), h("tbody", {}, ...rows));
+}
+
+/** Which threads read from and wrote to which device (traced), busiest first. */
+function useTable(u: DeviceUse): HTMLElement[] {
+  const title = u.whole_machine ? "Device use by thread (every process)" : "Device use by the target's threads";
+  if (u.unavailable) return [h("h3", { text: title }), h("p", { class: "note unmeasured", text: `not traced: ${u.unavailable}` })];
+  const head = h("tr", {}, ...["Device", "Thread", "Name", "Read (MB)", "Written (MB)", "CPUs"].map(t => h("th", { text: t })));
+  const rows = u.rows.map(r => h("tr", { "data-use": `${r.device} ${r.tid}` },
+    h("td", { text: r.device.replace(/^[a-z]+:/, "") }), h("td", { class: "num", text: String(r.tid) }), h("td", { text: r.comm }),
+    h("td", { class: "num", text: mbText(r.read_bytes) }), h("td", { class: "num", text: mbText(r.write_bytes) }), h("td", { text: r.cpus.join(",") })));
+  const out = [h("h3", { text: title }), h("table", { id: "io-use", class: "grid" }, h("thead", {}, head), h("tbody", {}, ...rows))];
+  if (!u.rows.length) out.push(h("p", { class: "note", text: "the target moved no data through any traced device" }));
+  if (u.lost) out.push(h("p", { class: "note", text: `${u.lost} trace records were lost (the rings filled): the figures are short` }));
+  return out;
 }
 
 function drawChart(c: HTMLCanvasElement, d: IoAnswer): void {
@@ -90,6 +108,7 @@ export class IoView {
     this.el.append(h("figure", {}, h("figcaption", { text: "Traffic over time, MB/s: one line per device or stack flow that moved data" }),
       h("canvas", { id: "io-timeline", class: "counter-chart", "aria-label": "I/O traffic over time" })));
     this.el.append(table(d));
+    if (d.device_use) this.el.append(...useTable(d.device_use));
     const list = h("ul", { id: "io-findings" }, ...d.findings.map(f => h("li", { text: f })));
     this.el.append(h("h3", { text: "Findings" }), list);
     for (const n of d.notes) this.el.append(h("p", { class: "note", text: n }));

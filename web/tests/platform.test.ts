@@ -152,6 +152,13 @@ describe("device traffic of an io collection", () => {
     assert.equal(await ddio.count(), io.ddio_unmeasured ? 1 : 0);
     if (io.ddio_unmeasured) assert.ok((await ddio.innerText()).includes(io.ddio_unmeasured));
     assert.ok(!(await page.locator("#timeline-section").isVisible()), "no sample views for an io result");
+    // The traced device use: what the readers took from lo, as device_use.json says.
+    const use = JSON.parse(readFileSync(join(dir, "res", "device_use.json"), "utf8")) as { flows: { device: string; read_bytes: number }[] };
+    const loRead = use.flows.filter(f => f.device === "net:lo").reduce((a, f) => a + f.read_bytes, 0);
+    assert.ok(loRead >= SENT, `device_use.json: ${loRead} bytes read from lo`);
+    const shown = await sec.locator('#io-use tr[data-use^="net:lo "] td:nth-child(4)').allInnerTexts();
+    const sum = shown.reduce((a, c) => a + Number(c), 0);
+    assert.ok(Math.abs(sum - loRead / 1e6) < 0.001 * (shown.length + 1), `page ${sum} MB vs ${loRead} bytes`);
     await sec.scrollIntoViewIfNeeded();
     await screenshot(page, "io-view");
     noErrors(errors);

@@ -16,7 +16,7 @@ pub mod report;
 mod sampler;
 mod spec;
 pub mod uncore;
-mod use_table;
+pub mod use_table;
 
 pub use spec::SPEC;
 

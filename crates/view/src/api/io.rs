@@ -41,6 +41,7 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
         })
         .collect();
     Ok(json!({
+        "device_use": kairos_analysis_io::use_table::answer(d.dir.path()),
         "tick_ms": io.tick_ms, "sources": io.sources, "duration": io.duration(),
         "unmeasured": { "ddio": io.ddio_unmeasured, "pcie": io.pcie_unmeasured, "dram": io.dram_note },
         "series": series, "ticks": ticks,
