@@ -174,7 +174,7 @@ pub fn line_bytes(addr: u64, size: u32) -> (u64, u8, u8) {
     let first = (addr - line) as u8;
     let last = addr
         .saturating_add(u64::from(size.max(1)) - 1)
-        .min(line + LINE_BYTES - 1)
+        .min(line.saturating_add(LINE_BYTES - 1))
         - line;
     (line, first, last as u8)
 }

@@ -223,12 +223,16 @@ pub(crate) fn bits(first: u8, last: u8) -> u64 {
     ones << first
 }
 
-/// The verdict of one line from its threads' byte masks.
+/// The verdict of one line from its threads' byte masks. Sharing of either kind needs the
+/// two threads' samples to overlap in time: a thread that reads what others wrote after
+/// they ended (the main thread summing the workers' counters after joining them) is a
+/// hand-over, not sharing, as for the watchpoints' verdict.
 pub fn verdict(threads: &[ThreadUse]) -> Verdict {
     let mut disjoint_writer = false;
     for (i, a) in threads.iter().enumerate() {
         for b in threads.iter().skip(i + 1) {
-            if a.write_mask & b.touched() != 0 || b.write_mask & a.touched() != 0 {
+            let same_bytes = a.write_mask & b.touched() != 0 || b.write_mask & a.touched() != 0;
+            if same_bytes && a.overlaps_in_time(b) {
                 return Verdict::TrueSharing;
             }
             let writes = a.write_mask | b.write_mask != 0;

@@ -171,6 +171,28 @@ fn a_byte_written_by_two_threads_is_true_sharing() {
 }
 
 #[test]
+fn reading_what_others_wrote_after_they_ended_is_not_sharing() {
+    // Two workers on their own counters at the same time, then the main thread reads both
+    // totals after joining them: false sharing between the workers, no true sharing.
+    let s = [
+        access(2, 150, 0x10_0000, Direction::LoadStore),
+        access(3, 160, 0x10_0008, Direction::LoadStore),
+        access(2, 170, 0x10_0000, Direction::LoadStore),
+        access(3, 180, 0x10_0008, Direction::LoadStore),
+        access(1, 500, 0x10_0000, Direction::Load),
+        access(1, 510, 0x10_0008, Direction::Load),
+    ];
+    assert_eq!(verdict_of(&s).verdict, Verdict::FalseSharing);
+    // The same read while a worker still writes is true sharing.
+    let during = [
+        access(2, 150, 0x10_0000, Direction::LoadStore),
+        access(1, 155, 0x10_0000, Direction::Load),
+        access(2, 170, 0x10_0000, Direction::LoadStore),
+    ];
+    assert_eq!(verdict_of(&during).verdict, Verdict::TrueSharing);
+}
+
+#[test]
 fn ranges_merge_adjacent_bytes() {
     assert_eq!(Line::ranges(0xff), vec![(0, 7)]);
     assert_eq!(Line::ranges(0xff00_0000_0000_00ff), vec![(0, 7), (56, 63)]);
