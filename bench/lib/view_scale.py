@@ -251,9 +251,11 @@ def main():
         sys.exit("view_scale: BENCH_REPS must be >= 1")
     tmp = tempfile.mkdtemp(prefix="kairos-view-bench-")
     try:
-        scale(tmp)
-        if SIDE_BY_SIDE:
-            side_by_side(tmp)
+        # BENCH_DERIVE_ONLY=1: only the time-assignment section (its own result, no view).
+        if os.environ.get("BENCH_DERIVE_ONLY", "0") == "0":
+            scale(tmp)
+            if SIDE_BY_SIDE:
+                side_by_side(tmp)
         derive_scale(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use kairos_analysis_system_overview::{tables as so_tables, Entry};
 use kairos_model::Profile;
 use kairos_result::ResultDir;
-use kairos_time_assignment::{derive_over, Method};
+use kairos_time_assignment::{derive_over, Method, RecordTimes};
 
 use crate::index::{Functions, Index};
 use crate::memory::Memory;
@@ -45,7 +45,7 @@ pub struct Derived {
     pub index: Arc<Index>,
     /// Time (absolute ns) the method gives each branch record, u64::MAX for records
     /// that got no point (already in the previous snapshot). Empty for `none`.
-    pub record_time: Vec<u64>,
+    pub record_time: RecordTimes,
     pub points_per_sample: f64,
     pub notes: Vec<String>,
 }
@@ -195,7 +195,7 @@ impl Data {
         if method == Method::None {
             return Ok(Derived {
                 index: self.base.clone(),
-                record_time: Vec::new(),
+                record_time: RecordTimes::default(),
                 points_per_sample: 1.0,
                 notes: Vec::new(),
             });

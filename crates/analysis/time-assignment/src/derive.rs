@@ -3,13 +3,11 @@
 //! (see [`crate::out`]), into the derived profile's samples: no list of points, no sort.
 //! The result is the same as [`crate::to_profile`] of [`crate::assign`].
 
-use std::thread::ScopedJoinHandle;
-
 use kairos_model::{FrameIdx, Profile, Sample, Stack, StackIdx};
 
 use crate::out::Sink;
 use crate::to_profile::{root_stacks, with_samples};
-use crate::{per_sample, prepare, run_sorted, Error, Method, Point};
+use crate::{per_sample, prepare, run_sorted, Error, Method, Point, RecordTimes};
 
 /// A profile as one method makes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,41 +16,25 @@ pub struct Derived {
     pub profile: Profile,
     /// Time (ns) each branch record was given, `u64::MAX` for records that got no point
     /// (already in the previous snapshot); empty for `none`.
-    pub record_time: Vec<u64>,
+    pub record_time: RecordTimes,
     pub points_per_sample: f64,
     pub notes: Vec<String>,
 }
 
 /// Turns points into samples as `to_profile` does.
-struct ToSamples<'a, 's> {
+struct ToSamples<'a> {
     /// The samples the points belong to (the profile's, or given beside it).
     owners: &'a [Sample],
     stacks: Vec<Stack>,
     roots: Vec<Option<StackIdx>>,
     samples: Vec<Sample>,
-    /// The samples' vector, being allocated on another thread.
-    pending: Option<ScopedJoinHandle<'s, Vec<Sample>>>,
-    record_time: Vec<u64>,
+    record_time: RecordTimes,
 }
 
-impl ToSamples<'_, '_> {
-    /// Takes the samples' vector once it is ready.
-    fn ready(&mut self) {
-        if let Some(h) = self.pending.take() {
-            if let Ok(v) = h.join() {
-                self.samples = v;
-            }
-        }
-    }
-}
-
-impl Sink for ToSamples<'_, '_> {
+impl Sink for ToSamples<'_> {
     fn put(&mut self, pt: Point) {
-        if self.pending.is_some() {
-            self.ready();
-        }
-        if let Some(slot) = pt.record.and_then(|r| self.record_time.get_mut(r as usize)) {
-            *slot = pt.time_ns;
+        if let Some(r) = pt.record {
+            self.record_time.set(r as usize, pt.time_ns);
         }
         let owner = self.owners.get(pt.sample as usize);
         let stack = if pt.from_branch {
@@ -87,57 +69,53 @@ pub fn derive(profile: &Profile, method: Method) -> Result<Derived, Error> {
 /// [`derive`] with the samples given beside the profile (whose own samples are then
 /// ignored): a caller that keeps samples in another form needs no copy of the profile.
 pub fn derive_over(profile: &Profile, owners: &[Sample], method: Method) -> Result<Derived, Error> {
-    let records = if method == Method::None {
-        0
+    let records: &[_] = if method == Method::None {
+        &[]
     } else {
-        profile.branches.len()
+        &profile.branches
     };
-    // Writing fresh memory the first time (page faults and zeroing) is a large part of
-    // the cost at scale, so the big outputs are allocated and written once on a second
-    // core while the first works: the record times while the intervals are prepared, the
-    // derived samples while the method learns its model.
-    std::thread::scope(|sc| {
-        let times = sc.spawn(move || vec![u64::MAX; records]);
-        let p = prepare::prepare(profile, owners);
-        let record_time = times.join().unwrap_or_else(|_| vec![u64::MAX; records]);
-        let new_records = if method == Method::None {
-            0
-        } else {
-            p.intervals.iter().map(|iv| iv.recs.len()).sum::<usize>()
-        };
-        // Every method makes a point per sample and per new record; `covered` may add one
-        // more per sample (reserved, not written ahead).
-        let (touch, reserve) = (
-            p.intervals.len() + new_records,
-            2 * p.intervals.len() + new_records,
+    // Writing fresh memory the first time (page faults and zeroing) is most of the cost
+    // at scale on a VM, so the big outputs (the record times, the derived samples) are
+    // allocated and written once on a second core while the first prepares the
+    // intervals, which write memory of their own.
+    let n = owners.len();
+    let outputs = move || {
+        let times = RecordTimes::for_records(records);
+        // Every method makes a point per sample and per new record (records of samples
+        // that exist: at most all new ones); `covered` may add one more per sample
+        // (reserved, not written ahead).
+        let new_records = times.new_records();
+        let mut v: Vec<Sample> = Vec::with_capacity(2 * n + new_records);
+        v.resize(
+            n + new_records,
+            Sample {
+                time_ns: 0,
+                thread: 0,
+                cpu: 0,
+                stack: None,
+                weight: 0,
+            },
         );
-        let samples = sc.spawn(move || {
-            let mut v: Vec<Sample> = Vec::with_capacity(reserve);
-            v.resize(
-                touch,
-                Sample {
-                    time_ns: 0,
-                    thread: 0,
-                    cpu: 0,
-                    stack: None,
-                    weight: 0,
-                },
-            );
-            v.clear();
-            v
-        });
+        v.clear();
+        (times, v)
+    };
+    std::thread::scope(|sc| {
+        // Without a second thread the outputs are written here, after `prepare`.
+        let pending = std::thread::Builder::new().spawn_scoped(sc, outputs).ok();
+        let p = prepare::prepare(profile, owners, method);
+        let (record_time, samples) = pending.and_then(|h| h.join().ok()).unwrap_or_else(outputs);
         let mut sink = ToSamples {
             owners,
             stacks: profile.stacks.clone(),
             roots: root_stacks(profile),
-            samples: Vec::new(),
-            pending: Some(samples),
+            samples,
             record_time,
         };
         let (notes, records) = run_sorted(&p, profile, method, &mut sink)?;
         let points_per_sample = per_sample(&p, records);
-        drop(p);
-        sink.ready();
+        // Freeing gigabytes (unmapping) takes a while; nobody waits for it. Should no
+        // thread start, the intervals are freed here when the closure is dropped.
+        let _ = std::thread::Builder::new().spawn(move || drop(p));
         let ToSamples {
             stacks,
             samples,

@@ -39,8 +39,8 @@ pub(crate) fn split(iv: &Interval, weights: &[f64], out: &mut Out) {
                 .clamp(prev as f64, t as f64) as u64
         };
         let (frame, record) = match iv.recs.get(k) {
-            Some(r) => (r.frame, Some(r.record)),
-            None => (iv.leaf_frame, None),
+            Some(r) => (r.frame(), Some(r.record)),
+            None => (iv.leaf_frame(), None),
         };
         let from_branch = record.is_some();
         out.push(Point {

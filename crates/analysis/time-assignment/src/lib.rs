@@ -26,7 +26,9 @@ mod method;
 mod methods;
 mod out;
 mod prepare;
+mod record_times;
 mod slots;
+mod snapshots;
 mod to_profile;
 
 use kairos_model::{FrameIdx, Profile, ThreadIdx};
@@ -34,6 +36,7 @@ use kairos_model::{FrameIdx, Profile, ThreadIdx};
 pub use derive::{derive, derive_over, Derived};
 pub use error::Error;
 pub use method::Method;
+pub use record_times::RecordTimes;
 pub use to_profile::to_profile;
 
 /// One time-stamped point: a sample, or a branch record given a time.
@@ -67,7 +70,7 @@ pub struct Assignment {
 
 /// Gives every sample and every new branch record of `profile` a time and a weight.
 pub fn assign(profile: &Profile, method: Method) -> Result<Assignment, Error> {
-    let p = prepare::prepare(profile, &profile.samples);
+    let p = prepare::prepare(profile, &profile.samples, method);
     let mut points = Vec::with_capacity(profile.samples.len() + profile.branches.len());
     let (notes, records) = run_sorted(&p, profile, method, &mut points)?;
     let points_per_sample = per_sample(&p, records);

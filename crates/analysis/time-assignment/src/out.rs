@@ -16,7 +16,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::prepare::Prepared;
+use crate::prepare::{Interval, Prepared};
 use crate::Point;
 
 /// What receives the points, in time order.
@@ -30,13 +30,62 @@ impl Sink for Vec<Point> {
     }
 }
 
+/// Intervals per block of [`Bounds`].
+const BLOCK: usize = 64;
+
+/// Smallest start of the intervals from index k on (a suffix minimum), kept per block
+/// of [`BLOCK`] intervals plus the current block's own, not one per interval.
+struct Bounds {
+    /// Smallest start of the intervals from block b on.
+    from_block: Vec<u64>,
+    /// The current block: its index and the suffix minimum of each of its intervals.
+    block: usize,
+    local: [u64; BLOCK],
+}
+
+impl Bounds {
+    fn new(iv: &[Interval]) -> Bounds {
+        let blocks = iv.len().div_ceil(BLOCK);
+        let mut from_block = vec![u64::MAX; blocks + 1];
+        for b in (0..blocks).rev() {
+            let m = iv[b * BLOCK..((b + 1) * BLOCK).min(iv.len())]
+                .iter()
+                .map(|i| i.start)
+                .min()
+                .unwrap_or(u64::MAX);
+            from_block[b] = from_block[b + 1].min(m);
+        }
+        Bounds {
+            from_block,
+            block: usize::MAX,
+            local: [u64::MAX; BLOCK],
+        }
+    }
+
+    /// Smallest start of the intervals from `k` on; u64::MAX past the end.
+    fn at(&mut self, iv: &[Interval], k: usize) -> u64 {
+        let b = k / BLOCK;
+        if b != self.block {
+            self.block = b;
+            let mut m = self.from_block.get(b + 1).copied().unwrap_or(u64::MAX);
+            for j in (0..BLOCK).rev() {
+                if let Some(i) = iv.get(b * BLOCK + j) {
+                    m = m.min(i.start);
+                }
+                self.local[j] = m;
+            }
+        }
+        self.local[k % BLOCK]
+    }
+}
+
 pub(crate) struct Out<'a> {
     sink: &'a mut dyn Sink,
-    /// Smallest start of the intervals from index k on.
-    min_start_from: Vec<u64>,
-    /// Interval slot of each interval, to queue points per thread.
-    slots: Vec<u32>,
+    intervals: &'a [Interval],
+    bounds: Bounds,
     queues: Vec<VecDeque<(u64, Point)>>,
+    /// The points one release hands on, reused.
+    ready: Vec<(u64, u64, Point)>,
     /// (time, emission order, slot) of each non-empty queue's head.
     heads: BinaryHeap<Reverse<(u64, u64, u32)>>,
     /// Index of the interval being emitted, and its sample (to notice the next one).
@@ -48,19 +97,14 @@ pub(crate) struct Out<'a> {
 }
 
 impl<'a> Out<'a> {
-    pub fn new(p: &Prepared, sink: &'a mut dyn Sink) -> Out<'a> {
-        let n = p.intervals.len();
-        let mut min_start_from = vec![u64::MAX; n + 1];
-        for k in (0..n).rev() {
-            min_start_from[k] = min_start_from[k + 1].min(p.intervals[k].start);
-        }
-        let slots = p.intervals.iter().map(|iv| iv.slot).collect();
+    pub fn new(p: &'a Prepared, sink: &'a mut dyn Sink) -> Out<'a> {
         let queues = (0..p.n_threads).map(|_| VecDeque::new()).collect();
         Out {
             sink,
-            min_start_from,
-            slots,
+            intervals: &p.intervals,
+            bounds: Bounds::new(&p.intervals),
             queues,
+            ready: Vec::new(),
             heads: BinaryHeap::new(),
             cur: 0,
             cur_sample: None,
@@ -70,20 +114,32 @@ impl<'a> Out<'a> {
         }
     }
 
-    /// Releases every queued point at or before `bound`, oldest first.
+    /// Releases every queued point at or before `bound`, oldest first (ties in order
+    /// of emission). Each queue's releasable points are taken at once (a heap operation
+    /// per queue, not per point) and the few taken are sorted.
     fn release(&mut self, bound: u64) {
+        self.ready.clear();
         while let Some(&Reverse((t, _, slot))) = self.heads.peek() {
             if t > bound {
                 break;
             }
             self.heads.pop();
-            let q = &mut self.queues[slot as usize];
-            if let Some((_, pt)) = q.pop_front() {
-                self.sink.put(pt);
+            let Some(q) = self.queues.get_mut(slot as usize) else {
+                continue;
+            };
+            while let Some(&(s, pt)) = q.front() {
+                if pt.time_ns > bound {
+                    self.heads.push(Reverse((pt.time_ns, s, slot)));
+                    break;
+                }
+                self.ready.push((pt.time_ns, s, pt));
+                q.pop_front();
             }
-            if let Some(&(s, next)) = q.front() {
-                self.heads.push(Reverse((next.time_ns, s, slot)));
-            }
+        }
+        // (time, emission order) is unique, so any sort gives the one order.
+        self.ready.sort_unstable_by_key(|&(t, s, _)| (t, s));
+        for &(_, _, pt) in &self.ready {
+            self.sink.put(pt);
         }
     }
 
@@ -93,15 +149,11 @@ impl<'a> Out<'a> {
                 self.cur += 1;
             }
             self.cur_sample = Some(pt.sample);
-            let bound = self
-                .min_start_from
-                .get(self.cur)
-                .copied()
-                .unwrap_or(u64::MAX);
+            let bound = self.bounds.at(self.intervals, self.cur);
             self.release(bound);
         }
         self.records += u64::from(pt.record.is_some());
-        let slot = self.slots.get(self.cur).copied().unwrap_or(0);
+        let slot = self.intervals.get(self.cur).map_or(0, |iv| iv.slot);
         let Some(q) = self.queues.get_mut(slot as usize) else {
             self.out_of_order = true;
             return;

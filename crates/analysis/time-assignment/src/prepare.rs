@@ -8,34 +8,62 @@
 //! module; frames that are missing or unknown map to one `[unknown]` key.
 
 use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
-use kairos_model::{BranchKind, FrameIdx, Profile, Sample, ThreadIdx};
+use kairos_model::{BranchKind, BranchRecord, FrameIdx, Profile, Sample, ThreadIdx};
 
 use crate::slots::ThreadSlots;
+use crate::snapshots::{first_interval, Order, Snapshots};
+use crate::Method;
 
 /// Index of a function (name + module) in [`Prepared::names`]; 0 is `[unknown]`.
 pub(crate) type FnKey = u32;
 pub(crate) const UNKNOWN: FnKey = 0;
 
-/// One new branch record, seen as the end of a segment of execution.
+/// One new branch record, seen as the end of a segment of execution. Packed to 20
+/// bytes (tens of millions are written at scale, and fresh memory is what costs): the
+/// optional parts are kept as flags beside plain values, read through the methods;
+/// what only `nesting` reads is in a [`Link`] beside it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rec {
-    /// Frame the point is drawn with: FROM, or the older record's TO when FROM is unknown.
-    pub frame: Option<FrameIdx>,
+    frame: FrameIdx,
     /// Function executing in the segment that this branch ends (FROM).
     pub func: FnKey,
-    pub kind: BranchKind,
-    /// Function the branch went to (the next segment's function).
-    pub to_func: FnKey,
-    /// Kind and FROM function of the branch that opened this segment (the next older
-    /// record of the snapshot, new or not), when the snapshot has one.
-    pub opened_by: Option<(BranchKind, FnKey)>,
-    /// Measured cycles since the previous record; None when absent or 0 (not valid).
-    pub cycles: Option<u32>,
+    cycles: Option<NonZeroU32>,
     /// Index of the record in the profile's branches.
     pub record: u32,
+    has_frame: bool,
+}
+
+/// How a record's segment is nested: kept for `nesting` only (see [`prepare`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Link {
+    /// Function the branch went to (the next segment's function).
+    pub to_func: FnKey,
+    opened_func: FnKey,
+    pub kind: BranchKind,
+    opened_kind: Option<BranchKind>,
+}
+
+impl Link {
+    /// Kind and FROM function of the branch that opened this segment (the next older
+    /// record of the snapshot, new or not), when the snapshot has one.
+    pub fn opened_by(&self) -> Option<(BranchKind, FnKey)> {
+        self.opened_kind.map(|k| (k, self.opened_func))
+    }
+}
+
+impl Rec {
+    /// Frame the point is drawn with: FROM, or the older record's TO when FROM is unknown.
+    pub fn frame(&self) -> Option<FrameIdx> {
+        self.has_frame.then_some(self.frame)
+    }
+    /// Measured cycles since the previous record; None when absent or 0 (not valid).
+    pub fn cycles(&self) -> Option<u32> {
+        self.cycles.map(NonZeroU32::get)
+    }
 }
 
 /// An interval's records: a range of one vector shared by all intervals, so tens of
@@ -43,13 +71,15 @@ pub(crate) struct Rec {
 #[derive(Debug, Clone)]
 pub(crate) struct Recs {
     all: Arc<Vec<Rec>>,
-    range: Range<usize>,
+    range: Range<u32>,
 }
 
 impl Deref for Recs {
     type Target = [Rec];
     fn deref(&self) -> &[Rec] {
-        self.all.get(self.range.clone()).unwrap_or(&[])
+        self.all
+            .get(self.range.start as usize..self.range.end as usize)
+            .unwrap_or(&[])
     }
 }
 
@@ -71,18 +101,24 @@ pub(crate) struct Interval {
     pub slot: u32,
     pub start: u64,
     pub end: u64,
-    pub leaf_frame: Option<FrameIdx>,
+    leaf_frame: FrameIdx,
     pub leaf_func: FnKey,
     /// New records, oldest first.
     pub recs: Recs,
     /// True when no record can have been lost: the snapshot overlaps the previous one
     /// (it holds an old record) or the ring was not full.
     pub complete: bool,
+    has_leaf_frame: bool,
 }
 
 impl Interval {
     pub fn len(&self) -> u64 {
         self.end - self.start
+    }
+
+    /// Frame of the sample's leaf, None when it has no stack.
+    pub fn leaf_frame(&self) -> Option<FrameIdx> {
+        self.has_leaf_frame.then_some(self.leaf_frame)
     }
 }
 
@@ -100,11 +136,24 @@ pub(crate) struct Prepared {
     pub notes: Vec<String>,
     /// Distinct threads (slots) of the intervals.
     pub n_threads: usize,
+    /// Whether some new record has cycles.
+    pub has_cycles: bool,
+    /// Each record's [`Link`], in the order of the intervals' records; empty unless
+    /// asked for.
+    links: Vec<Link>,
 }
 
 impl Prepared {
     pub fn n_funcs(&self) -> usize {
         self.names.len()
+    }
+
+    /// The links of `iv`'s records (empty unless [`prepare`] was asked for them).
+    pub fn links(&self, iv: &Interval) -> &[Link] {
+        let r = &iv.recs.range;
+        self.links
+            .get(r.start as usize..r.end as usize)
+            .unwrap_or(&[])
     }
 }
 
@@ -118,13 +167,20 @@ struct Keys<'a> {
 }
 
 impl<'a> Keys<'a> {
+    /// The key of a frame: a lookup once the frame was seen (tens of millions of calls).
+    #[inline]
     fn of(&mut self, frame: Option<FrameIdx>) -> FnKey {
         let Some(fi) = frame else { return UNKNOWN };
         match self.by_frame.get(fi as usize) {
-            Some(&k) if k != FnKey::MAX => return k,
-            Some(_) => {}
-            None => return UNKNOWN,
+            Some(&k) if k != FnKey::MAX => k,
+            Some(_) => self.first(fi),
+            None => UNKNOWN,
         }
+    }
+
+    /// Gives frame `fi` (not seen yet) its function's key, a new one for a new function.
+    #[inline(never)]
+    fn first(&mut self, fi: FrameIdx) -> FnKey {
         let Some(f) = self.profile.frames.get(fi as usize) else {
             return UNKNOWN;
         };
@@ -154,7 +210,10 @@ impl<'a> Keys<'a> {
 /// Builds the intervals of every thread, in sample time order. `samples` stand for the
 /// profile's own (a caller that keeps them elsewhere passes them without a copy of the
 /// profile and its branch records).
-pub(crate) fn prepare(profile: &Profile, samples: &[Sample]) -> Prepared {
+/// Only what `method` reads is kept: no records for `none` (their notes are still
+/// given), [`Link`]s for `nesting` only.
+pub(crate) fn prepare(profile: &Profile, samples: &[Sample], method: Method) -> Prepared {
+    let (keep, links) = (method != Method::None, method == Method::Nesting);
     let mut keys = Keys {
         profile,
         by_name: HashMap::new(),
@@ -163,7 +222,8 @@ pub(crate) fn prepare(profile: &Profile, samples: &[Sample]) -> Prepared {
     };
     let mut notes = Vec::new();
 
-    let (snaps, stray) = Snapshots::of(profile, samples.len());
+    let (snaps, scan) = Snapshots::of(profile, samples.len());
+    let stray = scan.stray;
     if stray > 0 {
         notes.push(format!(
             "{stray} branch records name a sample that does not exist and were ignored"
@@ -171,21 +231,13 @@ pub(crate) fn prepare(profile: &Profile, samples: &[Sample]) -> Prepared {
     }
     let mut depth = profile.branch_info.as_ref().map_or(0, |b| b.depth as usize);
     depth = depth.max(snaps.max_len());
-    let wide_cycles = profile
-        .branches
-        .iter()
-        .any(|b| b.cycles.is_some_and(|c| c > u16::MAX as u32));
-    let cycles_saturate = if wide_cycles {
+    let cycles_saturate = if scan.wide_cycles {
         None
     } else {
         Some(u16::MAX as u32)
     };
 
-    let mut order: Vec<usize> = (0..samples.len()).collect();
-    // Samples are kept sorted by time; sort only when they are not (same stable order).
-    if !samples.windows(2).all(|w| w[0].time_ns <= w[1].time_ns) {
-        order.sort_by_key(|&i| samples[i].time_ns);
-    }
+    let order = Order::of(samples);
     let first_len = first_interval(profile, samples, &order);
     let mut slots = ThreadSlots::default();
     let mut last: Vec<Option<u64>> = Vec::new();
@@ -193,12 +245,20 @@ pub(crate) fn prepare(profile: &Profile, samples: &[Sample]) -> Prepared {
     // Intervals first share an empty record vector; the real one replaces it at the end
     // (no second list of intervals while the records are gathered).
     let none: Arc<Vec<Rec>> = Arc::new(Vec::new());
-    let mut intervals: Vec<Interval> = Vec::with_capacity(order.len());
+    let mut intervals: Vec<Interval> = Vec::with_capacity(samples.len());
     // At most one record per branch record; only the pages written become resident.
-    let mut all_recs: Vec<Rec> = Vec::with_capacity(profile.branches.len());
+    let mut all_recs: Vec<Rec> = Vec::with_capacity(if keep { profile.branches.len() } else { 0 });
     let mut unknown_from = 0u64;
-    for &si in &order {
-        let s = &samples[si];
+    let mut has_cycles = false;
+    let mut all_links: Vec<Link> = if links {
+        Vec::with_capacity(profile.branches.len())
+    } else {
+        Vec::new()
+    };
+    for si in order.iter() {
+        let Some(s) = samples.get(si) else {
+            continue;
+        };
         let slot = slots.of(s.thread);
         if last.len() <= slot as usize {
             last.resize(slot as usize + 1, None);
@@ -217,42 +277,71 @@ pub(crate) fn prepare(profile: &Profile, samples: &[Sample]) -> Prepared {
             .map(|n| n.frame);
         let leaf_func = keys.of(leaf_frame);
         let snap = snaps.get(si);
-        let has_old = snap.iter().any(|i| !profile.branches[i as usize].is_new);
-        let complete = has_old || snap.len() < depth || snap.is_empty();
+        // Read forward first (the records lie in memory in this order, so the hardware
+        // streams them into cache; the walk below goes backwards and would miss).
+        let has_old = snap.iter().fold(false, |old, i| {
+            old | profile.branches.get(i as usize).is_some_and(|b| !b.is_new)
+        });
         let first_rec = all_recs.len();
         let recs = &mut all_recs;
-        // Walk oldest first so each record knows the record that opened its segment.
-        let mut older: Option<(BranchKind, FnKey, Option<FrameIdx>, FnKey)> = None; // kind, from fn, to frame, to fn
+        // Walk oldest first so each record knows the record that opened its segment:
+        // (kind, FROM function, TO frame, TO function) of the one before.
+        let mut older: Option<(BranchKind, FnKey, Option<FrameIdx>, FnKey)> = None;
+        // The old record just before, looked up only if a new record follows it (most
+        // records are old, and their functions were looked up when they were new).
+        let mut pending: Option<&BranchRecord> = None;
         for bi in snap.iter().rev() {
-            let b = &profile.branches[bi as usize];
+            let Some(b) = profile.branches.get(bi as usize) else {
+                continue;
+            };
+            if !b.is_new {
+                pending = Some(b);
+                continue;
+            }
+            if let Some(o) = pending.take() {
+                older = Some((
+                    o.kind,
+                    keys.of(o.from_frame),
+                    o.to_frame,
+                    keys.of(o.to_frame),
+                ));
+            }
             let from = keys.of(b.from_frame);
             let to = keys.of(b.to_frame);
-            if b.is_new {
-                let (frame, func) = match (b.from_frame, from) {
-                    (Some(f), k) if k != UNKNOWN => (Some(f), k),
-                    _ => match older {
-                        Some((_, _, tf, tk)) if tk != UNKNOWN => (tf, tk),
-                        _ => {
-                            unknown_from += 1;
-                            (b.from_frame, UNKNOWN)
-                        }
-                    },
-                };
+            let (frame, func) = match (b.from_frame, from) {
+                (Some(f), k) if k != UNKNOWN => (Some(f), k),
+                _ => match older {
+                    Some((_, _, tf, tk)) if tk != UNKNOWN => (tf, tk),
+                    _ => {
+                        unknown_from += 1;
+                        (b.from_frame, UNKNOWN)
+                    }
+                },
+            };
+            if keep {
                 recs.push(Rec {
-                    frame,
+                    frame: frame.unwrap_or(0),
                     func,
-                    kind: b.kind,
-                    to_func: to,
-                    opened_by: older.map(|(k, f, _, _)| (k, f)),
-                    cycles: b.cycles.filter(|&c| c > 0),
+                    cycles: b.cycles.and_then(NonZeroU32::new),
                     record: bi,
+                    has_frame: frame.is_some(),
                 });
             }
+            if links {
+                all_links.push(Link {
+                    to_func: to,
+                    opened_func: older.map_or(0, |o| o.1),
+                    kind: b.kind,
+                    opened_kind: older.map(|o| o.0),
+                });
+            }
+            has_cycles |= b.cycles.is_some_and(|c| c > 0);
             older = Some((b.kind, from, b.to_frame, to));
         }
+        let complete = has_old || snap.len() < depth || snap.is_empty();
         let recs = Recs {
             all: none.clone(),
-            range: first_rec..all_recs.len(),
+            range: first_rec as u32..all_recs.len() as u32,
         };
         intervals.push(Interval {
             sample: si as u32,
@@ -260,7 +349,8 @@ pub(crate) fn prepare(profile: &Profile, samples: &[Sample]) -> Prepared {
             slot,
             start,
             end: s.time_ns,
-            leaf_frame,
+            leaf_frame: leaf_frame.unwrap_or(0),
+            has_leaf_frame: leaf_frame.is_some(),
             leaf_func,
             recs,
             complete,
@@ -285,7 +375,7 @@ pub(crate) fn prepare(profile: &Profile, samples: &[Sample]) -> Prepared {
 
     let mut shares = vec![0.0; keys.names.len()];
     let by_weight = samples.iter().any(|s| s.weight > 0);
-    for (&si, iv) in order.iter().zip(&intervals) {
+    for (si, iv) in order.iter().zip(&intervals) {
         let w = if by_weight {
             samples[si].weight as f64
         } else {
@@ -304,156 +394,19 @@ pub(crate) fn prepare(profile: &Profile, samples: &[Sample]) -> Prepared {
         cycles_saturate,
         notes,
         n_threads: slots.count as usize,
+        has_cycles,
+        links: all_links,
     }
 }
 
-/// Each sample's branch records (indices into the profile's branches), newest first
-/// (by position; equal positions in record order).
-struct Snapshots {
-    /// Records of sample i: `idx[start[i]..start[i + 1]]`, or the records themselves
-    /// when `idx` is None (the profile keeps them sorted by sample and position).
-    start: Vec<u32>,
-    idx: Option<Vec<u32>>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Snapshots {
-    /// The snapshots and how many records name no sample.
-    fn of(p: &Profile, n: usize) -> (Snapshots, u64) {
-        let b = &p.branches;
-        // One pass (records can be hundreds of millions): counts, and whether they are
-        // in (sample, position) order.
-        let mut count = vec![0u32; n + 1];
-        let mut stray = 0u64;
-        let mut sorted = true;
-        let mut prev = (0u32, 0u16);
-        for r in b {
-            let key = (r.sample, r.position);
-            sorted &= prev <= key;
-            prev = key;
-            match count.get_mut(r.sample as usize + 1) {
-                Some(c) if (r.sample as usize) < n => *c += 1,
-                _ => stray += 1,
-            }
-        }
-        sorted &= stray == 0;
-        for i in 0..n {
-            count[i + 1] += count[i];
-        }
-        if sorted {
-            return (
-                Snapshots {
-                    start: count,
-                    idx: None,
-                },
-                0,
-            );
-        }
-        // Counting sort by sample keeps record order within a sample; then a stable
-        // sort by position, as before.
-        let mut next = count.clone();
-        let mut idx = vec![0u32; count[n] as usize];
-        for (i, r) in b.iter().enumerate() {
-            if (r.sample as usize) < n {
-                let at = &mut next[r.sample as usize];
-                idx[*at as usize] = i as u32;
-                *at += 1;
-            }
-        }
-        for w in count.windows(2) {
-            idx[w[0] as usize..w[1] as usize].sort_by_key(|&i| b[i as usize].position);
-        }
-        (
-            Snapshots {
-                start: count,
-                idx: Some(idx),
-            },
-            stray,
-        )
+    /// Tens of millions of each are written at scale; a field that grows them shows here.
+    #[test]
+    fn records_and_intervals_stay_small() {
+        assert_eq!(std::mem::size_of::<Rec>(), 20);
+        assert_eq!(std::mem::size_of::<Interval>(), 56);
     }
-
-    fn max_len(&self) -> usize {
-        self.start
-            .windows(2)
-            .map(|w| (w[1] - w[0]) as usize)
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// The records of sample `si`, newest first.
-    fn get(&self, si: usize) -> SnapIter<'_> {
-        let (a, b) = (
-            self.start.get(si).copied().unwrap_or(0),
-            self.start.get(si + 1).copied().unwrap_or(0),
-        );
-        match &self.idx {
-            Some(idx) => SnapIter::Listed(idx.get(a as usize..b as usize).unwrap_or(&[])),
-            None => SnapIter::Range(a..b.max(a)),
-        }
-    }
-}
-
-/// One snapshot's record indices.
-enum SnapIter<'a> {
-    Range(Range<u32>),
-    Listed(&'a [u32]),
-}
-
-impl<'a> SnapIter<'a> {
-    fn len(&self) -> usize {
-        match self {
-            SnapIter::Range(r) => r.len(),
-            SnapIter::Listed(l) => l.len(),
-        }
-    }
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    fn iter(&self) -> Indices<'a> {
-        match self {
-            SnapIter::Range(r) => Indices::Range(r.clone()),
-            SnapIter::Listed(l) => Indices::Listed(l.iter()),
-        }
-    }
-}
-
-enum Indices<'a> {
-    Range(Range<u32>),
-    Listed(std::slice::Iter<'a, u32>),
-}
-
-impl Iterator for Indices<'_> {
-    type Item = u32;
-    fn next(&mut self) -> Option<u32> {
-        match self {
-            Indices::Range(r) => r.next(),
-            Indices::Listed(l) => l.next().copied(),
-        }
-    }
-}
-
-impl DoubleEndedIterator for Indices<'_> {
-    fn next_back(&mut self) -> Option<u32> {
-        match self {
-            Indices::Range(r) => r.next_back(),
-            Indices::Listed(l) => l.next_back().copied(),
-        }
-    }
-}
-/// Length of a thread's first interval when weights are not time (event periods): the
-/// median gap between consecutive samples of a thread over the run, 0 if there is none.
-fn first_interval(profile: &Profile, samples: &[Sample], order: &[usize]) -> u64 {
-    if profile.weight_is_time() {
-        return 0;
-    }
-    let mut last: HashMap<ThreadIdx, u64> = HashMap::new();
-    let mut gaps: Vec<u64> = order
-        .iter()
-        .filter_map(|&i| {
-            let s = &samples[i];
-            last.insert(s.thread, s.time_ns)
-                .map(|p| s.time_ns.saturating_sub(p))
-        })
-        .collect();
-    gaps.sort_unstable();
-    gaps.get(gaps.len() / 2).copied().unwrap_or(0)
 }

@@ -91,7 +91,7 @@ impl Model {
             // Measured means replace estimates for functions whose visits never saturate.
             let mut acc = vec![(0.0, 0u64, false); n];
             for rec in p.intervals.iter().flat_map(|iv| iv.recs.iter()) {
-                if let (Some(c), Some(a)) = (rec.cycles, acc.get_mut(rec.func as usize)) {
+                if let (Some(c), Some(a)) = (rec.cycles(), acc.get_mut(rec.func as usize)) {
                     if p.cycles_saturate.is_some_and(|s| c >= s) {
                         a.2 = true;
                     } else {
@@ -120,7 +120,7 @@ impl Model {
     /// Length of the full visit that record `r` ends: (expected, variance), None if unknown.
     fn full(&self, r: &Rec) -> Option<(f64, f64)> {
         let d = self.d(r.func);
-        match (self.rate, r.cycles) {
+        match (self.rate, r.cycles()) {
             (Some(rate), Some(c)) => {
                 let m = f64::from(c) * rate.ns_per_cycle;
                 if self.saturate.is_some_and(|s| c >= s) {
@@ -274,7 +274,7 @@ fn emit(
         gap
     };
     if lead > 0.0 || !iv.complete {
-        items.push((iv.leaf_frame, None, lead));
+        items.push((iv.leaf_frame(), None, lead));
     }
     for (k, r) in iv.recs.iter().enumerate() {
         let w = if head_to_sample && k == 0 {
@@ -282,9 +282,9 @@ fn emit(
         } else {
             x.get(k).copied().unwrap_or(0.0)
         };
-        items.push((r.frame, Some(r.record), w));
+        items.push((r.frame(), Some(r.record), w));
     }
-    items.push((iv.leaf_frame, None, x.last().copied().unwrap_or(0.0)));
+    items.push((iv.leaf_frame(), None, x.last().copied().unwrap_or(0.0)));
     let total: f64 = items.iter().map(|i| i.2).sum();
     let scale = if total > 0.0 { t as f64 / total } else { 0.0 };
     let (mut cum, mut prev) = (0.0, 0u64);
@@ -347,10 +347,7 @@ fn long_chains(p: &Prepared) -> Vec<bool> {
 
 pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) {
     let m = Model::learn(p);
-    if p.intervals
-        .iter()
-        .any(|iv| iv.recs.iter().any(|r| r.cycles.is_some()))
-    {
+    if p.has_cycles {
         notes.push(match m.rate {
             Some(r) => format!("covered: {:.4} ns per cycle, from {} lower bounds", r.ns_per_cycle, r.lower_bounds),
             None => "covered: cycles not converted to time (no complete interval without a saturated count pins the rate down); lengths estimated as without cycles".into(),

@@ -22,7 +22,7 @@ use crate::prepare::{Interval, Prepared};
 use crate::{Error, Method};
 
 fn all_measured(iv: &Interval) -> bool {
-    !iv.recs.is_empty() && iv.recs.iter().all(|r| r.cycles.is_some())
+    !iv.recs.is_empty() && iv.recs.iter().all(|r| r.cycles().is_some())
 }
 
 fn set(carry: &mut [Option<f64>], slot: u32, v: Option<f64>) {
@@ -47,7 +47,7 @@ pub(crate) fn rate(p: &Prepared) -> Option<f64> {
             if iv
                 .recs
                 .iter()
-                .any(|r| r.cycles.is_some_and(|c| saturated(p, c)))
+                .any(|r| r.cycles().is_some_and(|c| saturated(p, c)))
             {
                 continue;
             }
@@ -55,7 +55,7 @@ pub(crate) fn rate(p: &Prepared) -> Option<f64> {
             c += iv
                 .recs
                 .iter()
-                .filter_map(|r| r.cycles)
+                .filter_map(|r| r.cycles())
                 .map(f64::from)
                 .sum::<f64>();
         }
@@ -68,7 +68,7 @@ pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) -> Resul
     if !p
         .intervals
         .iter()
-        .any(|iv| iv.recs.iter().any(|r| r.cycles.is_some()))
+        .any(|iv| iv.recs.iter().any(|r| r.cycles().is_some()))
     {
         return Err(Error::MethodUnavailable {
             method: Method::Cycles,
@@ -100,11 +100,11 @@ pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) -> Resul
         let m: Vec<f64> = iv
             .recs
             .iter()
-            .map(|r| f64::from(r.cycles.unwrap_or(0)) * rho)
+            .map(|r| f64::from(r.cycles().unwrap_or(0)) * rho)
             .collect();
         let total: f64 = m.iter().sum();
         let sats: Vec<usize> = (0..iv.recs.len())
-            .filter(|&j| iv.recs[j].cycles.is_some_and(|c| saturated(p, c)))
+            .filter(|&j| iv.recs[j].cycles().is_some_and(|c| saturated(p, c)))
             .collect();
         let mut w = vec![0.0; iv.recs.len() + 1];
         if !sats.is_empty() {

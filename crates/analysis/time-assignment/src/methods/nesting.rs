@@ -29,13 +29,19 @@ type Ctx = (
 const PRIOR: f64 = 2.0;
 const ITERATIONS: usize = 60;
 
-fn contexts(iv: &Interval) -> Vec<Ctx> {
+fn contexts(p: &Prepared, iv: &Interval) -> Vec<Ctx> {
+    let links = p.links(iv);
     let mut v: Vec<Ctx> = iv
         .recs
         .iter()
-        .map(|r| (r.opened_by, r.func, Some((r.kind, r.to_func))))
+        .zip(links)
+        .map(|(r, l)| (l.opened_by(), r.func, Some((l.kind, l.to_func))))
         .collect();
-    let opener = iv.recs.last().map(|r| (r.kind, r.func));
+    let opener = iv
+        .recs
+        .last()
+        .zip(links.last())
+        .map(|(r, l)| (l.kind, r.func));
     v.push((opener, iv.leaf_func, None));
     v
 }
@@ -48,7 +54,7 @@ pub(crate) fn run(p: &Prepared, out: &mut Out) {
     let mut prior: Vec<f64> = Vec::new();
     let mut keys: Vec<Vec<usize>> = Vec::with_capacity(p.intervals.len());
     for iv in &p.intervals {
-        let k = contexts(iv)
+        let k = contexts(p, iv)
             .into_iter()
             .map(|c| {
                 *ids.entry(c).or_insert_with(|| {
@@ -64,7 +70,7 @@ pub(crate) fn run(p: &Prepared, out: &mut Out) {
         for (iv, k) in p.intervals.iter().zip(&keys) {
             for (r, &c) in iv.recs.iter().zip(k) {
                 if let Some(cy) = r
-                    .cycles
+                    .cycles()
                     .filter(|&cy| p.cycles_saturate.is_none_or(|s| cy < s))
                 {
                     acc[c].0 += f64::from(cy) * rho;

@@ -9,7 +9,7 @@ pub(crate) fn run(p: &Prepared, out: &mut Out) {
         out.push(Point {
             time_ns: iv.end,
             thread: iv.thread,
-            frame: iv.leaf_frame,
+            frame: iv.leaf_frame(),
             weight_ns: iv.len(),
             from_branch: false,
             sample: iv.sample,

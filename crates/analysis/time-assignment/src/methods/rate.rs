@@ -46,16 +46,20 @@ fn saturated(p: &Prepared, c: u32) -> bool {
 
 /// Whether every new record has cycles.
 fn all_cycles(iv: &Interval) -> bool {
-    iv.recs.iter().all(|r| r.cycles.is_some())
+    iv.recs.iter().all(|r| r.cycles().is_some())
 }
 
 /// The cycles of the new records (all present, see [`all_cycles`]).
 fn cycles(iv: &Interval) -> impl Iterator<Item = u32> + '_ {
-    iv.recs.iter().map(|r| r.cycles.unwrap_or(0))
+    iv.recs.iter().map(|r| r.cycles().unwrap_or(0))
 }
 
 /// The rate, or None when no lower bound pins it down.
 pub(crate) fn learn(p: &Prepared) -> Option<Rate> {
+    // Without cycles there is no bound at all (and the passes below cost at scale).
+    if !p.has_cycles {
+        return None;
+    }
     // Each interval with the next interval of its thread (None for the thread's last).
     let mut next_of: Vec<Option<u32>> = vec![None; p.intervals.len()];
     let mut last: Vec<Option<u32>> = vec![None; p.n_threads];
@@ -79,7 +83,7 @@ pub(crate) fn learn(p: &Prepared) -> Option<Rate> {
         let Some(next) = next_of[k].and_then(|n| p.intervals.get(n as usize)) else {
             continue;
         };
-        let first_next = next.recs.first().and_then(|r| r.cycles);
+        let first_next = next.recs.first().and_then(|r| r.cycles());
         let unsat = |x: &u32| !saturated(p, *x);
         if iv.complete && next.complete && cycles(iv).all(|x| unsat(&x)) {
             if let Some(f) = first_next.filter(unsat) {

@@ -17,7 +17,7 @@ pub(crate) fn model(p: &Prepared) -> Vec<f64> {
     if let Some(rho) = cycles::rate(p) {
         let mut acc = vec![(0.0, 0u32); d.len()];
         for r in p.intervals.iter().flat_map(|iv| iv.recs.iter()) {
-            if let (Some(c), Some(a)) = (r.cycles, acc.get_mut(r.func as usize)) {
+            if let (Some(c), Some(a)) = (r.cycles(), acc.get_mut(r.func as usize)) {
                 if p.cycles_saturate.is_none_or(|s| c < s) {
                     a.0 += f64::from(c) * rho;
                     a.1 += 1;
