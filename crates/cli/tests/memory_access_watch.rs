@@ -201,7 +201,9 @@ fn attached_process_is_watched_on_every_thread() {
     let t = tempdir();
     let _turn = common::cpu_turn();
     let mut child = Command::new(sample("false_sharing"))
-        .args(["2", "4000000000"])
+        // Minutes of work (the test kills it): 4e9 increments took only 2.6 s on a quiet
+        // VM, less than the collection, and the process had ended when it was checked.
+        .args(["2", "400000000000"])
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
