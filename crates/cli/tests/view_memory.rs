@@ -114,7 +114,17 @@ fn false_sharing_is_a_line_with_each_thread_on_its_own_bytes() {
     );
     // The grid: a row per thread, each on the 8 bytes of its own counter.
     let grid = line["grid"].as_array().unwrap();
-    assert_eq!(grid.len(), 2, "{line}");
+    // Besides the two workers, the main thread may show with a sample or two: free()
+    // writing its list pointers into the block after the join.
+    let workers: Vec<u64> = threads.iter().map(|(t, _)| *t).collect();
+    for r in grid.iter().filter(|r| !workers.contains(&u(&r["tid"]))) {
+        assert!(u(&r["load_count"]) + u(&r["store_count"]) <= 5, "{line}");
+        assert!(
+            !line["fix"].as_str().unwrap().contains(&format!("(thread {})", u(&r["tid"]))),
+            "a thread after the others is not in the fix: {line}"
+        );
+    }
+    assert!(grid.len() >= 2, "{line}");
     let base = line["object_offset"].as_i64().unwrap();
     for (tid, offset) in &threads {
         let row = grid

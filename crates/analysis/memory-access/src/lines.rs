@@ -97,9 +97,17 @@ impl Line {
         if self.verdict != Verdict::FalseSharing {
             return None;
         }
+        // The threads that share the line at the same time: one whose accesses all fall
+        // outside every other thread's span (the main thread freeing the block after the
+        // join) needs no line of its own.
         let parts: Vec<String> = self
             .threads
             .iter()
+            .filter(|t| {
+                self.threads
+                    .iter()
+                    .any(|o| o.tid != t.tid && o.overlaps_in_time(t))
+            })
             .map(|t| {
                 let r: Vec<String> = Line::ranges(t.touched())
                     .iter()

@@ -182,7 +182,11 @@ fn reading_what_others_wrote_after_they_ended_is_not_sharing() {
         access(1, 500, 0x10_0000, Direction::Load),
         access(1, 510, 0x10_0008, Direction::Load),
     ];
-    assert_eq!(verdict_of(&s).verdict, Verdict::FalseSharing);
+    let l = verdict_of(&s);
+    assert_eq!(l.verdict, Verdict::FalseSharing);
+    // The fix is about the workers; the main thread came after them.
+    let fix = l.fix().unwrap();
+    assert!(fix.contains("(thread 2)") && fix.contains("(thread 3)") && !fix.contains("(thread 1)"), "{fix}");
     // The same read while a worker still writes is true sharing.
     let during = [
         access(2, 150, 0x10_0000, Direction::LoadStore),
