@@ -35,4 +35,6 @@ pub use manifest::{
     rfc3339_utc, Capability, Counts, Event, EventSummary, Host, Manifest, Source, TableInfo,
     Target, TargetExit, FORMAT_VERSION,
 };
-pub use tables::{read_profile, read_profile_of_event, write_profile, TABLES};
+pub use tables::{
+    read_profile, read_profile_except_samples, read_profile_of_event, write_profile, TABLES,
+};

@@ -225,6 +225,30 @@ fn update_manifest(dir: &mut ResultDir, p: &Profile, infos: &[TableInfo]) {
 /// [`Error::MissingTable`] or [`Error::DamagedTable`] naming the table.
 pub fn read_profile(dir: &ResultDir) -> Result<Profile> {
     let root = dir.path();
+    let (mut p, samples) = read_tables(dir, || sample_table::read(dir, root))?;
+    (p.samples, p.sample_events) = samples;
+    checked(dir, p)
+}
+
+/// [`read_profile`] with the samples table left to `samples`, which reads it its own way
+/// (into columns, say) on a thread of its own while the other tables are read. The
+/// profile's samples stay empty, so its checks cannot see them: the caller checks what it
+/// keeps. Branch records refer to samples, so a result with them fails the checks here;
+/// read it with [`read_profile`].
+pub fn read_profile_except_samples<S: Send>(
+    dir: &ResultDir,
+    samples: impl Fn() -> Result<S> + Sync,
+) -> Result<(Profile, S)> {
+    let (p, s) = read_tables(dir, samples)?;
+    Ok((checked(dir, p)?, s))
+}
+
+/// Every table: the samples by `samples` on a thread of its own, the others meanwhile.
+fn read_tables<S: Send>(
+    dir: &ResultDir,
+    samples: impl Fn() -> Result<S> + Sync,
+) -> Result<(Profile, S)> {
+    let root = dir.path();
     let m = dir.manifest();
     let mut p = Profile {
         losses: m.losses(),
@@ -242,26 +266,30 @@ pub fn read_profile(dir: &ResultDir) -> Result<Profile> {
 
     // The samples table is as much work as all the others: it is read meanwhile.
     let (small, samples) = std::thread::scope(|scope| {
-        let samples = std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("kairos-read-samples".into())
-            .spawn_scoped(scope, || sample_table::read(dir, root));
+            .spawn_scoped(scope, &samples);
         let small = read_small_tables(dir, root, &mut p);
-        let samples = match samples {
+        let samples = match thread {
             Ok(thread) => thread
                 .join()
                 .unwrap_or_else(|_| Err(thread_failed(root, "reading"))),
-            Err(_) => sample_table::read(dir, root),
+            Err(_) => samples(),
         };
         (small, samples)
     });
     small?;
-    (p.samples, p.sample_events) = samples?;
+    let samples = samples?;
     crate::branch_table::read(dir, &mut p)?;
     crate::call_table::read(dir, &mut p)?;
+    Ok((p, samples))
+}
 
+/// `p` when it passes [`check_profile`], else the error naming the table at fault.
+fn checked(dir: &ResultDir, p: Profile) -> Result<Profile> {
     if let Err(e) = check_profile(&p) {
         let table = e.split(':').next().unwrap_or("samples").to_owned();
-        let path = root.join(TABLES_DIR).join(format!("{table}.parquet"));
+        let path = dir.path().join(TABLES_DIR).join(format!("{table}.parquet"));
         return Err(Error::DamagedTable {
             table,
             path,

@@ -2,7 +2,7 @@
 
 mod parallel;
 
-pub use parallel::{read_group, row_groups, write_parallel};
+pub use parallel::{read_group, read_row_groups, row_groups, write_parallel};
 
 use std::fs::{self, File};
 use std::io::BufWriter;

@@ -188,6 +188,20 @@ pub fn read_group(
     crate::read_groups(path, batch_rows, Some(vec![group]), each)
 }
 
+/// Reads row groups `groups` (ascending) of `path` batch by batch into `each`, with one
+/// look at the footer for all of them; returns the rows read.
+pub fn read_row_groups(
+    path: &Path,
+    groups: Vec<usize>,
+    batch_rows: usize,
+    each: impl FnMut(&Batch<'_>) -> Result<(), TableError>,
+) -> Result<u64, TableError> {
+    if groups.is_empty() {
+        return Ok(0);
+    }
+    crate::read_groups(path, batch_rows, Some(groups), each)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,5 +302,29 @@ mod tests {
         });
         assert!(matches!(r, Err(TableError::Write { .. })));
         assert!(!path.exists());
+    }
+
+    /// Several row groups read in one go are those groups' rows, in order.
+    #[test]
+    fn some_row_groups_read_in_one_go() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let opts = WriteOptions {
+            batch_rows: 100,
+            row_group_rows: 250,
+            ..WriteOptions::default()
+        };
+        let path = dir.path().join("t.parquet");
+        write_parallel(&path, schema(), 1001, &opts, 2, columns).expect("write");
+        let all = contents(&path);
+        let mut got = Vec::new();
+        let rows = read_row_groups(&path, vec![1, 2], 64, |b| {
+            got.extend(b.col::<UInt64Array>("t", false)?.values().iter().copied());
+            Ok(())
+        })
+        .expect("read");
+        assert_eq!(rows, 500);
+        let want: Vec<u64> = all[250..750].iter().map(|r| r.0).collect();
+        assert_eq!(got, want);
+        assert_eq!(read_row_groups(&path, vec![], 64, |_| Ok(())).expect("none"), 0);
     }
 }

@@ -42,7 +42,7 @@ pub fn profile(n: usize, seed: u64) -> Profile {
         // Chains of up to four frames; frame k % 9 names the function, so paths recurse.
         stacks: (0..40u32)
             .map(|i| Stack {
-                parent: (i >= 4).then_some(i - 4),
+                parent: i.checked_sub(4),
                 frame: i % 12,
             })
             .collect(),

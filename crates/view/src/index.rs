@@ -8,6 +8,7 @@ use kairos_model::Profile;
 use rustc_hash::FxHashMap;
 
 use crate::samples::Samples;
+use crate::totals::Totals;
 
 /// No node / no function.
 pub const NONE: u32 = u32::MAX;
@@ -76,15 +77,7 @@ pub fn short(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// A lane of the timeline: the samples of one thread or one CPU, in time order.
-#[derive(Debug)]
-pub struct Lane {
-    pub key: String,
-    pub label: String,
-    pub tid: Option<i32>,
-    pub cpu: Option<u32>,
-    pub samples: Vec<u32>,
-}
+pub use crate::lanes::Lane;
 
 /// One profile (a result's own, or derived by a time-assignment method), indexed.
 pub struct Index {
@@ -114,6 +107,8 @@ pub struct Index {
     stack_func: Vec<u32>,
     /// Tree aggregates of recent selections.
     pub agg: crate::agg::Cache,
+    /// Whole-run sums, for selections of the whole run.
+    pub totals: Totals,
 }
 
 fn csr(n: usize, pairs: impl Iterator<Item = (u32, u32)> + Clone) -> (Vec<u32>, Vec<u32>) {
@@ -137,6 +132,18 @@ impl Index {
     /// Indexes `profile`, taking its samples over into columns.
     pub fn new(mut profile: Profile, funcs: Arc<Functions>) -> Index {
         let samples = Samples::take(&mut profile.samples);
+        let totals = Totals::of(&samples, profile.threads.len(), profile.stacks.len());
+        Index::with_samples(profile, samples, totals, funcs)
+    }
+
+    /// Indexes `profile`, whose samples are `samples` (its own vector is not read), with
+    /// the totals of those samples.
+    pub fn with_samples(
+        profile: Profile,
+        samples: Samples,
+        totals: Totals,
+        funcs: Arc<Functions>,
+    ) -> Index {
         let p = &profile;
         let mut node_of: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         let (mut node_parent, mut node_func) = (Vec::new(), Vec::new());
@@ -193,11 +200,12 @@ impl Index {
             );
             stack.extend(child_list[a..b].iter().rev().map(|&c| (c, false)));
         }
-        let (thread_lanes, cpu_lanes) = lanes(p, &samples);
-        let stack_func = stack_node
+        let stack_func: Vec<u32> = stack_node
             .iter()
             .map(|&n| node_func.get(n as usize).copied().unwrap_or(NONE))
             .collect();
+        let (thread_lanes, cpu_lanes) =
+            crate::lanes::build(p, &samples, &totals, &stack_func, funcs.len());
         Index {
             profile: Arc::new(profile),
             funcs,
@@ -215,6 +223,7 @@ impl Index {
             samples,
             stack_func,
             agg: Default::default(),
+            totals,
         }
     }
 
@@ -253,6 +262,11 @@ impl Index {
         }
     }
 
+    /// Function of stack `s`'s leaf, NONE for an unknown stack.
+    pub fn stack_func(&self, s: u32) -> u32 {
+        self.stack_func.get(s as usize).copied().unwrap_or(NONE)
+    }
+
     /// Sample times, ascending (absolute ns).
     pub fn times(&self) -> &[u64] {
         &self.samples.time
@@ -274,131 +288,6 @@ impl Index {
             &self.cpu_lanes
         } else {
             &self.thread_lanes
-        }
-    }
-}
-
-/// Thread lanes (by TID, ascending) and CPU lanes (ascending), each listing its samples,
-/// built side by side on two threads.
-fn lanes(p: &Profile, samples: &Samples) -> (Vec<Lane>, Vec<Lane>) {
-    std::thread::scope(|s| {
-        let cpus = s.spawn(|| cpu_lanes(samples));
-        let threads = thread_lanes(p, samples);
-        (threads, cpus.join().unwrap_or_else(|_| cpu_lanes(samples)))
-    })
-}
-
-/// Two passes over dense per-thread slots (no map look-up per sample): the first counts,
-/// so every list is allocated once at its size.
-fn thread_lanes(p: &Profile, samples: &Samples) -> Vec<Lane> {
-    let n = samples.len();
-    // Slot of a sample's thread: its index, or one past the threads for a bad index.
-    let unknown = p.threads.len();
-    let thread_slot = |i: usize| (samples.thread(i) as usize).min(unknown);
-    let tid_of = |slot: usize| p.threads.get(slot).map_or(-1, |t| t.tid);
-    // Threads sharing a TID share a lane, labelled by the first sample's thread.
-    let mut tids: Vec<i32> = (0..=unknown).map(tid_of).collect();
-    tids.sort_unstable();
-    tids.dedup();
-    let lane_of_slot: Vec<usize> = (0..=unknown)
-        .map(|s| tids.binary_search(&tid_of(s)).unwrap_or(0))
-        .collect();
-    let (mut count, mut first) = (vec![0usize; tids.len()], vec![usize::MAX; tids.len()]);
-    for i in 0..n {
-        let slot = thread_slot(i);
-        let l = lane_of_slot[slot];
-        if count[l] == 0 {
-            first[l] = slot;
-        }
-        count[l] += 1;
-    }
-    let mut lanes: Vec<Lane> = tids
-        .iter()
-        .enumerate()
-        .map(|(l, &tid)| {
-            let th = p.threads.get(first[l]);
-            Lane {
-                key: format!("thread:{tid}"),
-                label: th.map_or_else(
-                    || "unknown thread".into(),
-                    |t| format!("{} ({tid})", t.name),
-                ),
-                tid: Some(tid),
-                cpu: None,
-                samples: Vec::with_capacity(count[l]),
-            }
-        })
-        .collect();
-    for i in 0..n {
-        lanes[lane_of_slot[thread_slot(i)]].samples.push(i as u32);
-    }
-    lanes.retain(|l| !l.samples.is_empty());
-    lanes
-}
-
-fn cpu_lanes(samples: &Samples) -> Vec<Lane> {
-    let cpus = Slots::new(samples);
-    let mut count = vec![0usize; cpus.values.len()];
-    for i in 0..samples.len() {
-        count[cpus.slot(samples.cpu(i))] += 1;
-    }
-    let mut lanes: Vec<Lane> = cpus
-        .values
-        .iter()
-        .zip(&count)
-        .map(|(&cpu, &k)| Lane {
-            key: format!("cpu:{cpu}"),
-            label: format!("CPU {cpu}"),
-            tid: None,
-            cpu: Some(cpu),
-            samples: Vec::with_capacity(k),
-        })
-        .collect();
-    for i in 0..samples.len() {
-        lanes[cpus.slot(samples.cpu(i))].samples.push(i as u32);
-    }
-    lanes.retain(|l| !l.samples.is_empty());
-    lanes
-}
-
-/// The distinct CPUs of the samples, ascending, and the slot of each: a dense table when
-/// CPU numbers are small (always, on real machines), else a binary search.
-struct Slots {
-    values: Vec<u32>,
-    dense: Vec<u32>,
-}
-
-impl Slots {
-    const DENSE: usize = 1 << 16;
-
-    fn new(samples: &Samples) -> Slots {
-        let mut seen = vec![false; Slots::DENSE];
-        let mut big: Vec<u32> = Vec::new();
-        for i in 0..samples.len() {
-            let c = samples.cpu(i);
-            match seen.get_mut(c as usize) {
-                Some(x) => *x = true,
-                None => big.push(c),
-            }
-        }
-        big.sort_unstable();
-        big.dedup();
-        let mut values: Vec<u32> = (0..Slots::DENSE as u32)
-            .filter(|&c| seen[c as usize])
-            .collect();
-        let mut dense = vec![0u32; Slots::DENSE];
-        for (k, &c) in values.iter().enumerate() {
-            dense[c as usize] = k as u32;
-        }
-        values.extend(big);
-        Slots { values, dense }
-    }
-
-    #[inline]
-    fn slot(&self, cpu: u32) -> usize {
-        match self.dense.get(cpu as usize) {
-            Some(&k) => k as usize,
-            None => self.values.binary_search(&cpu).unwrap_or(0),
         }
     }
 }

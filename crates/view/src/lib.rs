@@ -7,16 +7,25 @@
 mod agg;
 mod api;
 mod assets;
+mod buckets;
+#[cfg(test)]
+mod buckets_tests;
 #[cfg(test)]
 mod fast_path_tests;
 mod http;
 mod index;
+mod lanes;
+mod load;
 mod memory;
 mod par;
 mod query;
 mod results;
 mod samples;
 mod token;
+mod totals;
+mod whole;
+#[cfg(test)]
+mod whole_tests;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;

@@ -73,28 +73,38 @@ impl Data {
             format!("cannot open result {}: {e}; give a directory made by `kairos collect` or `kairos import`", path.display())
         })?;
         let mut notes: Vec<String> = dir.manifest().notes.clone();
-        let profile = if dir.manifest().table("samples").is_some() {
-            // One event at a time, as reports: the default (the first with samples).
-            kairos_result::read_profile_of_event(&dir, None).map_err(|e| {
-                format!(
-                    "result {} is damaged: {e}; collect or import it again",
-                    path.display()
-                )
-            })?
-        } else {
-            let kind = dir
-                .manifest()
-                .kind
-                .clone()
-                .unwrap_or_else(|| "unknown".into());
-            let reports = kairos_analyses::find(&kind)
-                .map(|a| a.report_names().join(", "))
-                .unwrap_or_default();
-            notes.push(format!(
-                "this {kind} result has no samples to draw; its reports are {reports}: kairos report NAME -r {}",
+        let damaged = |e: kairos_result::Error| {
+            format!(
+                "result {} is damaged: {e}; collect or import it again",
                 path.display()
-            ));
-            Profile::default()
+            )
+        };
+        // Straight into columns where the result allows it, else through the model.
+        let (profile, columns) = match crate::load::read(&dir) {
+            Some(read) => {
+                let r = read.map_err(damaged)?;
+                (r.profile, Some((r.samples, r.totals)))
+            }
+            None if dir.manifest().table("samples").is_some() => {
+                // One event at a time, as reports: the default (the first with samples).
+                let p = kairos_result::read_profile_of_event(&dir, None).map_err(damaged)?;
+                (p, None)
+            }
+            None => {
+                let kind = dir
+                    .manifest()
+                    .kind
+                    .clone()
+                    .unwrap_or_else(|| "unknown".into());
+                let reports = kairos_analyses::find(&kind)
+                    .map(|a| a.report_names().join(", "))
+                    .unwrap_or_default();
+                notes.push(format!(
+                    "this {kind} result has no samples to draw; its reports are {reports}: kairos report NAME -r {}",
+                    path.display()
+                ));
+                (Profile::default(), None)
+            }
         };
         let l = profile.losses;
         if l.lost_records + l.lost_samples + l.throttled > 0 {
@@ -121,7 +131,10 @@ impl Data {
         }
         // The page's time axis covers the samples and the kernel entries, whichever
         // started first and ended last (system-overview samples can be sparse).
-        let mut span = profile.time_span();
+        let mut span = match &columns {
+            Some((s, _)) => s.time.first().zip(s.time.last()).map(|(&a, &b)| (a, b)),
+            None => profile.time_span(),
+        };
         if let Some(Ok(e)) = &counters {
             for t in e.iter().map(|x| x.time_ns) {
                 span = Some(span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
@@ -129,7 +142,10 @@ impl Data {
         }
         let (start_ns, duration_ns) = span.map_or((0, 0), |(a, b)| (a, b - a));
         let funcs = Arc::new(Functions::new(&profile));
-        let base = Arc::new(Index::new(profile, funcs));
+        let base = Arc::new(match columns {
+            Some((samples, totals)) => Index::with_samples(profile, samples, totals, funcs),
+            None => Index::new(profile, funcs),
+        });
         Ok(Data {
             dir,
             base,

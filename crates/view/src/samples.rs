@@ -20,7 +20,7 @@ pub enum Narrow {
 
 impl Narrow {
     /// Column of `n` rows able to hold values up to `max`; `first` when all are equal.
-    fn with(n: usize, max: u64, all_equal: Option<u64>) -> Narrow {
+    pub(crate) fn with(n: usize, max: u64, all_equal: Option<u64>) -> Narrow {
         match (all_equal, max) {
             (Some(v), _) => Narrow::Const(v),
             (None, m) if m <= u8::MAX as u64 => Narrow::U8(vec![0; n]),

@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 use super::{data, derived, duration, thousands};
 use crate::agg::ThreadMask;
 use crate::index::{Index, NONE};
+use crate::lanes::Funcs;
 use crate::query::Query;
 use crate::{Error, State};
 
@@ -16,7 +17,12 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let p = &ix.profile;
     let mask = ThreadMask::new(p, &sel.tids);
     let nf = ix.funcs.len();
-    let t = tally(ix, &mask, ix.range(sel.from, sel.to), None);
+    let range = ix.range(sel.from, sel.to);
+    let t = crate::whole::is_whole(ix, &range)
+        .then(|| whole_tally(ix, &mask))
+        .flatten()
+        .or_else(|| lane_tally(ix, &sel))
+        .unwrap_or_else(|| tally(ix, &mask, range, None));
     let (self_w, self_c, weight, count, threads) =
         (t.self_w, t.self_c, t.weight, t.count, t.threads);
     let time = p.weight_is_time();
@@ -121,6 +127,103 @@ struct Tally {
     threads: Vec<bool>,
 }
 
+impl Tally {
+    /// The samples `idx` of one lane with their function codes `codes`; weights are
+    /// summed later from the counts when `const_w`.
+    fn add_lane<T: Copy + Into<u32>>(
+        &mut self,
+        ix: &Index,
+        idx: &[u32],
+        codes: &[T],
+        const_w: Option<u64>,
+    ) {
+        let nf = self.self_w.len() - 1;
+        for (&i, &f) in idx.iter().zip(codes) {
+            let f = (f.into() as usize).min(nf);
+            self.self_c[f] += 1;
+            if const_w.is_none() {
+                let w = ix.samples.weight(i as usize);
+                self.self_w[f] = self.self_w[f].wrapping_add(w);
+                self.weight = self.weight.wrapping_add(w);
+            }
+        }
+        self.count += idx.len().min(codes.len()) as u64;
+    }
+}
+
+/// The tally of the whole run, from the index's totals.
+fn whole_tally(ix: &Index, mask: &ThreadMask) -> Option<Tally> {
+    let (self_w, self_c) = crate::whole::functions(ix, mask)?;
+    let threads = (0..ix.profile.threads.len())
+        .map(|t| mask.admits(t as u32) && ix.totals.thread_c.get(t).is_some_and(|&c| c > 0))
+        .collect();
+    Some(Tally {
+        weight: self_w.iter().sum(),
+        count: self_c.iter().sum(),
+        self_w,
+        self_c,
+        threads,
+    })
+}
+
+/// The tally of a selection with a TID filter, over the chosen threads' lanes only: their
+/// copies of the leaf functions read in order, weights looked up only when not constant.
+fn lane_tally(ix: &Index, sel: &crate::query::Sel) -> Option<Tally> {
+    let tids = sel.tids.as_ref()?;
+    if tids.iter().any(|&t| t < 0) {
+        return None;
+    }
+    let nf = ix.funcs.len();
+    let nt = ix.profile.threads.len();
+    let mut t = Tally {
+        self_w: vec![0; nf + 1],
+        self_c: vec![0; nf + 1],
+        weight: 0,
+        count: 0,
+        threads: vec![false; nt],
+    };
+    let times = ix.times();
+    let at = |i: u32| times.get(i as usize).copied().unwrap_or(u64::MAX);
+    let const_w = match ix.samples.weight {
+        crate::samples::Narrow::Const(v) => Some(v),
+        _ => None,
+    };
+    for lane in ix
+        .thread_lanes
+        .iter()
+        .filter(|l| l.tid.is_some_and(|x| tids.contains(&x)))
+    {
+        let a = lane.samples.partition_point(|&i| at(i) < sel.from);
+        let b = lane.samples.partition_point(|&i| at(i) < sel.to).max(a);
+        let idx = &lane.samples[a..b];
+        match &lane.funcs {
+            Funcs::U16(f) => t.add_lane(ix, idx, f.get(a..b).unwrap_or(&[]), const_w),
+            Funcs::U32(f) => t.add_lane(ix, idx, f.get(a..b).unwrap_or(&[]), const_w),
+        }
+        // The threads of the lane's TID that have samples here.
+        let of_tid: Vec<usize> = (0..nt)
+            .filter(|&k| lane.tid == Some(ix.profile.threads[k].tid))
+            .collect();
+        match of_tid[..] {
+            [k] => t.threads[k] |= !idx.is_empty(),
+            _ => {
+                for &i in idx {
+                    if let Some(x) = t.threads.get_mut(ix.samples.thread(i as usize) as usize) {
+                        *x = true;
+                    }
+                }
+            }
+        }
+    }
+    if let Some(w) = const_w {
+        for (x, &c) in t.self_w.iter_mut().zip(&t.self_c) {
+            *x = w.wrapping_mul(c);
+        }
+        t.weight = w.wrapping_mul(t.count);
+    }
+    Some(t)
+}
+
 /// One pass (split over the cores unless `parts` says how many parts).
 fn tally(
     ix: &Index,
@@ -131,13 +234,11 @@ fn tally(
     let nf = ix.funcs.len();
     let nt = ix.profile.threads.len();
     let body = |r: std::ops::Range<usize>| {
-        let mut t = Tally {
-            self_w: vec![0; nf + 1],
-            self_c: vec![0; nf + 1],
-            weight: 0,
-            count: 0,
-            threads: vec![false; nt],
-        };
+        // Local slices and integers, so the sums stay in registers (see `agg::scan`).
+        let (mut self_w, mut self_c, mut threads) =
+            (vec![0u64; nf + 1], vec![0u64; nf + 1], vec![false; nt]);
+        let (sw, sc, th) = (&mut self_w[..], &mut self_c[..], &mut threads[..]);
+        let (mut weight, mut count) = (0u64, 0u64);
         let s = &ix.samples;
         for i in r {
             let thread = s.thread(i);
@@ -149,15 +250,21 @@ fn tally(
                 f => (f as usize).min(nf),
             };
             let w = s.weight(i);
-            t.self_w[f] += w;
-            t.self_c[f] += 1;
-            t.weight += w;
-            t.count += 1;
-            if let Some(x) = t.threads.get_mut(thread as usize) {
+            sw[f] += w;
+            sc[f] += 1;
+            weight += w;
+            count += 1;
+            if let Some(x) = th.get_mut(thread as usize) {
                 *x = true;
             }
         }
-        t
+        Tally {
+            self_w,
+            self_c,
+            weight,
+            count,
+            threads,
+        }
     };
     let merge = |a: &mut Tally, b: Tally| {
         crate::par::add(&mut a.self_w, &b.self_w);
@@ -220,6 +327,59 @@ mod tests {
                     "{tids:?} parts {parts}"
                 );
                 assert_eq!((t.weight, t.count), (w.iter().sum(), c.iter().sum()));
+            }
+        }
+    }
+
+    /// The tally from the whole-run totals and from the chosen threads' lanes equals the
+    /// scan's, with every filter, on the whole run and a part of it.
+    #[test]
+    fn whole_and_lane_tallies_equal_the_scan() {
+        for (seed, weight) in [(2u64, None), (3, Some(77u64))] {
+            let mut p = profile(20_000, seed);
+            if let Some(w) = weight {
+                p.samples.iter_mut().for_each(|s| s.weight = w);
+            }
+            let ix = Index::new(p.clone(), Arc::new(Functions::new(&p)));
+            let t = ix.times();
+            let (a, b) = (t[0], t[t.len() - 1]);
+            for (from, to) in [(a, b + 1), (a + (b - a) / 5, b - (b - a) / 4)] {
+                for tids in [
+                    None,
+                    Some(vec![7]),
+                    Some(vec![3, 9]),
+                    Some(vec![-1]),
+                    Some(vec![1, 3, 7, 9]),
+                ] {
+                    let sel = crate::query::Sel {
+                        from,
+                        to,
+                        tids: tids.clone(),
+                    };
+                    let mask = ThreadMask::new(&ix.profile, &tids);
+                    let range = ix.range(from, to);
+                    let want = tally(&ix, &mask, range.clone(), Some(1));
+                    let key = |t: &Tally| {
+                        (
+                            t.self_w.clone(),
+                            t.self_c.clone(),
+                            t.weight,
+                            t.count,
+                            t.threads.clone(),
+                        )
+                    };
+                    if crate::whole::is_whole(&ix, &range) {
+                        if let Some(got) = whole_tally(&ix, &mask) {
+                            assert_eq!(key(&got), key(&want), "whole {tids:?}");
+                        }
+                    }
+                    match lane_tally(&ix, &sel) {
+                        Some(got) => {
+                            assert_eq!(key(&got), key(&want), "lanes {tids:?} {from}-{to}")
+                        }
+                        None => assert!(tids.as_ref().is_none_or(|t| t.contains(&-1))),
+                    }
+                }
             }
         }
     }

@@ -213,7 +213,11 @@ fn groups(ix: &Index, sel: &crate::query::Sel, g: Group) -> Vec<Row> {
             *x |= *y;
         }
     };
-    let (w, c, stacked) = crate::par::fold(ix.range(sel.from, sel.to), body, merge);
+    let range = ix.range(sel.from, sel.to);
+    let (w, c, stacked) = crate::whole::is_whole(ix, &range)
+        .then(|| crate::whole::groups(ix, &mask, g, slots))
+        .flatten()
+        .unwrap_or_else(|| crate::par::fold(range, body, merge));
     (0..slots)
         .filter(|&k| c[k] > 0)
         .map(|k| {
