@@ -69,20 +69,7 @@ impl TableDef {
 
     /// A kairos-table error as this crate's, naming the table.
     pub(crate) fn error(&self, e: TableError) -> Error {
-        let table = self.name.to_owned();
-        match e {
-            TableError::Missing { path } => Error::MissingTable { table, path },
-            TableError::Damaged { path, detail } => Error::DamagedTable {
-                table,
-                path,
-                detail,
-            },
-            TableError::Io { path, source } => Error::Io { path, source },
-            TableError::Write { path, detail } => Error::Io {
-                path,
-                source: std::io::Error::other(detail),
-            },
-        }
+        table_error(self.name, e)
     }
 
     pub(crate) fn info(&self, rows: usize, bytes: u64) -> TableInfo {
@@ -255,4 +242,23 @@ pub(crate) fn read_table_part(
         }
     }
     Ok(rows)
+}
+
+/// A kairos-table error as this crate's, naming `table` (for readers of the result's
+/// tables outside this crate, such as the page's column loader).
+pub fn table_error(table: &str, e: TableError) -> Error {
+    let table = table.to_owned();
+    match e {
+        TableError::Missing { path } => Error::MissingTable { table, path },
+        TableError::Damaged { path, detail } => Error::DamagedTable {
+            table,
+            path,
+            detail,
+        },
+        TableError::Io { path, source } => Error::Io { path, source },
+        TableError::Write { path, detail } => Error::Io {
+            path,
+            source: std::io::Error::other(detail),
+        },
+    }
 }

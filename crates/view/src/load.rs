@@ -61,20 +61,7 @@ fn damaged(path: &Path, detail: String) -> Error {
 }
 
 fn table_error(e: TableError) -> Error {
-    let table = "samples".to_string();
-    match e {
-        TableError::Missing { path } => Error::MissingTable { table, path },
-        TableError::Damaged { path, detail } => Error::DamagedTable {
-            table,
-            path,
-            detail,
-        },
-        TableError::Io { path, source } => Error::Io { path, source },
-        TableError::Write { path, detail } => Error::Io {
-            path,
-            source: std::io::Error::other(detail),
-        },
-    }
+    kairos_result::table_error("samples", e)
 }
 
 /// The samples table as columns and totals; `threads` and `stacks`: the rows of those
