@@ -158,11 +158,21 @@ fn the_nic_a_pinned_reader_really_reads_from_is_named_with_its_bytes() {
     let io: Value = serde_json::from_str(&file("io0.json")).unwrap();
     let used = rows(&io, "Device use by the target's threads");
     let nc: Vec<&Value> = used.iter().filter(|r| r["name"] == "nc").collect();
-    assert_eq!(nc.len(), 1, "{used:?}");
-    assert_eq!(nc[0]["device"], far.as_str(), "{used:?}");
-    // 4 MiB = 4.194 MB (the table rounds to kB).
-    assert!(nc[0]["read"].as_f64().unwrap() >= 4.194, "{used:?}");
-    assert_eq!(nc[0]["CPUs"].as_str().unwrap().split(['-', ',']).all(|c| c == "0" || c == "1"), true, "{used:?}");
+    let read = |r: &Value| r["read"].as_f64().unwrap();
+    let all: f64 = nc.iter().map(|r| read(r)).sum();
+    let far_row = nc
+        .iter()
+        .find(|r| r["device"] == far.as_str())
+        .unwrap_or_else(|| panic!("{used:?}"));
+    // 4 MiB = 4.194 MB (the table rounds to kB). TCP may collapse queued packets into new
+    // skbs under receive-buffer pressure; those were never seen arriving and take the
+    // interface that last used their address (the other NIC's ACKs): a percent or so.
+    assert!(all >= 4.194, "{used:?}");
+    assert!(read(far_row) >= 0.97 * all, "{used:?}");
+    assert!(
+        nc.iter().all(|r| r["CPUs"].as_str().unwrap().split(['-', ',']).all(|c| c == "0" || c == "1")),
+        "{used:?}"
+    );
     let doc: Value = serde_json::from_str(&file("topo0.json")).unwrap();
     let text = file("topo0.txt");
     let row = rows(&doc, "Check")
@@ -172,7 +182,8 @@ fn the_nic_a_pinned_reader_really_reads_from_is_named_with_its_bytes() {
     assert_eq!(row["Verdict"], "mismatch", "{text}");
     let sentence = row["Finding"].as_str().unwrap();
     eprintln!("traced: {sentence}");
-    assert!(sentence.contains(" is on node 1; the target read 4.2 MB from it and wrote "), "{sentence}");
+    assert!(sentence.contains(" is on node 1; the target read 4."), "{sentence}");
+    assert!(sentence.contains(" MB from it and wrote "), "{sentence}");
     assert!(sentence.contains("% of it on node 0's CPUs (thread mostly off node 1: "), "{sentence}");
     assert!(sentence.contains(" nc 100%): inbound data lands in node 1's L3"), "{sentence}");
     assert!(sentence.ends_with("pin the threads to node 1's CPUs 2-3 (taskset -c 2-3, or numactl --cpunodebind=1 --membind=1)"), "{sentence}");
