@@ -79,11 +79,15 @@ fn perf_sums(file: &std::path::Path) -> BTreeMap<String, u64> {
         let (Some(p), Some(ev)) = (f.next(), f.next()) else {
             continue;
         };
-        *sums
+        // Some periods perf prints overflow a u64 sum (a debug build panicked here); summed
+        // modulo 2^64, as release builds always did, they match our deltas.
+        let e = sums
             .entry(ev.trim_end_matches(':').to_string())
-            .or_insert(0) += p
-            .parse::<u64>()
-            .unwrap_or_else(|_| panic!("period in {line}"));
+            .or_insert(0u64);
+        *e = e.wrapping_add(
+            p.parse::<u64>()
+                .unwrap_or_else(|_| panic!("period in {line}")),
+        );
     }
     sums
 }
