@@ -35,6 +35,13 @@ pub struct Event {
     pub filter_value: Option<String>,
 }
 
+impl Event {
+    /// FILTER_VALUE as a number (0 when absent or not hex).
+    pub fn filter_bits(&self) -> u64 {
+        self.filter_value.as_deref().and_then(hex).unwrap_or(0)
+    }
+}
+
 /// An event's attr fields.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Config {
@@ -136,7 +143,7 @@ fn mask(ranges: &str) -> u64 {
 /// bits 9-18). Refused when the PMU's format fields do not cover every bit the value sets,
 /// since the kernel would silently drop them and count another event.
 fn filter(pmu_dir: &Path, e: &Event) -> Result<u64, String> {
-    let value = e.filter_value.as_deref().and_then(hex).unwrap_or(0);
+    let value = e.filter_bits();
     if value == 0 {
         return Ok(0);
     }

@@ -17,16 +17,9 @@ const OPCODES: [(&str, &str); 3] = [("RDCUR", "PCIRDCUR"), ("ITOM", "ITOM"), ("R
 const INSERTS: &str = "UNC_CHA_TOR_INSERTS";
 const OCCUPANCY: &str = "UNC_CHA_TOR_OCCUPANCY";
 
-fn filter_value(e: &Event) -> u64 {
-    e.filter_value
-        .as_deref()
-        .and_then(|v| u64::from_str_radix(v.trim().trim_start_matches("0x").trim_start_matches("0X"), 16).ok())
-        .unwrap_or(0)
-}
-
 /// An event whose file asks for a FILTER1 value and gives 0: it would count nothing.
 pub fn unfiltered(e: &Event) -> bool {
-    needs_filter1(e) && filter_value(e) == 0
+    needs_filter1(e) && e.filter_bits() == 0
 }
 
 fn needs_filter1(e: &Event) -> bool {
@@ -52,7 +45,7 @@ pub fn derived(by_name: &BTreeMap<&str, &Event>) -> BTreeMap<String, Vec<Event>>
     let mut out: BTreeMap<String, Vec<Event>> = BTreeMap::new();
     let hit = by_name.get(format!("{INSERTS}.IO_HIT").as_str());
     // Only where the plain hit event needs a filter it does not give.
-    let Some(hit) = hit.filter(|e| needs_filter1(e) && filter_value(e) == 0) else {
+    let Some(hit) = hit.filter(|e| unfiltered(e)) else {
         return out;
     };
     let all_inserts = by_name.get(format!("{INSERTS}.IO").as_str());
@@ -61,7 +54,7 @@ pub fn derived(by_name: &BTreeMap<&str, &Event>) -> BTreeMap<String, Vec<Event>>
         let Some(miss) = by_name.get(format!("{INSERTS}.IO_MISS_{suffix}").as_str()) else {
             continue;
         };
-        let value = filter_value(miss);
+        let value = miss.filter_bits();
         if value == 0 || !needs_filter1(miss) {
             continue;
         }

@@ -32,7 +32,7 @@ pub fn report(req: &ReportRequest) -> Result<(), Failure> {
         }
     };
     let bucket = req.bucket_ns(|| 1_000_000_000)? as f64 / 1e9;
-    let doc = match req.report.as_str() {
+    let mut doc = match req.report.as_str() {
         "io" => {
             // The DRAM and socket-link timeline every collection records beside io.json.
             let bw = kairos_session::bandwidth::load(&dir).ok().flatten();
@@ -44,7 +44,6 @@ pub fn report(req: &ReportRequest) -> Result<(), Failure> {
         }
         _ => summary_document(&r),
     };
-    let mut doc = doc;
     if let Some(u) = kairos_session::device_use::DeviceUse::load(dir.path()) {
         doc.push_table(crate::use_table::table(&u));
     }
