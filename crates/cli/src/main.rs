@@ -15,9 +15,9 @@ mod cmd_run;
 mod cmd_run_cache;
 mod cmd_view;
 mod collect_cache;
-mod run_llc;
 mod error;
 mod knobs;
+mod run_llc;
 
 use crate::args::Command;
 

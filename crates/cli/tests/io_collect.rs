@@ -182,10 +182,30 @@ fn the_target_s_own_device_use_is_traced() {
     }
     let out = kairos(
         dir.path(),
-        &["collect", "io", "-q", "-r", "r3", "--", "dd", "if=/dev/zero", "of=data", "bs=64k", "count=128", "oflag=direct"],
+        &[
+            "collect",
+            "io",
+            "-q",
+            "-r",
+            "r3",
+            "--",
+            "dd",
+            "if=/dev/zero",
+            "of=data",
+            "bs=64k",
+            "count=128",
+            "oflag=direct",
+        ],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report = kairos(dir.path(), &["report", "io", "-r", "r3", "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = kairos(
+        dir.path(),
+        &["report", "io", "-r", "r3", "--format", "json"],
+    );
     assert!(report.status.success());
     let doc: Value = serde_json::from_slice(&report.stdout).unwrap();
     let table = doc["blocks"]
@@ -203,8 +223,15 @@ fn the_target_s_own_device_use_is_traced() {
     // Only dd and what it started: not kairos, not the rest of the machine.
     assert!(rows.iter().all(|r| r["name"] == "dd"), "{table}");
     let disk = dd[0]["device"].as_str().unwrap().to_string();
-    let topo = kairos(dir.path(), &["report", "topology", "-r", "r3", "--format", "json"]);
-    assert!(topo.status.success(), "{}", String::from_utf8_lossy(&topo.stderr));
+    let topo = kairos(
+        dir.path(),
+        &["report", "topology", "-r", "r3", "--format", "json"],
+    );
+    assert!(
+        topo.status.success(),
+        "{}",
+        String::from_utf8_lossy(&topo.stderr)
+    );
     let text = String::from_utf8_lossy(&topo.stdout);
     assert!(text.contains("was traced"), "{text}");
     // The disk was used; every other checked device was not.

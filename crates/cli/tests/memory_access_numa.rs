@@ -95,15 +95,28 @@ fn one_node_shows_placement_and_first_touch_and_no_remote_access() {
         let pages = count(&r["Pages"]);
         assert!((2048..=2049).contains(&pages), "{name}: {r}");
         assert_eq!(count(&r["Node 0"]), pages, "{r}");
-        let first = touch.iter().find(|x| x["Object"] == name.as_str()).unwrap();
-        assert_eq!(first["Function"], "init_matrices", "{first}");
-        assert_eq!(first["Node"], "0");
-        assert!(count(&first["Pages"]) >= 2048, "{first}");
-        let tid = count(&first["Thread"]);
-        assert_eq!(
-            *main_thread.get_or_insert(tid),
-            tid,
-            "one thread initialises all three"
+        // One row per call stack (malloc's header page has its own): a busy machine may
+        // unwind the same fault's stack differently, splitting init_matrices's pages.
+        let mine: Vec<_> = touch
+            .iter()
+            .filter(|x| x["Object"] == name.as_str() && x["Function"] == "init_matrices")
+            .collect();
+        assert!(!mine.is_empty(), "no first touch of {name}: {touch:?}");
+        for first in &mine {
+            assert_eq!(first["Node"], "0");
+            let tid = count(&first["Thread"]);
+            assert_eq!(
+                *main_thread.get_or_insert(tid),
+                tid,
+                "one thread initialises all three"
+            );
+        }
+        // Only lost fault records (a full ring on a busy machine) may leave pages without
+        // a first touch, and the report must then say so.
+        let placed: u64 = mine.iter().map(|x| count(&x["Pages"])).sum();
+        assert!(
+            placed >= 2048 || f.get("Records lost (ring full)").is_some(),
+            "{name}: {mine:?} {f}"
         );
     }
     let problems = doc["blocks"]

@@ -46,7 +46,9 @@ fn perf_shares(perf_data: &std::path::Path, comm: &str) -> BTreeMap<String, (f64
         let Some(pct) = pct.strip_suffix('%').and_then(|p| p.parse::<f64>().ok()) else {
             continue;
         };
-        let e = shares.entry(sym.to_string()).or_insert((0.0, kind == "[k]"));
+        let e = shares
+            .entry(sym.to_string())
+            .or_insert((0.0, kind == "[k]"));
         e.0 += pct;
     }
     shares
@@ -150,7 +152,10 @@ fn compare(program: &str, args: &[&str]) {
         } else {
             worst = worst.max((k - p).abs());
         }
-        report.push_str(&format!("{f:30} perf {p:6.2}%  kairos {k:6.2}%{}\n", if kernel { " (kernel)" } else { "" }));
+        report.push_str(&format!(
+            "{f:30} perf {p:6.2}%  kairos {k:6.2}%{}\n",
+            if kernel { " (kernel)" } else { "" }
+        ));
     }
     assert!(
         worst_kernel <= 3.0,

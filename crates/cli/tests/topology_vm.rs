@@ -152,7 +152,11 @@ fn the_nic_a_pinned_reader_really_reads_from_is_named_with_its_bytes() {
         out.file(n)
             .unwrap_or_else(|e| panic!("{n}: {e}\nstdout: {}\nstderr: {}", out.stdout, out.stderr))
     };
-    assert_eq!(out.status, 0, "{}\n{}\n{}", out.stdout, out.stderr, out.console);
+    assert_eq!(
+        out.status, 0,
+        "{}\n{}\n{}",
+        out.stdout, out.stderr, out.console
+    );
     let far = file("far").trim().to_string();
     // Every byte nc read came from the far NIC, read by nc on node 0's CPUs.
     let io: Value = serde_json::from_str(&file("io0.json")).unwrap();
@@ -170,7 +174,11 @@ fn the_nic_a_pinned_reader_really_reads_from_is_named_with_its_bytes() {
     assert!(all >= 4.194, "{used:?}");
     assert!(read(far_row) >= 0.97 * all, "{used:?}");
     assert!(
-        nc.iter().all(|r| r["CPUs"].as_str().unwrap().split(['-', ',']).all(|c| c == "0" || c == "1")),
+        nc.iter().all(|r| r["CPUs"]
+            .as_str()
+            .unwrap()
+            .split(['-', ','])
+            .all(|c| c == "0" || c == "1")),
         "{used:?}"
     );
     let doc: Value = serde_json::from_str(&file("topo0.json")).unwrap();
@@ -182,10 +190,19 @@ fn the_nic_a_pinned_reader_really_reads_from_is_named_with_its_bytes() {
     assert_eq!(row["Verdict"], "mismatch", "{text}");
     let sentence = row["Finding"].as_str().unwrap();
     eprintln!("traced: {sentence}");
-    assert!(sentence.contains(" is on node 1; the target read 4."), "{sentence}");
+    assert!(
+        sentence.contains(" is on node 1; the target read 4."),
+        "{sentence}"
+    );
     assert!(sentence.contains(" MB from it and wrote "), "{sentence}");
-    assert!(sentence.contains("% of it on node 0's CPUs (thread mostly off node 1: "), "{sentence}");
-    assert!(sentence.contains(" nc 100%): inbound data lands in node 1's L3"), "{sentence}");
+    assert!(
+        sentence.contains("% of it on node 0's CPUs (thread mostly off node 1: "),
+        "{sentence}"
+    );
+    assert!(
+        sentence.contains(" nc 100%): inbound data lands in node 1's L3"),
+        "{sentence}"
+    );
     assert!(sentence.ends_with("pin the threads to node 1's CPUs 2-3 (taskset -c 2-3, or numactl --cpunodebind=1 --membind=1)"), "{sentence}");
     assert!(text.contains("was traced"), "{text}");
 }

@@ -120,7 +120,10 @@ fn false_sharing_is_a_line_with_each_thread_on_its_own_bytes() {
     for r in grid.iter().filter(|r| !workers.contains(&u(&r["tid"]))) {
         assert!(u(&r["load_count"]) + u(&r["store_count"]) <= 5, "{line}");
         assert!(
-            !line["fix"].as_str().unwrap().contains(&format!("(thread {})", u(&r["tid"]))),
+            !line["fix"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("(thread {})", u(&r["tid"]))),
             "a thread after the others is not in the fix: {line}"
         );
     }

@@ -28,13 +28,23 @@ use crate::ring::Ring;
 pub enum DeviceEvent {
     /// A bio queued to block device `dev` (the kernel's dev_t: major << 20 | minor) by
     /// the task named `comm`.
-    Block { task: Task, dev: u32, bytes: u64, write: bool, comm: String },
+    Block {
+        task: Task,
+        dev: u32,
+        bytes: u64,
+        write: bool,
+        comm: String,
+    },
     /// A received packet on interface `name`, at `time` (perf clock, ns).
     Received { skb: u64, name: String, time: u64 },
     /// Received data copied to the reading task.
     Copied { task: Task, skb: u64, bytes: u64 },
     /// A packet queued for transmission on interface `name`.
-    Queued { task: Task, name: String, bytes: u64 },
+    Queued {
+        task: Task,
+        name: String,
+        bytes: u64,
+    },
     /// Task `child` created by task `parent`.
     Fork { parent: u32, child: u32 },
     /// Task `tid` took the name `comm` (exec, prctl): names tasks gone before the end.
@@ -217,14 +227,20 @@ impl DeviceTracer {
                     // SAFETY: both fds are perf events on the same CPU.
                     Some(l) => unsafe {
                         if sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), l) != 0 {
-                            return Err(format!("sharing CPU {cpu}'s ring: {}", std::io::Error::last_os_error()));
+                            return Err(format!(
+                                "sharing CPU {cpu}'s ring: {}",
+                                std::io::Error::last_os_error()
+                            ));
                         }
                     },
                 }
                 let mut id = 0u64;
                 // SAFETY: ID writes one u64.
                 if unsafe { sys::ioctls::ID(fd.as_raw_fd(), &mut id) } != 0 {
-                    return Err(format!("reading an event id: {}", std::io::Error::last_os_error()));
+                    return Err(format!(
+                        "reading an event id: {}",
+                        std::io::Error::last_os_error()
+                    ));
                 }
                 t.ids.insert(id, (kind, f));
                 t._fds.push(fd);
@@ -285,7 +301,12 @@ fn sample(rec: &[u8], ids: &HashMap<u64, (Kind, usize)>, fields: &[Fields]) -> O
     let id = u64_at(rec, 8)?;
     let (kind, f) = *ids.get(&id)?;
     let f = fields.get(f)?;
-    let task = Task { pid: u32_at(rec, 16)?, tid: u32_at(rec, 20)?, cpu: u32_at(rec, 32)?, time: u64_at(rec, 24)? };
+    let task = Task {
+        pid: u32_at(rec, 16)?,
+        tid: u32_at(rec, 20)?,
+        cpu: u32_at(rec, 32)?,
+        time: u64_at(rec, 24)?,
+    };
     let size = u32_at(rec, 40)? as usize;
     let raw = rec.get(44..44 + size)?;
     Some(match kind {
@@ -304,11 +325,29 @@ fn sample(rec: &[u8], ids: &HashMap<u64, (Kind, usize)>, fields: &[Fields]) -> O
                 comm: f.text(raw, "comm").unwrap_or_default(),
             }
         }
-        Kind::Received => DeviceEvent::Received { skb: f.uint(raw, "skbaddr")?, name: f.text(raw, "name")?, time: task.time },
-        Kind::Copied => DeviceEvent::Copied { task, skb: f.uint(raw, "skbaddr")?, bytes: f.uint(raw, "len")? },
-        Kind::Queued => DeviceEvent::Queued { task, name: f.text(raw, "name")?, bytes: f.uint(raw, "len")? },
-        Kind::Fork => DeviceEvent::Fork { parent: f.uint(raw, "parent_pid")? as u32, child: f.uint(raw, "child_pid")? as u32 },
-        Kind::Renamed => DeviceEvent::Renamed { tid: f.uint(raw, "pid")? as u32, comm: f.text(raw, "newcomm")? },
+        Kind::Received => DeviceEvent::Received {
+            skb: f.uint(raw, "skbaddr")?,
+            name: f.text(raw, "name")?,
+            time: task.time,
+        },
+        Kind::Copied => DeviceEvent::Copied {
+            task,
+            skb: f.uint(raw, "skbaddr")?,
+            bytes: f.uint(raw, "len")?,
+        },
+        Kind::Queued => DeviceEvent::Queued {
+            task,
+            name: f.text(raw, "name")?,
+            bytes: f.uint(raw, "len")?,
+        },
+        Kind::Fork => DeviceEvent::Fork {
+            parent: f.uint(raw, "parent_pid")? as u32,
+            child: f.uint(raw, "child_pid")? as u32,
+        },
+        Kind::Renamed => DeviceEvent::Renamed {
+            tid: f.uint(raw, "pid")? as u32,
+            comm: f.text(raw, "newcomm")?,
+        },
     })
 }
 

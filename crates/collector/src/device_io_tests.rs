@@ -45,11 +45,23 @@ fn a_queued_packet_is_decoded_through_its_format_file() {
     let got = sample(&record(77, 10, 11, 3, &raw), &ids, &[f.clone()]);
     assert_eq!(
         got,
-        Some(DeviceEvent::Queued { task: Task { pid: 10, tid: 11, cpu: 3, time: 123 }, name: "eth1".into(), bytes: 1514 })
+        Some(DeviceEvent::Queued {
+            task: Task {
+                pid: 10,
+                tid: 11,
+                cpu: 3,
+                time: 123
+            },
+            name: "eth1".into(),
+            bytes: 1514
+        })
     );
     // Unknown id, truncated raw data, a name pointing outside: nothing, no panic.
     assert_eq!(sample(&record(78, 1, 1, 0, &raw), &ids, &[f.clone()]), None);
-    assert_eq!(sample(&record(77, 1, 1, 0, &raw[..12]), &ids, &[f.clone()]), None);
+    assert_eq!(
+        sample(&record(77, 1, 1, 0, &raw[..12]), &ids, &[f.clone()]),
+        None
+    );
     raw[20..24].copy_from_slice(&(50u32 << 16 | 24).to_le_bytes());
     assert_eq!(sample(&record(77, 1, 1, 0, &raw), &ids, &[f]), None);
 }
@@ -82,13 +94,34 @@ fn direct_io_on_a_file_is_seen_with_its_process() {
         pid
     };
     let f = file.display();
-    let writer = dd(&["if=/dev/zero".into(), format!("of={f}"), "bs=64k".into(), "count=64".into(), "oflag=direct".into()]);
-    let reader = dd(&[format!("if={f}"), "of=/dev/null".into(), "bs=64k".into(), "iflag=direct".into()]);
+    let writer = dd(&[
+        "if=/dev/zero".into(),
+        format!("of={f}"),
+        "bs=64k".into(),
+        "count=64".into(),
+        "oflag=direct".into(),
+    ]);
+    let reader = dd(&[
+        format!("if={f}"),
+        "of=/dev/null".into(),
+        "bs=64k".into(),
+        "iflag=direct".into(),
+    ]);
     std::fs::remove_file(&file).ok();
     let (mut written, mut read) = (0, 0);
     t.drain(&mut |e| match e {
-        DeviceEvent::Block { task, bytes, write: true, .. } if task.pid == writer => written += bytes,
-        DeviceEvent::Block { task, bytes, write: false, .. } if task.pid == reader => read += bytes,
+        DeviceEvent::Block {
+            task,
+            bytes,
+            write: true,
+            ..
+        } if task.pid == writer => written += bytes,
+        DeviceEvent::Block {
+            task,
+            bytes,
+            write: false,
+            ..
+        } if task.pid == reader => read += bytes,
         _ => {}
     });
     assert_eq!(t.lost, 0);

@@ -231,32 +231,33 @@ fn table(g: IntelGroup) -> (&'static str, Option<&'static str>, Option<&'static 
 
 fn intel_pmu(p: &Pmu, cpu: Option<&CpuId>, o: &Options, plan: &mut Plan) -> Result<(), Refusal> {
     let group = cpu.and_then(intel_group);
-    let (loads, stores, aux) =
-        match (p.event("mem-loads"), group) {
-            (Some(l), _) => (l, p.event("mem-stores"), p.event("mem-loads-aux")),
-            // Our model table describes P-cores; E-cores without sysfs events are skipped.
-            (None, _) if p.name == "cpu_atom" => {
-                plan.notes
-                    .push("cpu_atom: no mem-loads in sysfs, E-cores not sampled".into());
-                return Ok(());
-            }
-            (None, Some(g)) => {
-                let (l, s, a) = table(g);
-                plan.notes.push(format!(
-                    "{}: no mem-loads in sysfs; using the {g:?} encodings",
-                    p.name
-                ));
-                (l.to_string(), s.map(String::from), a.map(String::from))
-            }
-            (None, None) => return Err(refuse(
+    let (loads, stores, aux) = match (p.event("mem-loads"), group) {
+        (Some(l), _) => (l, p.event("mem-stores"), p.event("mem-loads-aux")),
+        // Our model table describes P-cores; E-cores without sysfs events are skipped.
+        (None, _) if p.name == "cpu_atom" => {
+            plan.notes
+                .push("cpu_atom: no mem-loads in sysfs, E-cores not sampled".into());
+            return Ok(());
+        }
+        (None, Some(g)) => {
+            let (l, s, a) = table(g);
+            plan.notes.push(format!(
+                "{}: no mem-loads in sysfs; using the {g:?} encodings",
+                p.name
+            ));
+            (l.to_string(), s.map(String::from), a.map(String::from))
+        }
+        (None, None) => {
+            return Err(refuse(
                 RefusalKind::UnknownModel,
                 format!(
                     "{} has no mem-loads event in sysfs and the CPU model {} is not in our table",
                     p.name,
                     cpu.map_or("unknown".into(), |c| c.mapfile_key())
                 ),
-            )),
-        };
+            ))
+        }
+    };
     let precise = (3, 1);
     if o.loads {
         let mut c = Config::default();

@@ -31,11 +31,11 @@ mod tables;
 
 pub use dir::{next_result_dir, ResultDir, MANIFEST_FILE, TABLES_DIR};
 pub use error::{Error, Result};
-pub use table_io::table_error;
 pub use manifest::{
     rfc3339_utc, Capability, Counts, Event, EventSummary, Host, Manifest, Source, TableInfo,
     Target, TargetExit, FORMAT_VERSION,
 };
+pub use table_io::table_error;
 pub use tables::{
     read_profile, read_profile_except_samples, read_profile_of_event, write_profile, TABLES,
 };

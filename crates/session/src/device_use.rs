@@ -85,7 +85,11 @@ fn disk_name(dev: u32) -> Option<String> {
     if stacked {
         return None;
     }
-    let disk = if real.join("partition").is_file() { real.parent()? } else { &real };
+    let disk = if real.join("partition").is_file() {
+        real.parent()?
+    } else {
+        &real
+    };
     Some(format!("block:{}", disk.file_name()?.to_string_lossy()))
 }
 
@@ -117,7 +121,9 @@ impl Aggregate {
     }
 
     fn add(&mut self, device: String, t: Task, read: u64, write: u64) {
-        self.comms.entry((t.pid, t.tid)).or_insert_with(|| comm(t.pid, t.tid));
+        self.comms
+            .entry((t.pid, t.tid))
+            .or_insert_with(|| comm(t.pid, t.tid));
         let e = self.bytes.entry((device, t.pid, t.tid, t.cpu)).or_default();
         e.0 += read;
         e.1 += write;
@@ -125,11 +131,21 @@ impl Aggregate {
 
     fn event(&mut self, e: DeviceEvent) {
         match e {
-            DeviceEvent::Block { task, dev, bytes, write, comm } => {
+            DeviceEvent::Block {
+                task,
+                dev,
+                bytes,
+                write,
+                comm,
+            } => {
                 if !comm.is_empty() {
                     self.comms.entry((task.pid, task.tid)).or_insert(comm);
                 }
-                let name = self.disks.entry(dev).or_insert_with(|| disk_name(dev)).clone();
+                let name = self
+                    .disks
+                    .entry(dev)
+                    .or_insert_with(|| disk_name(dev))
+                    .clone();
                 if let Some(n) = name {
                     let (r, w) = if write { (0, bytes) } else { (bytes, 0) };
                     self.add(n, task, r, w);
@@ -148,7 +164,9 @@ impl Aggregate {
                 }
             }
             DeviceEvent::Copied { task, skb, bytes } => self.pending.push((task, skb, bytes)),
-            DeviceEvent::Queued { task, name, bytes } => self.add(format!("net:{name}"), task, 0, bytes),
+            DeviceEvent::Queued { task, name, bytes } => {
+                self.add(format!("net:{name}"), task, 0, bytes)
+            }
             DeviceEvent::Fork { parent, child } => self.forks.push((parent, child)),
             DeviceEvent::Renamed { tid, comm } => {
                 self.renamed.insert(tid, comm);
@@ -186,7 +204,11 @@ pub fn start() -> Result<Recording, String> {
             std::thread::sleep(Duration::from_millis(20));
         }
     });
-    Ok(Recording { stop, thread, missing })
+    Ok(Recording {
+        stop,
+        thread,
+        missing,
+    })
 }
 
 /// The tasks descending from `root` (itself included), by the traced forks.
@@ -214,18 +236,32 @@ fn comm(pid: u32, tid: u32) -> String {
 
 /// Stops the trace and writes `device_use.json`: the flows of `target` (a launched
 /// program's pid) and its descendants, or of every process when None.
-pub fn finish(result_dir: &Path, rec: Result<Recording, String>, target: Option<u32>) -> Option<DeviceUse> {
-    let mut u = DeviceUse { source: SOURCE.into(), whole_machine: target.is_none(), ..DeviceUse::default() };
+pub fn finish(
+    result_dir: &Path,
+    rec: Result<Recording, String>,
+    target: Option<u32>,
+) -> Option<DeviceUse> {
+    let mut u = DeviceUse {
+        source: SOURCE.into(),
+        whole_machine: target.is_none(),
+        ..DeviceUse::default()
+    };
     match rec {
         Err(why) => u.unavailable = Some(why),
         Ok(r) => {
             r.stop.store(true, Ordering::SeqCst);
             let (agg, lost) = r.thread.join().unwrap_or_default();
             u.lost = lost;
-            u.notes = r.missing.iter().map(|m| format!("not traced: {m}")).collect();
+            u.notes = r
+                .missing
+                .iter()
+                .map(|m| format!("not traced: {m}"))
+                .collect();
             let ours = target.map(|t| tree(t, &agg.forks));
             for ((device, pid, tid, cpu), (read, write)) in agg.bytes {
-                let mine = ours.as_ref().is_none_or(|s| s.contains(&pid) || s.contains(&tid));
+                let mine = ours
+                    .as_ref()
+                    .is_none_or(|s| s.contains(&pid) || s.contains(&tid));
                 if !mine {
                     let o = u.others.entry(device).or_default();
                     o.0 += read;
@@ -238,9 +274,18 @@ pub fn finish(result_dir: &Path, rec: Result<Recording, String>, target: Option<
                     .or_else(|| agg.comms.get(&(pid, tid)))
                     .cloned()
                     .unwrap_or_default();
-                u.flows.push(Flow { device, pid, tid, comm, cpu, read_bytes: read, write_bytes: write });
+                u.flows.push(Flow {
+                    device,
+                    pid,
+                    tid,
+                    comm,
+                    cpu,
+                    read_bytes: read,
+                    write_bytes: write,
+                });
             }
-            u.flows.sort_by(|a, b| (&a.device, a.tid, a.cpu).cmp(&(&b.device, b.tid, b.cpu)));
+            u.flows
+                .sort_by(|a, b| (&a.device, a.tid, a.cpu).cmp(&(&b.device, b.tid, b.cpu)));
         }
     }
     let text = serde_json::to_string_pretty(&u).ok()?;
@@ -255,15 +300,44 @@ mod tests {
     #[test]
     fn a_copy_takes_the_latest_reception_of_its_address_before_it() {
         let mut a = super::Aggregate::default();
-        let task = |time| Task { pid: 7, tid: 7, cpu: 0, time };
+        let task = |time| Task {
+            pid: 7,
+            tid: 7,
+            cpu: 0,
+            time,
+        };
         // The copies come first (their CPU's ring was drained first), an address reused.
-        a.event(DeviceEvent::Copied { task: task(25), skb: 0xa0, bytes: 1000 });
-        a.event(DeviceEvent::Copied { task: task(15), skb: 0xa0, bytes: 100 });
-        a.event(DeviceEvent::Copied { task: task(5), skb: 0xa0, bytes: 10 });
-        a.event(DeviceEvent::Copied { task: task(30), skb: 0xb0, bytes: 1 });
+        a.event(DeviceEvent::Copied {
+            task: task(25),
+            skb: 0xa0,
+            bytes: 1000,
+        });
+        a.event(DeviceEvent::Copied {
+            task: task(15),
+            skb: 0xa0,
+            bytes: 100,
+        });
+        a.event(DeviceEvent::Copied {
+            task: task(5),
+            skb: 0xa0,
+            bytes: 10,
+        });
+        a.event(DeviceEvent::Copied {
+            task: task(30),
+            skb: 0xb0,
+            bytes: 1,
+        });
         a.settle(0);
-        a.event(DeviceEvent::Received { skb: 0xa0, name: "eth1".into(), time: 20 });
-        a.event(DeviceEvent::Received { skb: 0xa0, name: "eth0".into(), time: 10 });
+        a.event(DeviceEvent::Received {
+            skb: 0xa0,
+            name: "eth1".into(),
+            time: 20,
+        });
+        a.event(DeviceEvent::Received {
+            skb: 0xa0,
+            name: "eth0".into(),
+            time: 10,
+        });
         a.settle(4);
         let got = |dev: &str| a.bytes.get(&(dev.to_string(), 7, 7, 0)).map(|b| b.0);
         assert_eq!(got("net:eth1"), Some(1000));
@@ -277,6 +351,9 @@ mod tests {
     fn the_tree_follows_forks_in_any_order() {
         // 10 forks 11, 11 forks 12 (seen first), 20 is someone else's.
         let forks = [(11, 12), (10, 11), (20, 21)];
-        assert_eq!(super::tree(10, &forks).into_iter().collect::<Vec<_>>(), [10, 11, 12]);
+        assert_eq!(
+            super::tree(10, &forks).into_iter().collect::<Vec<_>>(),
+            [10, 11, 12]
+        );
     }
 }

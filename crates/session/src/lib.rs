@@ -7,8 +7,8 @@
 //! [`kairos_analysis_api::Failure`] worded for the user.
 
 pub mod bandwidth;
-pub mod device_use;
 mod convert;
+pub mod device_use;
 mod host;
 pub mod interrupt;
 mod progress;

@@ -325,6 +325,9 @@ mod tests {
         assert_eq!(rows, 500);
         let want: Vec<u64> = all[250..750].iter().map(|r| r.0).collect();
         assert_eq!(got, want);
-        assert_eq!(read_row_groups(&path, vec![], 64, |_| Ok(())).expect("none"), 0);
+        assert_eq!(
+            read_row_groups(&path, vec![], 64, |_| Ok(())).expect("none"),
+            0
+        );
     }
 }

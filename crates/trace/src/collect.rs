@@ -58,9 +58,11 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     let elf = crate::elf_functions::inspect(&program)
         .map_err(|e| Failure::failed(format!("{e}; collect trace needs an ELF executable")))?;
     let (mode, reason) = match knobs.get("mode") {
-        "instrument" if !elf.instrumented => return Err(Failure::failed(format!(
+        "instrument" if !elf.instrumented => {
+            return Err(Failure::failed(format!(
             "{name} was not built with -finstrument-functions; rebuild it or use -k mode=uprobes"
-        ))),
+        )))
+        }
         "instrument" => (Mode::Instrument, "asked for with -k mode=instrument"),
         "uprobes" => (Mode::Uprobes, "asked for with -k mode=uprobes"),
         _ if elf.instrumented => (

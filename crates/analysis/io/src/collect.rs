@@ -167,7 +167,11 @@ pub fn collect(req: &CollectRequest) -> Result<(), Failure> {
     r.device_use_note = Some(match &use_ {
         Some(u) => match &u.unavailable {
             Some(why) => format!("not traced: {why}"),
-            None => format!("traced in device_use.json: {} flows of the target, {} records lost", u.flows.len(), u.lost),
+            None => format!(
+                "traced in device_use.json: {} flows of the target, {} records lost",
+                u.flows.len(),
+                u.lost
+            ),
         },
         None => "not recorded: device_use.json could not be written".into(),
     });

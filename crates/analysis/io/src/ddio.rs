@@ -26,7 +26,12 @@ pub struct SocketIo {
 }
 
 /// Occupancy / inserts = cycles in the TOR, over the CHA clock: ns.
-fn latency_ns(occupancy: Option<f64>, inserts: Option<f64>, clock: Option<f64>, secs: f64) -> Option<f64> {
+fn latency_ns(
+    occupancy: Option<f64>,
+    inserts: Option<f64>,
+    clock: Option<f64>,
+    secs: f64,
+) -> Option<f64> {
     match (occupancy, inserts, clock) {
         (Some(occ), Some(ins), Some(clk)) if ins > 0.0 && clk > 0.0 && secs > 0.0 => {
             Some(occ / ins / (clk / secs) * 1e9)

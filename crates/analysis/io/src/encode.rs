@@ -162,7 +162,12 @@ fn filter(pmu_dir: &Path, e: &Event) -> Result<u64, String> {
     let config1 = value
         .checked_shl(shift)
         .filter(|v| v >> shift == value)
-        .ok_or_else(|| format!("{}: FILTER_VALUE {value:#x} is wider than its register", e.event_name))?;
+        .ok_or_else(|| {
+            format!(
+                "{}: FILTER_VALUE {value:#x} is wider than its register",
+                e.event_name
+            )
+        })?;
     let covered = config1_bits(pmu_dir);
     if config1 & !covered != 0 {
         return Err(format!(

@@ -34,7 +34,10 @@ fn with_filter(base: &Event, name: String, value: u64, what: &str) -> Event {
         event_name: name,
         filter: Some("Filter1".into()),
         filter_value: Some(format!("{value:#x}")),
-        brief_description: format!("{} ({what}; opcode filter of the file's miss event)", base.brief_description),
+        brief_description: format!(
+            "{} ({what}; opcode filter of the file's miss event)",
+            base.brief_description
+        ),
         ..base.clone()
     }
 }
@@ -58,20 +61,28 @@ pub fn derived(by_name: &BTreeMap<&str, &Event>) -> BTreeMap<String, Vec<Event>>
         if value == 0 || !needs_filter1(miss) {
             continue;
         }
-        out.entry(format!("{INSERTS}.IO_HIT")).or_default().push(with_filter(
-            hit,
-            format!("{INSERTS}.IO_HIT_{name}"),
-            value,
-            "hits",
-        ));
-        out.entry(format!("{INSERTS}.IO_MISS")).or_default().push((*miss).clone());
+        out.entry(format!("{INSERTS}.IO_HIT"))
+            .or_default()
+            .push(with_filter(
+                hit,
+                format!("{INSERTS}.IO_HIT_{name}"),
+                value,
+                "hits",
+            ));
+        out.entry(format!("{INSERTS}.IO_MISS"))
+            .or_default()
+            .push((*miss).clone());
         if let Some(e) = all_inserts {
             let n = format!("{INSERTS}.IO_{name}");
-            out.entry(n.clone()).or_default().push(with_filter(e, n, value, "all"));
+            out.entry(n.clone())
+                .or_default()
+                .push(with_filter(e, n, value, "all"));
         }
         if let Some(e) = all_occupancy {
             let n = format!("{OCCUPANCY}.IO_{name}");
-            out.entry(n.clone()).or_default().push(with_filter(e, n, value, "all"));
+            out.entry(n.clone())
+                .or_default()
+                .push(with_filter(e, n, value, "all"));
         }
     }
     out

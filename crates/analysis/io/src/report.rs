@@ -164,7 +164,8 @@ fn ddio_table(r: &IoResult) -> Table {
             Cell::UInt(s.requests as u64),
             s.hit_rate.map_or(Cell::Empty, Cell::Percent),
             s.read_latency_ns.map_or(Cell::Empty, |v| Cell::float(v, 1)),
-            s.write_latency_ns.map_or(Cell::Empty, |v| Cell::float(v, 1)),
+            s.write_latency_ns
+                .map_or(Cell::Empty, |v| Cell::float(v, 1)),
             Cell::text(metrics.join("; ")),
         ]);
     }

@@ -120,8 +120,12 @@ fn config(p: &crate::uncore::Plan, pmu: &str, event: &str) -> u64 {
 }
 
 pub(crate) fn experimental(cpu: &str, stem: &str) -> String {
-    std::fs::read_to_string(perfmon().join(cpu).join(format!("events/{stem}_uncore_experimental.json")))
-        .unwrap()
+    std::fs::read_to_string(
+        perfmon()
+            .join(cpu)
+            .join(format!("events/{stem}_uncore_experimental.json")),
+    )
+    .unwrap()
 }
 
 /// The events summed into a socket series `flow`: (event, config, config1) on one CHA.
@@ -145,17 +149,41 @@ fn skx_opcode_filters_make_the_hit_miss_and_latency_events() {
     assert_eq!(
         parts(&p, "UNC_CHA_TOR_INSERTS.IO_HIT"),
         [
-            ("UNC_CHA_TOR_INSERTS.IO_HIT_PCIRDCUR".into(), 0x1435, 0x43C33 << 32),
-            ("UNC_CHA_TOR_INSERTS.IO_HIT_ITOM".into(), 0x1435, 0x49033 << 32),
-            ("UNC_CHA_TOR_INSERTS.IO_HIT_RFO".into(), 0x1435, 0x40033 << 32),
+            (
+                "UNC_CHA_TOR_INSERTS.IO_HIT_PCIRDCUR".into(),
+                0x1435,
+                0x43C33 << 32
+            ),
+            (
+                "UNC_CHA_TOR_INSERTS.IO_HIT_ITOM".into(),
+                0x1435,
+                0x49033 << 32
+            ),
+            (
+                "UNC_CHA_TOR_INSERTS.IO_HIT_RFO".into(),
+                0x1435,
+                0x40033 << 32
+            ),
         ]
     );
     assert_eq!(
         parts(&p, "UNC_CHA_TOR_INSERTS.IO_MISS"),
         [
-            ("UNC_CHA_TOR_INSERTS.IO_MISS_RDCUR".into(), 0x2435, 0x43C33 << 32),
-            ("UNC_CHA_TOR_INSERTS.IO_MISS_ITOM".into(), 0x2435, 0x49033 << 32),
-            ("UNC_CHA_TOR_INSERTS.IO_MISS_RFO".into(), 0x2435, 0x40033 << 32),
+            (
+                "UNC_CHA_TOR_INSERTS.IO_MISS_RDCUR".into(),
+                0x2435,
+                0x43C33 << 32
+            ),
+            (
+                "UNC_CHA_TOR_INSERTS.IO_MISS_ITOM".into(),
+                0x2435,
+                0x49033 << 32
+            ),
+            (
+                "UNC_CHA_TOR_INSERTS.IO_MISS_RFO".into(),
+                0x2435,
+                0x40033 << 32
+            ),
         ]
     );
     // 0x21E (PCIRdCur) and 0x248 (ItoM) in bits 41-50.
@@ -164,11 +192,19 @@ fn skx_opcode_filters_make_the_hit_miss_and_latency_events() {
     // All requests of an opcode and their occupancy: the IO umask 0x34.
     assert_eq!(
         parts(&p, "UNC_CHA_TOR_OCCUPANCY.IO_ITOM"),
-        [("UNC_CHA_TOR_OCCUPANCY.IO_ITOM".into(), 0x3436, 0x49033 << 32)]
+        [(
+            "UNC_CHA_TOR_OCCUPANCY.IO_ITOM".into(),
+            0x3436,
+            0x49033 << 32
+        )]
     );
     assert_eq!(
         parts(&p, "UNC_CHA_TOR_INSERTS.IO_PCIRDCUR"),
-        [("UNC_CHA_TOR_INSERTS.IO_PCIRDCUR".into(), 0x3435, 0x43C33 << 32)]
+        [(
+            "UNC_CHA_TOR_INSERTS.IO_PCIRDCUR".into(),
+            0x3435,
+            0x43C33 << 32
+        )]
     );
     // An older kernel without the filter fields: said, and nothing counts the wrong thing.
     let dir = tempfile::tempdir().unwrap();
@@ -176,8 +212,10 @@ fn skx_opcode_filters_make_the_hit_miss_and_latency_events() {
     let p = crate::uncore::plan_files(&places, &[&events, &exp], Some(&metrics)).unwrap();
     assert!(parts(&p, "UNC_CHA_TOR_INSERTS.IO_HIT").is_empty());
     assert!(
-        p.notes.iter().any(|n| n.contains("IO_HIT_PCIRDCUR is not counted")
-            && n.contains("has no config1 fields")),
+        p.notes
+            .iter()
+            .any(|n| n.contains("IO_HIT_PCIRDCUR is not counted")
+                && n.contains("has no config1 fields")),
         "{:?}",
         p.notes
     );
@@ -195,11 +233,19 @@ fn icx_itom_occupancy_comes_from_the_experimental_file() {
     // 0x36 | 0x04 << 8 | UMaskExt 0xCC43FF << 32; no filter.
     assert_eq!(
         parts(&p, "UNC_CHA_TOR_OCCUPANCY.IO_ITOM"),
-        [("UNC_CHA_TOR_OCCUPANCY.IO_ITOM".into(), 0x00CC_43FF_0000_0436, 0)]
+        [(
+            "UNC_CHA_TOR_OCCUPANCY.IO_ITOM".into(),
+            0x00CC_43FF_0000_0436,
+            0
+        )]
     );
     assert_eq!(
         parts(&p, "UNC_CHA_TOR_INSERTS.IO_ITOM"),
-        [("UNC_CHA_TOR_INSERTS.IO_ITOM".into(), 0x00CC_43FF_0000_0435, 0)]
+        [(
+            "UNC_CHA_TOR_INSERTS.IO_ITOM".into(),
+            0x00CC_43FF_0000_0435,
+            0
+        )]
     );
 }
 

@@ -290,7 +290,8 @@ fn socket_counters(
         let c = match encode(&places.pmus.join(&unit.name), e) {
             Ok(c) => c,
             Err(why) => {
-                p.notes.push(format!("{} is not counted: {why}", e.event_name));
+                p.notes
+                    .push(format!("{} is not counted: {why}", e.event_name));
                 continue;
             }
         };

@@ -60,8 +60,10 @@ pub fn rows(u: &DeviceUse) -> Vec<UseRow> {
 pub fn answer(dir: &Path) -> serde_json::Value {
     match DeviceUse::load(dir) {
         None => serde_json::Value::Null,
-        Some(u) => serde_json::json!({ "whole_machine": u.whole_machine, "unavailable": u.unavailable,
-            "lost": u.lost, "rows": rows(&u) }),
+        Some(u) => {
+            serde_json::json!({ "whole_machine": u.whole_machine, "unavailable": u.unavailable,
+            "lost": u.lost, "rows": rows(&u) })
+        }
     }
 }
 
@@ -85,7 +87,10 @@ pub fn table(u: &DeviceUse) -> Table {
         return t;
     }
     for r in rows(u) {
-        let device = r.device.split_once(':').map_or(r.device.as_str(), |(_, n)| n);
+        let device = r
+            .device
+            .split_once(':')
+            .map_or(r.device.as_str(), |(_, n)| n);
         t.push_row(vec![
             Cell::text(device),
             Cell::UInt(u64::from(r.tid)),
@@ -100,11 +105,18 @@ pub fn table(u: &DeviceUse) -> Table {
     }
     for (device, (r, w)) in &u.others {
         if r + w > 0 {
-            t.push_note(format!("{device}: other processes read {:.3} MB and wrote {:.3} MB", *r as f64 / MB, *w as f64 / MB));
+            t.push_note(format!(
+                "{device}: other processes read {:.3} MB and wrote {:.3} MB",
+                *r as f64 / MB,
+                *w as f64 / MB
+            ));
         }
     }
     if u.lost > 0 {
-        t.push_note(format!("{} trace records were lost (the rings filled): the figures are short", u.lost));
+        t.push_note(format!(
+            "{} trace records were lost (the rings filled): the figures are short",
+            u.lost
+        ));
     }
     t.push_note("Reads of a network device are the received data each thread copied out of its sockets; writes are packets queued in the thread's context; block I/O is the bios each thread submitted.");
     t

@@ -186,7 +186,10 @@ fn reading_what_others_wrote_after_they_ended_is_not_sharing() {
     assert_eq!(l.verdict, Verdict::FalseSharing);
     // The fix is about the workers; the main thread came after them.
     let fix = l.fix().unwrap();
-    assert!(fix.contains("(thread 2)") && fix.contains("(thread 3)") && !fix.contains("(thread 1)"), "{fix}");
+    assert!(
+        fix.contains("(thread 2)") && fix.contains("(thread 3)") && !fix.contains("(thread 1)"),
+        "{fix}"
+    );
     // The same read while a worker still writes is true sharing.
     let during = [
         access(2, 150, 0x10_0000, Direction::LoadStore),

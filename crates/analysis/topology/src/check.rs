@@ -221,10 +221,20 @@ fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Fin
     }
     let traffic = traffic.flatten();
     let t_all = traffic.map_or(0, |t| t.bytes_by_node.values().sum::<u64>());
-    let t_off = t_all - traffic.and_then(|t| t.bytes_by_node.get(&node)).copied().unwrap_or(0);
+    let t_off = t_all
+        - traffic
+            .and_then(|t| t.bytes_by_node.get(&node))
+            .copied()
+            .unwrap_or(0);
     let t_pct = (t_all > 0).then(|| pct(t_off, t_all));
     out.off_node_traffic_pct = t_pct;
-    let moved = traffic.map(|t| format!("the target read {} from it and wrote {}", size(t.read_bytes), size(t.write_bytes)));
+    let moved = traffic.map(|t| {
+        format!(
+            "the target read {} from it and wrote {}",
+            size(t.read_bytes),
+            size(t.write_bytes)
+        )
+    });
     if p.nodes.iter().filter(|n| !n.cpus.is_empty()).count() < 2 {
         out.verdict = Verdict::Local;
         out.sentence =
@@ -274,7 +284,10 @@ fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Fin
     }
     if parts.is_empty() {
         let ran = match (&moved, t_pct) {
-            (Some(m), Some(tp)) => Some(format!("{m}, {:.0}% of it on node {node}'s CPUs", 100.0 - tp)),
+            (Some(m), Some(tp)) => Some(format!(
+                "{m}, {:.0}% of it on node {node}'s CPUs",
+                100.0 - tp
+            )),
             (Some(m), None) => Some(m.clone()),
             _ => s_pct.map(|sp| format!("{:.0}% of the samples ran on node {node}", 100.0 - sp)),
         };

@@ -41,7 +41,9 @@ pub fn analyse(result_dir: &Path) -> Result<Topology, Failure> {
         Ok((_, profile)) => Some(profile),
         // Collections that count rather than sample (io) keep no profile tables.
         Err(_) if !session::open_result(result_dir)?.tables_path().is_dir() => {
-            notes.push("this result holds no samples (its analysis counts, it does not sample)".into());
+            notes.push(
+                "this result holds no samples (its analysis counts, it does not sample)".into(),
+            );
             None
         }
         Err(e) => {

@@ -213,13 +213,19 @@ fn traced_device_use_judges_each_device_by_its_own_readers() {
     let mut u = usage_on_node0(&p, false);
     u.traffic = Some(kairos_analysis_topology::traffic(&p, &traced));
     let f = check(&p, &u);
-    let ib = f.iter().find(|f| f.device.starts_with("ib0/mlx4_0")).expect("ib0");
+    let ib = f
+        .iter()
+        .find(|f| f.device.starts_with("ib0/mlx4_0"))
+        .expect("ib0");
     assert_eq!(ib.verdict, Verdict::Mismatch);
     assert_eq!(
         ib.sentence,
         "ib0/mlx4_0 (0000:82:00.0) is on node 1; the target read 1.03 GB from it and wrote 103.0 MB, 97% of it on node 0's CPUs (thread mostly off node 1: 4242 rx-worker 100%): inbound data lands in node 1's L3 and memory and every read of it is remote; pin the threads to node 1's CPUs 8-15 (taskset -c 8-15, or numactl --cpunodebind=1 --membind=1)"
     );
-    let eth1 = f.iter().find(|f| f.device.starts_with("eth1")).expect("eth1");
+    let eth1 = f
+        .iter()
+        .find(|f| f.device.starts_with("eth1"))
+        .expect("eth1");
     assert_eq!(eth1.verdict, Verdict::Unused, "{}", eth1.sentence);
     // Only ib0 is a mismatch now: the samples alone made mic0 and pmem1 ones.
     let mismatched: Vec<&str> = f
@@ -229,5 +235,8 @@ fn traced_device_use_judges_each_device_by_its_own_readers() {
         .collect();
     assert_eq!(mismatched, ["ib0/mlx4_0 (0000:82:00.0)"]);
     let text = render::render(&p, &u, &f, &[], Format::Text);
-    assert!(text.contains("Traffic off node") && text.contains("was traced"), "{text}");
+    assert!(
+        text.contains("Traffic off node") && text.contains("was traced"),
+        "{text}"
+    );
 }

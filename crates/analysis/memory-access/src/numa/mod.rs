@@ -65,6 +65,10 @@ pub struct Summary {
     pub fault_events: Vec<String>,
     pub faults: u64,
     pub write_flag: bool,
+    /// Records the kernel dropped (ring buffer full): fault records among them leave
+    /// their pages' first touch unknown.
+    #[serde(default)]
+    pub lost_records: u64,
     /// Over all objects: pages by node (queried, and estimated from first touch), huge pages.
     pub pages_by_node: BTreeMap<u32, u64>,
     pub estimated_by_node: BTreeMap<u32, u64>,
@@ -136,6 +140,7 @@ pub fn analyse(
         fault_events: faults.events.clone(),
         faults: faults.faults.len() as u64,
         write_flag: faults.faults.iter().any(|f| f.write.is_some()),
+        lost_records: profile.losses.lost_records,
         emulated: rec.emulated,
         placement_from: rec.placement_from.clone(),
         notes: rec.notes.iter().chain(&faults.notes).cloned().collect(),

@@ -111,6 +111,16 @@ pub fn section(s: &Summary, title: &str) -> Section {
                 kairos_report::thousands(s.faults)
             )),
         );
+        if s.lost_records > 0 && !s.fault_events.is_empty() {
+            // A lost fault leaves its page "before the recording": say why it may not be.
+            sec.push(
+                "Records lost (ring full)",
+                Cell::text(format!(
+                    "{}: a page whose fault was lost has no first touch",
+                    kairos_report::thousands(s.lost_records)
+                )),
+            );
+        }
         for (n, c) in &s.pages_by_node {
             sec.push(
                 format!("Pages on node {}", node_name(*n)),
@@ -240,7 +250,7 @@ pub fn objects_table(objects: &[Object], s: &Summary, d: &NumaData, limit: Optio
                 Cell::Empty
             });
         }
-        row.push(Cell::text(first_touch(d, o)));
+        row.push(Cell::text(first_touch(s, d, o)));
         t.push_row(row);
     }
     t.push_note(if s.placement_from.is_some() {
@@ -252,7 +262,7 @@ pub fn objects_table(objects: &[Object], s: &Summary, d: &NumaData, limit: Optio
 }
 
 /// `thread 4242 in init_arrays (node 0)`, the object's busiest toucher.
-fn first_touch(d: &NumaData, o: &ObjectNuma) -> String {
+fn first_touch(s: &Summary, d: &NumaData, o: &ObjectNuma) -> String {
     match d.touchers.iter().find(|t| t.object == o.object) {
         Some(t) => {
             let more = if o.touching_threads > 1 {
@@ -266,6 +276,9 @@ fn first_touch(d: &NumaData, o: &ObjectNuma) -> String {
                 t.function,
                 node_name(t.node)
             )
+        }
+        None if o.untouched > 0 && s.lost_records > 0 => {
+            "before the recording, or its faults were lost".into()
         }
         None if o.untouched > 0 => "before the recording".into(),
         None => String::new(),

@@ -787,3 +787,30 @@ fn with_a_pmu_the_data_sources_remote_bits_are_counted_too() {
     // The placement estimate is made all the same.
     assert_eq!(a.remote, 160);
 }
+
+/// Lost records may have been page faults: the report says so, and a page with no fault
+/// is no longer simply "before the recording".
+#[test]
+fn lost_records_are_said_beside_first_touch() {
+    let mut s = super::Summary {
+        recorded: true,
+        fault_events: vec!["exceptions:page_fault_user".into()],
+        faults: 10,
+        ..Default::default()
+    };
+    let line = |s: &super::Summary| {
+        super::report::section(s, "NUMA")
+            .entries
+            .iter()
+            .find(|(k, _)| k == "Records lost (ring full)")
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(line(&s), None);
+    s.lost_records = 1234;
+    assert_eq!(
+        line(&s),
+        Some(kairos_report::Cell::text(
+            "1,234: a page whose fault was lost has no first touch"
+        ))
+    );
+}
