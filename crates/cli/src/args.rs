@@ -64,6 +64,9 @@ pub struct CollectArgs {
     /// Do not show a progress bar.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// Ring buffer per CPU of the sampling and tracing analyses, as perf record -m: a power of two of pages, or a size (512K, 4M); a bigger one loses fewer records in bursts.
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES|SIZE", value_parser = crate::mmap_pages::parse)]
+    pub mmap_pages: Option<usize>,
     /// Program to launch and its arguments (after `--`).
     #[arg(last = true)]
     pub program: Vec<String>,

@@ -20,6 +20,7 @@ pub fn run(args: CollectArgs) -> CliResult {
         duration: args.duration,
         result_dir: args.result_dir,
         quiet: args.quiet,
+        mmap_pages: args.mmap_pages,
         on_target: None,
     };
     let cache = crate::collect_cache::start(&cache_knobs, req.system_wide, req.pid)?;

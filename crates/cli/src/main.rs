@@ -17,6 +17,7 @@ mod cmd_view;
 mod collect_cache;
 mod error;
 mod knobs;
+mod mmap_pages;
 mod run_llc;
 
 use crate::args::Command;

@@ -210,6 +210,51 @@ fn duration_stops_a_long_target() {
     perf_script_comms(&r);
 }
 
+/// `-m` sets each CPU's ring: one page cannot hold a sample with an 8 KiB stack copy, so
+/// every such sample is lost, and the result says how to lose none. A ring size perf
+/// would refuse is refused.
+#[test]
+fn mmap_pages_sets_the_ring_and_lost_records_name_the_fix() {
+    let dir = tempdir();
+    let r = dir.path().join("r");
+    kairos(&[
+        "collect",
+        "hotspots",
+        "-q",
+        "-m",
+        "1",
+        "-k",
+        "stack-unwinding=dwarf",
+        "-r",
+        path_str(&r),
+        "-d",
+        "0.3",
+        "--",
+        path_str(&sample("transitions")),
+        "1000000",
+    ])
+    .ok();
+    let m = manifest(&r);
+    let lost = m["counts"]["lost_records"].as_u64().unwrap();
+    assert!(lost > 0, "{m}");
+    let notes = m["notes"].to_string();
+    assert!(
+        notes.contains(" records were lost: a ring buffer of 4 KiB per CPU")
+            && notes.contains("(-m 4M)"),
+        "{notes}"
+    );
+    perf_script_comms(&r);
+    let refused = kairos(&["collect", "hotspots", "-m", "300", "--", "true"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("must be a power of two (e.g. 256 or 512)"),
+        "{}",
+        refused.stderr
+    );
+}
+
 #[test]
 fn crashing_target_leaves_a_valid_result() {
     let dir = tempdir();

@@ -215,6 +215,8 @@ pub struct CollectSummary {
     pub lost_records: u64,
     /// PERF_RECORD_THROTTLE records: the kernel slowed sampling (perf_event_max_sample_rate).
     pub throttled: u64,
+    /// Bytes of each CPU's ring buffer (its data area).
+    pub ring_bytes: u64,
     /// Size of the data section of the perf.data file.
     pub bytes: u64,
     pub stopped_by: StopReason,
@@ -1161,6 +1163,7 @@ fn run(
         samples: sink.samples,
         lost_records: sink.lost,
         throttled: sink.throttled,
+        ring_bytes: ring_bytes as u64,
         bytes,
         stopped_by,
         target_exit,

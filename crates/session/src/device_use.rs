@@ -182,10 +182,17 @@ pub struct Recording {
     missing: Vec<String>,
 }
 
-/// Starts tracing on every online CPU; Err says why it cannot.
-pub fn start() -> Result<Recording, String> {
+/// Data pages of each CPU's ring unless `-m` says otherwise.
+const RING_PAGES: usize = 128;
+
+/// Starts tracing on every online CPU with `pages` per CPU's ring (None: 128); Err says
+/// why it cannot.
+pub fn start(pages: Option<usize>) -> Result<Recording, String> {
     kairos_collector::extra::ensure_tracefs()?;
-    let tracer = DeviceTracer::open(&kairos_collector::online_cpus(), 128)?;
+    let tracer = DeviceTracer::open(
+        &kairos_collector::online_cpus(),
+        pages.unwrap_or(RING_PAGES),
+    )?;
     let missing = tracer.missing.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();

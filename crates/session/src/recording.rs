@@ -39,6 +39,9 @@ pub fn finish_collection(
         reason: Some(summary.event_reason.clone()),
     });
     m.duration_secs = Some(summary.wall_seconds);
+    if let Some(note) = lost_note(summary.lost_records, summary.ring_bytes) {
+        m.notes.push(note);
+    }
     m.stopped_by = Some(stop_reason(&summary.stopped_by));
     m.target_exit = Some(match summary.target_exit {
         Some(TargetExit::Code(code)) => kairos_result::TargetExit::Code { code },
@@ -46,6 +49,23 @@ pub fn finish_collection(
         None => kairos_result::TargetExit::None,
     });
     Ok((summary, kallsyms))
+}
+
+/// Lost records and the fix: a bigger ring (`-m`, twice the size and at least 4 MiB).
+fn lost_note(lost: u64, ring_bytes: u64) -> Option<String> {
+    if lost == 0 {
+        return None;
+    }
+    let kib = ring_bytes / 1024;
+    let bigger = (2 * kib).max(4096);
+    let size = if bigger % 1024 == 0 {
+        format!("{}M", bigger / 1024)
+    } else {
+        format!("{bigger}K")
+    };
+    Some(format!(
+        "{lost} records were lost: a ring buffer of {kib} KiB per CPU filled before kairos read it; collect again with a bigger one (-m {size}) or a longer sampling interval"
+    ))
 }
 
 /// A collection cut short by a failing write keeps what was written; say so.
@@ -110,4 +130,20 @@ pub fn paranoid_advice(paranoid: Option<i32>) -> String {
          1 = also kernel, 0 = also CPU-wide, -1 = everything); run as root, grant CAP_PERFMON, or lower it with \
          `sudo sysctl kernel.perf_event_paranoid=1`"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lost_note;
+
+    #[test]
+    fn lost_records_name_a_bigger_ring() {
+        assert_eq!(lost_note(0, 1 << 20), None);
+        assert_eq!(
+            lost_note(12, 1 << 20).as_deref(),
+            Some("12 records were lost: a ring buffer of 1024 KiB per CPU filled before kairos read it; collect again with a bigger one (-m 4M) or a longer sampling interval")
+        );
+        assert!(lost_note(1, 8 << 20).unwrap().contains("(-m 16M)"));
+        assert!(lost_note(1, 4096).unwrap().contains("of 4 KiB per CPU"));
+    }
 }

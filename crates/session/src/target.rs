@@ -137,6 +137,7 @@ mod tests {
             duration,
             result_dir: None,
             quiet: true,
+            mmap_pages: None,
             on_target: None,
         }
     }

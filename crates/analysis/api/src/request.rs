@@ -20,6 +20,9 @@ pub struct CollectRequest {
     pub result_dir: Option<PathBuf>,
     /// No progress display.
     pub quiet: bool,
+    /// `-m`: data pages of each CPU's ring buffer (a power of two); None: the analysis's
+    /// default.
+    pub mmap_pages: Option<usize>,
     /// Run on the target before it is measured; set by `kairos collect` for options that
     /// hold for every analysis (`-k cache-group`). Analyses that measure a target pass it
     /// to the collector.

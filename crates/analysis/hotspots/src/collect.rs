@@ -16,6 +16,9 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     session::save(&dir)?;
 
     let mut opts = options(&req.knobs, target, dir.path().join(PERF_DATA));
+    if let Some(pages) = req.mmap_pages {
+        opts.ring_buffer_pages = pages;
+    }
     opts.duration = duration;
     opts.on_target = session::target_hook(req);
     opts.lbr_missing = lbr_missing(dir.manifest());

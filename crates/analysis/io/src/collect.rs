@@ -143,7 +143,7 @@ pub fn collect(req: &CollectRequest) -> Result<(), Failure> {
     );
     let sampler = uncore.ok().map(|(_, s)| s);
     // Which of the target's threads read and write which device (the topology check).
-    let devices = kairos_session::device_use::start();
+    let devices = kairos_session::device_use::start(req.mmap_pages);
     let thread = std::thread::spawn(move || run(kernel, sampler, &flag));
     let spinner = kairos_session::spinner(req.quiet, "collecting I/O traffic");
     let started = Instant::now();

@@ -148,6 +148,10 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
         None => {}
     }
     let numa = crate::numa::collect::Numa::start(req.knobs.get("numa"), &target, &mut opts)?;
+    // `-m` over the default (the NUMA side may have raised it for its fault bursts).
+    if let Some(pages) = req.mmap_pages {
+        opts.ring_buffer_pages = pages;
+    }
     session::save(&dir)?;
     let bandwidth = crate::bandwidth::start(req.knobs.get("perfmon"));
     let bar = session::spinner(req.quiet, "collecting");

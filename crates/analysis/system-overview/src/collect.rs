@@ -77,6 +77,9 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     );
     let mut opts = CollectOptions::new(target, dir.path().join(PERF_DATA));
     opts.interval_us = req.knobs.u64("sampling-interval-us");
+    if let Some(pages) = req.mmap_pages {
+        opts.ring_buffer_pages = pages;
+    }
     opts.duration = duration;
     opts.on_target = session::target_hook(req);
     // No PMU is needed: the timer works everywhere and its kernel-mode samples give the

@@ -82,6 +82,9 @@ fn emulated(cpuinfo: &str) -> bool {
         .any(|l| l.starts_with("model name") && l.contains("QEMU TCG"))
 }
 
+/// Data pages per CPU ring when faults are recorded (4 MiB with 4 KiB pages).
+const FAULT_RING_PAGES: usize = 1024;
+
 impl Numa {
     /// Adds the fault events to `opts` and starts the placement thread, or records why not.
     pub(crate) fn start(
@@ -109,6 +112,14 @@ impl Numa {
         let events = fault_events(&mut recorded.notes);
         let names = events.iter().map(|e| e.name.clone()).collect();
         opts.extra_events.extend(events);
+        // A program's first touch of a large array is a burst of thousands of faults,
+        // each a record with its call stack, in a few milliseconds: on a busy machine a
+        // 1 MiB ring fills before the reader runs and the lost faults leave their pages
+        // without a first touch. Root may lock more (others stay within their limit).
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            opts.ring_buffer_pages = opts.ring_buffer_pages.max(FAULT_RING_PAGES);
+        }
         let who = match target {
             Target::Pid(pid) => Who::Pid(*pid),
             _ => Who::Launched,
