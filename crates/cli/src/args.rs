@@ -67,9 +67,35 @@ pub struct CollectArgs {
     /// Ring buffer per CPU of the sampling and tracing analyses, as perf record -m: a power of two of pages, or a size (512K, 4M); a bigger one loses fewer records in bursts.
     #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES|SIZE", value_parser = crate::mmap_pages::parse)]
     pub mmap_pages: Option<usize>,
+    #[command(flatten)]
+    pub perf: PerfArgs,
     /// Program to launch and its arguments (after `--`).
     #[arg(last = true)]
     pub program: Vec<String>,
+}
+
+/// perf record's spellings of three knobs (see `crate::perf_options`).
+#[derive(Debug, Args)]
+pub struct PerfArgs {
+    /// Samples per second, as perf record -F (the knob sampling-interval-us).
+    #[arg(short = 'F', long = "freq", value_name = "HZ")]
+    pub freq: Option<u64>,
+    /// Sampling event, as perf record -e: cpu-clock or cycles (the knob event).
+    #[arg(short = 'e', long = "event", value_name = "EVENT")]
+    pub event: Option<String>,
+    /// Stack unwinding, as perf record --call-graph: fp or dwarf (the knob stack-unwinding).
+    #[arg(long = "call-graph", value_name = "fp|dwarf")]
+    pub call_graph: Option<String>,
+}
+
+impl PerfArgs {
+    pub fn options(&self) -> crate::perf_options::PerfOptions {
+        crate::perf_options::PerfOptions {
+            freq: self.freq,
+            event: self.event.clone(),
+            call_graph: self.call_graph.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,8 @@ pub fn run(args: CollectArgs) -> CliResult {
     let spec = kairos_analyses::find(&args.analysis)
         .ok_or_else(|| UserError::usage(kairos_analyses::unknown(&args.analysis)))?;
     let (raw, cache_knobs) = crate::collect_cache::split(&args.knobs)?;
+    let raw = crate::perf_options::as_knobs(spec, &args.perf.options(), &raw)
+        .map_err(UserError::usage)?;
     let knobs = crate::knobs::parse(spec, &raw)?;
     let mut req = CollectRequest {
         knobs,

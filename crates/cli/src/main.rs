@@ -18,6 +18,7 @@ mod collect_cache;
 mod error;
 mod knobs;
 mod mmap_pages;
+mod perf_options;
 mod run_llc;
 
 use crate::args::Command;

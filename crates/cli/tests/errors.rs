@@ -56,6 +56,17 @@ fn unknown_analysis_report_knob_and_format() {
         "one of fp, dwarf",
     );
     assert_sentence(&kairos(&["collect", "hotspots"]), 2, "nothing to collect");
+    // perf record's spellings: refused where the analysis has no such knob.
+    assert_sentence(
+        &kairos(&["collect", "memory-consumption", "-F", "100", "--", "true"]),
+        2,
+        "-F sets the knob sampling-interval-us, which the memory-consumption analysis does not have",
+    );
+    assert_sentence(
+        &kairos(&["collect", "hotspots", "-e", "instructions", "--", "true"]),
+        2,
+        "use -e cpu-clock or -e cycles",
+    );
     assert_sentence(
         &kairos(&["report", "flamegraph", "-r", "/nonexistent"]),
         2,
