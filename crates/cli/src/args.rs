@@ -67,11 +67,31 @@ pub struct CollectArgs {
     /// Ring buffer per CPU of the sampling and tracing analyses, as perf record -m: a power of two of pages, or a size (512K, 4M); a bigger one loses fewer records in bursts.
     #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES|SIZE", value_parser = crate::mmap_pages::parse)]
     pub mmap_pages: Option<usize>,
+    /// Sample only on these CPUs, as perf record -C (e.g. 0-3,8).
+    #[arg(short = 'C', long = "cpu", value_name = "LIST", value_parser = parse_cpus)]
+    pub cpus: Option<CpuList>,
     #[command(flatten)]
     pub perf: PerfArgs,
     /// Program to launch and its arguments (after `--`).
     #[arg(last = true)]
     pub program: Vec<String>,
+}
+
+/// The CPUs of `-C`: one value (clap would take a bare `Vec` for several).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<i32>);
+
+/// `-C 0-3,8`: the kernel's CPU list syntax.
+fn parse_cpus(s: &str) -> Result<CpuList, String> {
+    let bad = || format!("'{s}' is not a CPU list such as 0-3,8");
+    let v = kairos_platform::numa::parse_cpulist(s).ok_or_else(bad)?;
+    if v.is_empty() {
+        return Err(bad());
+    }
+    v.into_iter()
+        .map(|c| i32::try_from(c).map_err(|_| bad()))
+        .collect::<Result<_, _>>()
+        .map(CpuList)
 }
 
 /// perf record's spellings of three knobs (see `crate::perf_options`).

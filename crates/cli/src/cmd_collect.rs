@@ -23,6 +23,7 @@ pub fn run(args: CollectArgs) -> CliResult {
         result_dir: args.result_dir,
         quiet: args.quiet,
         mmap_pages: args.mmap_pages,
+        cpus: args.cpus.clone().map(|c| c.0),
         on_target: None,
     };
     let cache = crate::collect_cache::start(&cache_knobs, req.system_wide, req.pid)?;

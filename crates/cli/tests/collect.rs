@@ -255,6 +255,80 @@ fn mmap_pages_sets_the_ring_and_lost_records_name_the_fix() {
     );
 }
 
+/// `-C` samples the listed CPUs only (perf script, not our reader, says which CPU each
+/// sample was taken on); a CPU that is not online, or an analysis that does not sample
+/// per CPU, gets a sentence.
+#[test]
+fn cpu_list_samples_only_those_cpus() {
+    let dir = tempdir();
+    let r = dir.path().join("r");
+    let last = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+    let cpu = last.to_string();
+    // Busy on every CPU, so that each would have samples.
+    let spin: Vec<_> = (0..=last)
+        .map(|_| {
+            Command::new(sample("transitions"))
+                .arg("1000000")
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    kairos(&[
+        "collect",
+        "hotspots",
+        "-q",
+        "-a",
+        "-C",
+        &cpu,
+        "-d",
+        "0.5",
+        "-r",
+        path_str(&r),
+    ])
+    .ok();
+    for mut c in spin {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let out = Command::new("perf")
+        .args(["script", "-F", "cpu", "-i"])
+        .arg(r.join("perf.data"))
+        .output()
+        .unwrap();
+    let cpus: std::collections::BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(|c| c.trim_matches(|ch| ch == '[' || ch == ']').to_string())
+        .collect();
+    let want = format!("{last:03}");
+    assert_eq!(cpus.into_iter().collect::<Vec<_>>(), [want]);
+    let offline = kairos(&[
+        "collect",
+        "hotspots",
+        "-a",
+        "-C",
+        "4095",
+        "-d",
+        "0.1",
+        "-r",
+        path_str(&dir.path().join("x")),
+    ]);
+    assert_ne!(offline.code, 0);
+    assert!(
+        offline.stderr.contains("CPU 4095 is not online"),
+        "{}",
+        offline.stderr
+    );
+    let refused = kairos(&["collect", "memory-consumption", "-C", "0", "--", "true"]);
+    assert!(
+        refused
+            .stderr
+            .contains("-C is not available for memory-consumption"),
+        "{}",
+        refused.stderr
+    );
+}
+
 #[test]
 fn crashing_target_leaves_a_valid_result() {
     let dir = tempdir();

@@ -92,6 +92,8 @@ pub struct CollectOptions {
     pub include_kernel: Option<bool>,
     /// Data pages of each CPU's ring buffer (rounded up to a power of two).
     pub ring_buffer_pages: usize,
+    /// Only these CPUs (`-C`, as perf record -C); None: every online CPU.
+    pub cpus: Option<Vec<i32>>,
     /// Whether samples carry the CPU's branch stack (LBR).
     pub branch_records: BranchRecords,
     /// Why this machine has no usable LBR (from kairos-platform), None when it has one.
@@ -152,6 +154,7 @@ impl CollectOptions {
             event: EventChoice::Auto,
             include_kernel: None,
             ring_buffer_pages: 256,
+            cpus: None,
             branch_records: BranchRecords::Off,
             lbr_missing: None,
             extra_events: Vec::new(),
@@ -293,10 +296,14 @@ pub fn collect(
         // Fail before creating the output file.
         launch::resolve(program)?;
     }
-    let cpus = online_cpus();
-    if cpus.is_empty() {
+    let online = online_cpus();
+    if online.is_empty() {
         return Err(CollectError::InvalidOptions("no online CPU found".into()));
     }
+    let cpus = match &opts.cpus {
+        None => online,
+        Some(want) => chosen_cpus(want, &online)?,
+    };
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -946,7 +953,8 @@ fn run(
             }),
         }
     }
-    set_features(&mut writer, cpus.len());
+    // The machine's online CPUs, not only those sampled (-C).
+    set_features(&mut writer, online_cpus().len().max(cpus.len()));
     let recorded: Vec<extra::ExtraEvent> = opts
         .extra_events
         .iter()
@@ -1265,6 +1273,24 @@ pub fn process_alive(pid: i32) -> bool {
         },
         Err(_) => false,
     }
+}
+
+/// The CPUs of `-C`, each online, sorted, once; else which is not and which are.
+fn chosen_cpus(want: &[i32], online: &[i32]) -> Result<Vec<i32>, CollectError> {
+    let mut v = want.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    if v.is_empty() {
+        return Err(CollectError::InvalidOptions("the CPU list is empty".into()));
+    }
+    if let Some(c) = v.iter().find(|c| !online.contains(c)) {
+        let list: Vec<String> = online.iter().map(i32::to_string).collect();
+        return Err(CollectError::InvalidOptions(format!(
+            "CPU {c} is not online (online: {})",
+            list.join(",")
+        )));
+    }
+    Ok(v)
 }
 
 /// "0-3,5,7-8" -> [0,1,2,3,5,7,8]

@@ -30,5 +30,6 @@ pub use result::{
     report_format, save, start_manifest, PERF_DATA,
 };
 pub use target::{
-    check_duration, describe, launched, refuse_target_step, resolve_program, target, target_hook,
+    check_duration, describe, launched, refuse_cpu_list, refuse_target_step, resolve_program,
+    target, target_hook,
 };

@@ -96,6 +96,17 @@ pub fn refuse_target_step(req: &CollectRequest, analysis: &str) -> Result<(), Fa
     }
 }
 
+/// `-C` refused by an analysis that does not sample per CPU (it traces or runs the program
+/// itself).
+pub fn refuse_cpu_list(req: &CollectRequest, analysis: &str) -> Result<(), Failure> {
+    match req.cpus {
+        Some(_) => Err(Failure::usage(format!(
+            "-C is not available for {analysis}: it does not sample per CPU; collect hotspots, system-overview or memory-access with -C, or pin the program (taskset -c LIST)"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The request's step on the target (`-k cache-group`), in the collector's terms.
 pub fn target_hook(req: &CollectRequest) -> Option<kairos_collector::TargetHook> {
     req.on_target
@@ -138,6 +149,7 @@ mod tests {
             result_dir: None,
             quiet: true,
             mmap_pages: None,
+            cpus: None,
             on_target: None,
         }
     }

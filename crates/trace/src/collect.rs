@@ -43,6 +43,7 @@ pub(crate) struct Recorded {
 
 pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     kairos_session::refuse_target_step(req, "trace")?;
+    kairos_session::refuse_cpu_list(req, "trace")?;
     let knobs = &req.knobs;
     if req.pid.is_some() || req.system_wide {
         return Err(Failure::usage("collect trace launches the program it traces: give it after `--` (-p and -a are not supported)"));

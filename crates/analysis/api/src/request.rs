@@ -23,6 +23,8 @@ pub struct CollectRequest {
     /// `-m`: data pages of each CPU's ring buffer (a power of two); None: the analysis's
     /// default.
     pub mmap_pages: Option<usize>,
+    /// `-C`: sample on these CPUs only; None: every online CPU.
+    pub cpus: Option<Vec<i32>>,
     /// Run on the target before it is measured; set by `kairos collect` for options that
     /// hold for every analysis (`-k cache-group`). Analyses that measure a target pass it
     /// to the collector.

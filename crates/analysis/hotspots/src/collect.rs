@@ -19,6 +19,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     if let Some(pages) = req.mmap_pages {
         opts.ring_buffer_pages = pages;
     }
+    opts.cpus = req.cpus.clone();
     opts.duration = duration;
     opts.on_target = session::target_hook(req);
     opts.lbr_missing = lbr_missing(dir.manifest());

@@ -90,6 +90,7 @@ fn check_target(req: &CollectRequest) -> Result<Target, Failure> {
         return Err(Failure::usage("io is system-wide (inbound PCIe traffic belongs to no process): give -a, or a program after `--` to collect while it runs"));
     }
     kairos_session::refuse_target_step(req, SPEC.name)?;
+    kairos_session::refuse_cpu_list(req, SPEC.name)?;
     kairos_session::target(req, SPEC.name)
 }
 

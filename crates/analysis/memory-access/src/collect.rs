@@ -152,6 +152,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     if let Some(pages) = req.mmap_pages {
         opts.ring_buffer_pages = pages;
     }
+    opts.cpus = req.cpus.clone();
     session::save(&dir)?;
     let bandwidth = crate::bandwidth::start(req.knobs.get("perfmon"));
     let bar = session::spinner(req.quiet, "collecting");

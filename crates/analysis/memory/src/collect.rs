@@ -16,6 +16,7 @@ pub const RAW_DIR: &str = "memtrack";
 
 pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     session::refuse_target_step(req, "memory-consumption")?;
+    session::refuse_cpu_list(req, "memory-consumption")?;
     if req.pid.is_some() || req.system_wide {
         return Err(Failure::usage(
             "memory-consumption starts the program with the allocation tracker preloaded, so it cannot attach (-p) \

@@ -80,6 +80,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     if let Some(pages) = req.mmap_pages {
         opts.ring_buffer_pages = pages;
     }
+    opts.cpus = req.cpus.clone();
     opts.duration = duration;
     opts.on_target = session::target_hook(req);
     // No PMU is needed: the timer works everywhere and its kernel-mode samples give the
