@@ -178,6 +178,36 @@ pub struct ReportArgs {
     /// the first event that has samples. `report summary` lists them.
     #[arg(long = "event")]
     pub event: Option<String>,
+    /// hotspots, top-down, timeline: only the samples of these processes (e.g. 123,456), as perf report --pid.
+    #[arg(long = "pid", value_name = "PIDS", value_parser = parse_ids)]
+    pub pids: Option<Ids>,
+    /// hotspots, top-down, timeline: only these threads, as perf report --tid.
+    #[arg(long = "tid", value_name = "TIDS", value_parser = parse_ids)]
+    pub tids: Option<Ids>,
+    /// hotspots, top-down, timeline: only threads or processes of these names (a thread's last name), as perf report --comm.
+    #[arg(long = "comm", value_name = "NAMES", value_delimiter = ',')]
+    pub comms: Vec<String>,
+    /// hotspots, top-down, timeline: only samples taken on these CPUs (e.g. 0-3,8), as perf report --cpu.
+    #[arg(long = "cpu", value_name = "LIST", value_parser = parse_cpus)]
+    pub cpus: Option<CpuList>,
+}
+
+/// Process or thread ids of a report filter: one value (clap would take a bare `Vec`
+/// for several).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ids(pub Vec<i32>);
+
+/// `--pid 12,345`.
+fn parse_ids(s: &str) -> Result<Ids, String> {
+    let v: Result<Vec<i32>, _> = s
+        .split(',')
+        .map(|p| {
+            p.trim()
+                .parse::<i32>()
+                .map_err(|_| format!("'{s}' is not a list of ids such as 12,345"))
+        })
+        .collect();
+    v.map(Ids)
 }
 
 #[derive(Debug, Args)]

@@ -1,11 +1,11 @@
 //! `kairos report NAME -r DIR`: the report entry point of the analysis that made the
 //! result (its manifest's kind, through the registry) prints it as text, CSV or JSON.
 
-use kairos_analyses::ReportRequest;
+use kairos_analyses::{ReportRequest, SampleFilter, FILTERED_REPORTS};
 use kairos_result::ResultDir;
 
 use crate::args::ReportArgs;
-use crate::error::CliResult;
+use crate::error::{CliResult, UserError};
 
 /// The report every result has (see [`run`]).
 const BANDWIDTH: &str = "bandwidth";
@@ -31,7 +31,24 @@ pub fn run(args: ReportArgs) -> CliResult {
         sample: args.sample,
         time: args.time,
         event: args.event,
+        samples: SampleFilter {
+            pids: args.pids.map(|i| i.0),
+            tids: args.tids.map(|i| i.0),
+            comms: (!args.comms.is_empty()).then_some(args.comms),
+            cpus: args.cpus.map(|c| {
+                c.0.into_iter()
+                    .filter_map(|c| u32::try_from(c).ok())
+                    .collect()
+            }),
+        },
     };
+    if !req.samples.is_empty() && !FILTERED_REPORTS.contains(&req.report.as_str()) {
+        return Err(UserError::usage(format!(
+            "--pid, --tid, --comm and --cpu select the samples of the {} reports, not of the {} report",
+            FILTERED_REPORTS.join(", "),
+            req.report
+        )));
+    }
     // The bandwidth timeline is recorded by every collection; an analysis without its own
     // bandwidth report gets the timeline's.
     let own = |s: &kairos_analyses::AnalysisSpec| s.reports.iter().any(|r| r.name == req.report);

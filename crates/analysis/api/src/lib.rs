@@ -6,7 +6,7 @@ mod request;
 
 pub use failure::Failure;
 pub use knobs::{interval_us, one_of, KnobError, KnobSpec, Knobs};
-pub use request::{CollectRequest, ReportRequest, TargetStep};
+pub use request::{CollectRequest, ReportRequest, SampleFilter, TargetStep, FILTERED_REPORTS};
 
 /// `kairos collect NAME`: records into a new result directory, finishes it (tables,
 /// manifest) and prints its summary.

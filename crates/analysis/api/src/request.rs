@@ -64,12 +64,44 @@ pub struct ReportRequest {
     pub sample: Option<usize>,
     pub time: Option<f64>,
     pub event: Option<String>,
+    /// `--pid`, `--tid`, `--comm`, `--cpu`: which samples the sampled-profile reports see.
+    pub samples: SampleFilter,
 }
+
+/// perf report's sample filters; empty: every sample.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SampleFilter {
+    pub pids: Option<Vec<i32>>,
+    pub tids: Option<Vec<i32>>,
+    /// Thread or process names.
+    pub comms: Option<Vec<String>>,
+    pub cpus: Option<Vec<u32>>,
+}
+
+impl SampleFilter {
+    pub fn is_empty(&self) -> bool {
+        self == &SampleFilter::default()
+    }
+}
+
+/// The reports whose samples the filters select (those of a sampled profile).
+pub const FILTERED_REPORTS: [&str; 3] = ["hotspots", "top-down", "timeline"];
 
 impl ReportRequest {
     /// Refuses a report `spec` does not declare, listing the ones it does. Every report
     /// entry point starts with it (the registry's test makes sure).
     pub fn check(&self, spec: &AnalysisSpec) -> Result<(), Failure> {
+        // Only a sampled profile's reports (the analyses that have a top-down) filter.
+        if !self.samples.is_empty()
+            && !(spec.has_report("top-down") && FILTERED_REPORTS.contains(&self.report.as_str()))
+        {
+            return Err(Failure::usage(format!(
+                "--pid, --tid, --comm and --cpu select the samples of the {} reports of a sampled profile, not the {} report of a {} result",
+                FILTERED_REPORTS.join(", "),
+                self.report,
+                spec.name
+            )));
+        }
         if spec.has_report(&self.report) {
             return Ok(());
         }
@@ -136,6 +168,15 @@ mod tests {
             ..Default::default()
         };
         assert!(req.check(&spec()).is_ok());
+        // Sample filters belong to a sampled profile's reports only.
+        req.samples.pids = Some(vec![1]);
+        let e = req.check(&spec()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("not the lines report of a demo result"),
+            "{e}"
+        );
+        req.samples = SampleFilter::default();
         req.report = "flames".into();
         let e = req.check(&spec()).unwrap_err();
         assert_eq!(

@@ -15,6 +15,8 @@ pub struct Filter {
     pub threads: Option<Vec<i32>>,
     /// Only these process ids; `None` = all.
     pub pids: Option<Vec<i32>>,
+    /// Only samples taken on these CPUs; `None` = all.
+    pub cpus: Option<Vec<u32>>,
 }
 
 impl Filter {
@@ -39,6 +41,10 @@ impl Filter {
         }
         if let Some(p) = &self.pids {
             parts.push(format!("pids {}", ids(p)));
+        }
+        if let Some(c) = &self.cpus {
+            let c: Vec<i32> = c.iter().map(|&c| c as i32).collect();
+            parts.push(format!("cpus {}", ids(&c)));
         }
         (!parts.is_empty()).then(|| parts.join("; "))
     }
@@ -109,9 +115,13 @@ impl<'p> Selection<'p> {
                 .pids
                 .as_ref()
                 .is_none_or(|ids| t.is_some_and(|t| ids.contains(&t.pid)));
-            tid_ok && pid_ok
+            let cpu_ok = filter.cpus.as_ref().is_none_or(|c| c.contains(&s.cpu));
+            tid_ok && pid_ok && cpu_ok
         };
-        let everything = range.is_none() && filter.threads.is_none() && filter.pids.is_none();
+        let everything = range.is_none()
+            && filter.threads.is_none()
+            && filter.pids.is_none()
+            && filter.cpus.is_none();
         let samples: Vec<&Sample> = if everything {
             profile.samples.iter().collect()
         } else {
@@ -151,6 +161,29 @@ impl<'p> Selection<'p> {
 mod tests {
     use super::*;
     use crate::testutil::Builder;
+
+    #[test]
+    fn filters_by_cpu_and_says_so() {
+        let mut b = Builder::new();
+        let t = b.thread(10, 10, "app");
+        for time in [1_000, 2_000, 3_000] {
+            b.sample(time, t, &["main"]);
+        }
+        let mut p = b.build();
+        for (s, cpu) in p.samples.iter_mut().zip([0, 1, 3]) {
+            s.cpu = cpu;
+        }
+        let f = Filter {
+            cpus: Some(vec![1, 3]),
+            ..Filter::default()
+        };
+        let sel = Selection::new(&p, &f).unwrap();
+        assert_eq!(
+            sel.samples.iter().map(|s| s.time_ns).collect::<Vec<_>>(),
+            [2_000, 3_000]
+        );
+        assert_eq!(f.describe().as_deref(), Some("cpus 1,3"));
+    }
 
     #[test]
     fn filters_by_time_thread_and_pid() {
@@ -243,6 +276,7 @@ mod tests {
             time_range: Some((1_000_000, 2_500_000)),
             threads: Some(vec![1, 2]),
             pids: Some(vec![3]),
+            cpus: None,
         };
         assert_eq!(
             f.describe().as_deref(),

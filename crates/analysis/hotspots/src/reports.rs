@@ -50,7 +50,9 @@ pub fn profile_report(req: &ReportRequest) -> Result<(), Failure> {
             .as_deref()
             .map(|r| parse_time_range(r, &profile))
             .transpose()?,
-        ..Default::default()
+        threads: threads_of(&profile, &req.samples)?,
+        pids: req.samples.pids.clone(),
+        cpus: req.samples.cpus.clone(),
     };
     let analysis_error = |e: crate::Error| Failure::usage(e.to_string());
     let limit = req.row_limit();
@@ -169,6 +171,46 @@ pub fn print_summary(dir: &ResultDir, profile: &Profile) {
         dir.path().display(),
         dir.path().display()
     );
+}
+
+/// The TIDs `--tid` and `--comm` leave (both: those in both); a name no thread or
+/// process has is refused with some that exist.
+fn threads_of(
+    p: &Profile,
+    f: &kairos_analysis_api::SampleFilter,
+) -> Result<Option<Vec<i32>>, Failure> {
+    let Some(comms) = &f.comms else {
+        return Ok(f.tids.clone());
+    };
+    let named =
+        |t: &kairos_model::Thread| comms.iter().any(|c| *c == t.name || *c == t.process_name);
+    if let Some(missing) = comms.iter().find(|c| {
+        !p.threads
+            .iter()
+            .any(|t| t.name == **c || t.process_name == **c)
+    }) {
+        let mut names: Vec<&str> = p
+            .threads
+            .iter()
+            .flat_map(|t| [t.process_name.as_str(), t.name.as_str()])
+            .filter(|n| !n.is_empty())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names.truncate(8);
+        return Err(Failure::usage(format!(
+            "--comm {missing}: no thread or process of that name in this result; names here: {}",
+            names.join(", ")
+        )));
+    }
+    let tids = p
+        .threads
+        .iter()
+        .filter(|t| named(t))
+        .map(|t| t.tid)
+        .filter(|tid| f.tids.as_ref().is_none_or(|want| want.contains(tid)))
+        .collect();
+    Ok(Some(tids))
 }
 
 /// `START:END` in seconds relative to the first sample; either side may be empty.

@@ -209,6 +209,7 @@ fn hotspots_filtered_and_limited() {
         time_range: Some((100 * MS, 150 * MS)),
         threads: None,
         pids: Some(vec![100]),
+        cpus: None,
     };
     let t = hotspots(&p, &f, GroupBy::Function, Some(5)).expect("hotspots");
     assert_golden(&golden("hotspots_function_filtered.txt"), &t.to_text());

@@ -1,7 +1,8 @@
 //! The one list of Kairos analyses; see the README.
 
 pub use kairos_analysis_api::{
-    AnalysisSpec, CollectRequest, Failure, KnobError, Knobs, ReportRequest, ReportSpec, TargetStep,
+    AnalysisSpec, CollectRequest, Failure, KnobError, Knobs, ReportRequest, ReportSpec,
+    SampleFilter, TargetStep, FILTERED_REPORTS,
 };
 
 /// Every analysis, in the order menus show them. Adding one is one line here. The first
