@@ -265,15 +265,7 @@ fn cpu_list_samples_only_those_cpus() {
     let last = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
     let cpu = last.to_string();
     // Busy on every CPU, so that each would have samples.
-    let spin: Vec<_> = (0..=last)
-        .map(|_| {
-            Command::new(sample("transitions"))
-                .arg("1000000")
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let busy = common::BusyCpus::start();
     kairos(&[
         "collect",
         "hotspots",
@@ -287,10 +279,7 @@ fn cpu_list_samples_only_those_cpus() {
         path_str(&r),
     ])
     .ok();
-    for mut c in spin {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
+    drop(busy);
     let out = Command::new("perf")
         .args(["script", "-F", "cpu", "-i"])
         .arg(r.join("perf.data"))

@@ -6,9 +6,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use common::{kairos, path_str, sample, tempdir};
+use common::{kairos, path_str, tempdir};
 use serde_json::Value;
 
 /// Samples perf script prints with `filter`. (perf report applies --pid, --tid and
@@ -49,18 +49,9 @@ fn kairos_samples(r: &Path, filter: &[&str]) -> u64 {
 fn filters_select_what_perf_report_selects() {
     let dir = tempdir();
     let r = dir.path().join("r");
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     // One busy process per CPU; the first is the one filtered by pid, tid and name.
-    let mut busy: Vec<_> = (0..cpus)
-        .map(|_| {
-            Command::new(sample("transitions"))
-                .arg("1000000")
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let pid = busy[0].id().to_string();
+    let busy = common::BusyCpus::start();
+    let pid = busy.0[0].id().to_string();
     let turn = common::cpu_turn();
     kairos(&[
         "collect",
@@ -74,10 +65,7 @@ fn filters_select_what_perf_report_selects() {
     ])
     .ok();
     drop(turn);
-    for c in &mut busy {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
+    drop(busy);
     let data = r.join("perf.data");
     let all = kairos_samples(&r, &[]);
     assert_eq!(all, perf_samples(&data, &[]));

@@ -92,3 +92,32 @@ pub fn cpu_turn() -> std::sync::MutexGuard<'static, ()> {
     TURN.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// One busy `transitions` per CPU, so that every CPU has samples; killed when dropped.
+pub struct BusyCpus(pub Vec<std::process::Child>);
+
+impl BusyCpus {
+    pub fn start() -> BusyCpus {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        BusyCpus(
+            (0..cpus)
+                .map(|_| {
+                    std::process::Command::new(sample("transitions"))
+                        .arg("1000000")
+                        .stdout(std::process::Stdio::null())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for BusyCpus {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
