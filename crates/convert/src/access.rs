@@ -12,9 +12,8 @@ use std::collections::BTreeMap;
 
 use kairos_model::{StackIdx, ThreadIdx};
 use kairos_perf_data::{
-    EventAttr, PerfFile, PERF_SAMPLE_ADDR, PERF_SAMPLE_DATA_SRC, PERF_SAMPLE_REGS_USER,
-    PERF_SAMPLE_STACK_USER, PERF_SAMPLE_WEIGHT, PERF_SAMPLE_WEIGHT_STRUCT, PERF_TYPE_BREAKPOINT,
-    PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT,
+    PerfFile, PERF_SAMPLE_ADDR, PERF_SAMPLE_DATA_SRC, PERF_SAMPLE_REGS_USER,
+    PERF_SAMPLE_STACK_USER, PERF_SAMPLE_WEIGHT, PERF_SAMPLE_WEIGHT_STRUCT,
 };
 use kairos_x86_access::{
     Bitness, Direction, SegmentBases, Site, Unresolved, MAX_INSTRUCTION_BYTES,
@@ -77,26 +76,20 @@ pub(crate) struct Pending {
 pub(crate) fn access_attrs(file: &PerfFile) -> Vec<Option<AccessSource>> {
     file.attrs()
         .iter()
-        .map(|a| source_of(&a.attr, crate::is_timer(&a.attr)))
+        .map(|a| {
+            let st = a.attr.sample_type;
+            if st & PERF_SAMPLE_ADDR != 0 && st & PERF_SAMPLE_DATA_SRC != 0 {
+                Some(AccessSource::Pmu)
+            } else if st & PERF_SAMPLE_REGS_USER != 0
+                && st & PERF_SAMPLE_STACK_USER == 0
+                && crate::is_timer(&a.attr)
+            {
+                Some(AccessSource::Registers)
+            } else {
+                None
+            }
+        })
         .collect()
-}
-
-/// Data address and data source come from the PMU (PEBS, IBS, SPE) only for a PMU's
-/// event: `perf record -d` asks for both on any event, and a software event's address
-/// (a page fault's) is neither a sampled access nor has a latency.
-fn source_of(attr: &EventAttr, timer: bool) -> Option<AccessSource> {
-    let st = attr.sample_type;
-    let pmu = !matches!(
-        attr.type_,
-        PERF_TYPE_SOFTWARE | PERF_TYPE_TRACEPOINT | PERF_TYPE_BREAKPOINT
-    );
-    if pmu && st & PERF_SAMPLE_ADDR != 0 && st & PERF_SAMPLE_DATA_SRC != 0 {
-        Some(AccessSource::Pmu)
-    } else if st & PERF_SAMPLE_REGS_USER != 0 && st & PERF_SAMPLE_STACK_USER == 0 && timer {
-        Some(AccessSource::Registers)
-    } else {
-        None
-    }
 }
 
 /// Decodes the accesses of samples, caching each decoded instruction.
@@ -319,53 +312,4 @@ impl Stacked for DataAccess {
 /// Resolves raw stacks to the profile's and sorts by time.
 pub(crate) fn finish(pending: Vec<Pending>, stacks: &[Option<StackIdx>]) -> Vec<DataAccess> {
     with_stacks(pending.into_iter().map(|p| (p.a, p.raw_stack)), stacks)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kairos_perf_data::{PERF_TYPE_HARDWARE, PERF_TYPE_RAW};
-
-    fn attr(type_: u32, sample_type: u64) -> EventAttr {
-        EventAttr {
-            type_,
-            sample_type,
-            ..EventAttr::default()
-        }
-    }
-
-    #[test]
-    fn only_a_pmu_event_gives_pmu_accesses() {
-        let both = PERF_SAMPLE_ADDR | PERF_SAMPLE_DATA_SRC;
-        // perf mem (PEBS as raw or hardware events; IBS and arm_spe have dynamic types).
-        for t in [PERF_TYPE_HARDWARE, PERF_TYPE_RAW, 11] {
-            assert_eq!(source_of(&attr(t, both), false), Some(AccessSource::Pmu));
-        }
-        // `perf record -e page-faults -d`: an address and a data source, no PMU.
-        for t in [
-            PERF_TYPE_SOFTWARE,
-            PERF_TYPE_TRACEPOINT,
-            PERF_TYPE_BREAKPOINT,
-        ] {
-            assert_eq!(source_of(&attr(t, both), false), None, "type {t}");
-        }
-        assert_eq!(
-            source_of(&attr(PERF_TYPE_RAW, PERF_SAMPLE_ADDR), false),
-            None
-        );
-        // Address sampling: a timer with the user registers and no stack copy.
-        let regs = PERF_SAMPLE_REGS_USER;
-        assert_eq!(
-            source_of(&attr(PERF_TYPE_SOFTWARE, regs), true),
-            Some(AccessSource::Registers)
-        );
-        assert_eq!(
-            source_of(
-                &attr(PERF_TYPE_SOFTWARE, regs | PERF_SAMPLE_STACK_USER),
-                true
-            ),
-            None
-        );
-        assert_eq!(source_of(&attr(PERF_TYPE_SOFTWARE, regs), false), None);
-    }
 }
