@@ -104,6 +104,10 @@ def scale(tmp):
                 total += dt
             firsts.append(v.load_s + total)
             a, b = dur * 4 // 10, dur * 5 // 10
+            # Most of the run: the sums at block edges and two partial blocks' scans.
+            a90, b90 = dur * 5 // 100, dur * 95 // 100
+            _, cpus = v.get("tree?kind=top-down&group=cpu")
+            cpu = cpus["rows"]["id"][0]
             for name, call in [
                 ("zoom to 10% (timeline)", f"timeline?width=1400&from={a}&to={b}"),
                 ("zoom to 0.1% (timeline)", f"timeline?width=1400&from={a}&to={a + dur // 1000}"),
@@ -114,6 +118,10 @@ def scale(tmp):
                 ("filter one thread (timeline)", f"timeline?width=1400&tids={tid}"),
                 ("filter one thread (summary)", f"summary?tids={tid}"),
                 ("group by thread (top-down)", "tree?kind=top-down&group=thread"),
+                ("select 90% (summary)", f"summary?from={a90}&to={b90}"),
+                ("select 90% (top-down)", f"tree?kind=top-down&from={a90}&to={b90}"),
+                ("expand one CPU's group (top-down)", f"tree?kind=top-down&group=cpu&path={cpu}"),
+                ("filter one thread (timeline, by CPU)", f"timeline?width=1400&lanes=cpu&tids={tid}"),
             ]:
                 dt, _ = v.get(call)
                 interactions.setdefault(name, []).append(dt)

@@ -124,6 +124,24 @@ pub fn aggregate_in(
     // With a TID filter or a thread, process or CPU group: those lanes only.
     let lanes = || {
         let parts = crate::whole::lane_parts(ix, sel, only)?;
+        // The lanes hold exactly the samples selected (a CPU's lane for its group without
+        // a TID filter, or the TIDs' lanes): sums per stack slot, no test per sample.
+        let exact = match only {
+            None => true,
+            Some((Group::Cpu, _)) => mask.is_all(),
+            _ => false,
+        };
+        if exact && parts.iter().map(|p| p.len()).sum::<usize>() < u32::MAX as usize {
+            let sums = crate::par::fold_slices(
+                &parts,
+                |run| slot_sums(ix, run),
+                |a, b| {
+                    crate::par::add(&mut a.0, &b.0);
+                    crate::par::add(&mut a.1, &b.1);
+                },
+            );
+            return Some(crate::whole::agg_of_slots(ix, &sums.0, &sums.1, None));
+        }
         let run = |run: &[&[u32]]| {
             let idx = run.iter().copied().flatten().map(|&i| i as usize);
             scan(ix, &mask, only, &pids, idx)
@@ -134,9 +152,11 @@ pub fn aggregate_in(
     let whole = if parts.is_some() {
         None
     } else if crate::whole::is_whole(ix, &range) {
-        crate::whole::agg(ix, &mask, only).or_else(lanes)
+        crate::whole::agg(ix, &mask, only)
+            .or_else(|| by_blocks(ix, &mask, only, &pids, &range))
+            .or_else(lanes)
     } else {
-        lanes()
+        by_blocks(ix, &mask, only, &pids, &range).or_else(lanes)
     };
     let mut a = match (whole, parts) {
         (Some(a), _) => a,
@@ -155,11 +175,73 @@ pub fn aggregate_in(
     a
 }
 
+/// The aggregate (no totals) from the sums at block edges and a scan of the two partial
+/// blocks at the range's ends: without a TID filter, of every group or one module's.
+/// None when the sums cannot say or are not built.
+pub(crate) fn by_blocks(
+    ix: &Index,
+    mask: &ThreadMask,
+    only: Option<(Group, u32)>,
+    pids: &[i32],
+    range: &std::ops::Range<usize>,
+) -> Option<Agg> {
+    let b = ix.blocks()?;
+    if !mask.is_all() {
+        return None;
+    }
+    let module = match only {
+        None => None,
+        Some((Group::Module, id)) => Some(id),
+        _ => return None,
+    };
+    let cut = b.cut(range)?;
+    let s = b.stacks(cut.mid);
+    let mut a = crate::whole::agg_of_slots(ix, &s.w, &s.c, module);
+    for e in cut.edges {
+        let z = scan(ix, mask, only, pids, e);
+        crate::par::add(&mut a.self_w, &z.self_w);
+        crate::par::add(&mut a.self_c, &z.self_c);
+        a.weight = a.weight.wrapping_add(z.weight);
+        a.count += z.count;
+    }
+    Some(a)
+}
+
+/// Weight and count per stack slot (as in the totals) of the samples of `run`, fewer
+/// than 2^32: counts in four bytes, which stay in the core's cache, and weights summed
+/// only when they differ.
+fn slot_sums(ix: &Index, run: &[&[u32]]) -> (Vec<u64>, Vec<u64>) {
+    let slots = ix.totals.stack_slots();
+    let s = &ix.samples;
+    let const_w = match s.weight {
+        crate::samples::Narrow::Const(v) => Some(v),
+        _ => None,
+    };
+    let mut c = vec![0u32; slots];
+    let mut w = vec![0u64; if const_w.is_some() { 0 } else { slots }];
+    for &i in run.iter().copied().flatten() {
+        let k = match s.stack.get(i as usize) {
+            Some(&st) if st != NONE => (st as usize).min(slots - 2),
+            _ => slots - 1,
+        };
+        c[k] += 1;
+        if const_w.is_none() {
+            w[k] = w[k].wrapping_add(s.weight(i as usize));
+        }
+    }
+    let c: Vec<u64> = c.into_iter().map(u64::from).collect();
+    let w = match const_w {
+        Some(v) => c.iter().map(|&c| v.wrapping_mul(c)).collect(),
+        None => w,
+    };
+    (w, c)
+}
+
 /// The samples `idx` that `mask` and `only` admit, into a fresh aggregate (no totals).
 /// The sums are local slices and integers while the loop runs, so they stay in registers:
 /// through a `&mut Agg` every store made the compiler load the vectors' pointers again,
 /// three times slower.
-fn scan(
+pub(crate) fn scan(
     ix: &Index,
     mask: &ThreadMask,
     only: Option<(Group, u32)>,

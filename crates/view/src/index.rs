@@ -109,6 +109,10 @@ pub struct Index {
     pub agg: crate::agg::Cache,
     /// Whole-run sums, for selections of the whole run.
     pub totals: Totals,
+    /// Sums at block edges, for selections of most of the run: taken while the samples
+    /// were read, or built once by [`Index::build_blocks`] (on a thread of its own);
+    /// None inside when the samples are too few.
+    blocks: std::sync::OnceLock<Option<crate::blocks::Blocks>>,
 }
 
 fn csr(n: usize, pairs: impl Iterator<Item = (u32, u32)> + Clone) -> (Vec<u32>, Vec<u32>) {
@@ -224,7 +228,57 @@ impl Index {
             stack_func,
             agg: Default::default(),
             totals,
+            blocks: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Builds the sums at block edges unless they are there (see [`crate::blocks`]).
+    pub fn build_blocks(&self) {
+        self.blocks.get_or_init(|| {
+            let cpus = self.totals.cpu.as_ref().map(|c| c.c.len());
+            crate::blocks::Blocks::of(
+                &self.samples,
+                self.totals.stack_slots() - 2,
+                self.totals.thread_slots() - 1,
+                cpus,
+            )
+        });
+    }
+
+    /// Keeps `b`, the sums at block edges made while the samples were read.
+    pub fn set_blocks(&self, b: crate::blocks::Blocks) {
+        // Only before any are built: a second set would be of the same samples.
+        let _ = self.blocks.set(Some(b));
+    }
+
+    /// [`Index::build_blocks`] with blocks of `size` samples (tests).
+    #[cfg(test)]
+    pub fn build_blocks_of(&self, size: usize) {
+        self.blocks.get_or_init(|| {
+            let cpus = self.totals.cpu.as_ref().map(|c| c.c.len());
+            Some(crate::blocks::Blocks::with_size(
+                &self.samples,
+                self.totals.stack_slots() - 2,
+                self.totals.thread_slots() - 1,
+                cpus,
+                size,
+            ))
+        });
+    }
+
+    /// The sums at block edges, once built.
+    pub fn blocks(&self) -> Option<&crate::blocks::Blocks> {
+        self.blocks.get().and_then(|b| b.as_ref())
+    }
+
+    /// Builds the sums at block edges of `ix` on a thread of its own: requests answer by
+    /// scanning meanwhile.
+    pub fn build_blocks_later(ix: &Arc<Index>) {
+        let ix = ix.clone();
+        // Without a thread requests go on scanning: the same answers, more slowly.
+        let _ = std::thread::Builder::new()
+            .name("view-blocks".into())
+            .spawn(move || ix.build_blocks());
     }
 
     pub fn children(&self, node: u32) -> &[u32] {

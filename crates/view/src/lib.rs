@@ -7,9 +7,13 @@
 mod agg;
 mod api;
 mod assets;
+mod blocks;
+#[cfg(test)]
+mod blocks_tests;
 mod buckets;
 #[cfg(test)]
 mod buckets_tests;
+mod cpu_buckets;
 #[cfg(test)]
 mod fast_path_tests;
 mod http;

@@ -10,6 +10,7 @@ use kairos_model::Profile;
 use kairos_result::{Error, ResultDir, TABLES_DIR};
 use kairos_table::{Batch, TableError};
 
+use crate::blocks::{Blocks, Edge};
 use crate::index::NONE;
 use crate::samples::{Narrow, Samples};
 use crate::totals::Totals;
@@ -25,6 +26,8 @@ pub struct Read {
     pub profile: Profile,
     pub samples: Samples,
     pub totals: Totals,
+    /// Sums at block edges, taken from the totals as the rows went by.
+    pub blocks: Option<Blocks>,
 }
 
 /// The result read into columns, or None when it must be read through the model's
@@ -40,7 +43,7 @@ pub fn read(dir: &ResultDir) -> Option<Result<Read, Error>> {
         return None;
     }
     let read = kairos_result::read_profile_except_samples(dir, || columns(dir, threads, stacks));
-    Some(read.map(|(mut profile, (samples, totals))| {
+    Some(read.map(|(mut profile, (samples, totals, blocks))| {
         // Every sample is of event 0 (checked while reading): what selecting the default
         // event does to the profile's own fields.
         profile.select_event(0);
@@ -48,6 +51,7 @@ pub fn read(dir: &ResultDir) -> Option<Result<Read, Error>> {
             profile,
             samples,
             totals,
+            blocks,
         }
     }))
 }
@@ -66,7 +70,11 @@ fn table_error(e: TableError) -> Error {
 
 /// The samples table as columns and totals; `threads` and `stacks`: the rows of those
 /// tables, which every sample's ids must be below.
-fn columns(dir: &ResultDir, threads: usize, stacks: usize) -> Result<(Samples, Totals), Error> {
+fn columns(
+    dir: &ResultDir,
+    threads: usize,
+    stacks: usize,
+) -> Result<(Samples, Totals, Option<Blocks>), Error> {
     let path: PathBuf = dir.path().join(TABLES_DIR).join("samples.parquet");
     let groups = kairos_table::row_groups(&path).map_err(table_error)?;
     let n = groups.iter().try_fold(0u64, |a, &g| a.checked_add(g));
@@ -112,7 +120,12 @@ fn columns(dir: &ResultDir, threads: usize, stacks: usize) -> Result<(Samples, T
             stack: s1,
         },
     ];
-    let ids = Ids { threads, stacks };
+    let edge = Blocks::size_for(n, stacks, threads, 0);
+    let ids = Ids {
+        threads,
+        stacks,
+        edge,
+    };
     let path_ref = &path;
     let results: Vec<Result<Read1, Error>> = std::thread::scope(|sc| {
         let mut halves = halves.into_iter();
@@ -132,7 +145,14 @@ fn columns(dir: &ResultDir, threads: usize, stacks: usize) -> Result<(Samples, T
     }
     let mut totals = Totals::new(threads, stacks);
     let (mut th, mut cpu, mut w) = (Vec::new(), Vec::new(), Vec::new());
-    for p in parts {
+    // Each half's edges count from its first row: the later half's get the sums of the
+    // rows before it.
+    let mut edges = Vec::new();
+    for mut p in parts {
+        if edge.is_some() {
+            let base = totals.edge(None);
+            edges.extend(p.edges.drain(..).map(|e| e.plus(&base)));
+        }
         totals.merge(p.totals);
         th.push(p.thread);
         cpu.push(p.cpu);
@@ -145,13 +165,20 @@ fn columns(dir: &ResultDir, threads: usize, stacks: usize) -> Result<(Samples, T
         cpu: Pieces::join(cpu, n),
         weight: Pieces::join(w, n),
     };
-    Ok((samples, totals.finish()))
+    let const_w = match samples.weight {
+        Narrow::Const(v) => Some(v),
+        _ => None,
+    };
+    let blocks = edge.and_then(|size| Blocks::from_edges(n, size, const_w, edges));
+    Ok((samples, totals.finish(), blocks))
 }
 
 #[derive(Clone, Copy)]
 struct Ids {
     threads: usize,
     stacks: usize,
+    /// Samples per block, when blocks are worth their sums.
+    edge: Option<usize>,
 }
 
 /// One thread's row groups and its windows of the wide columns.
@@ -168,6 +195,10 @@ struct Read1 {
     cpu: Pieces,
     weight: Pieces,
     totals: Totals,
+    /// The totals at each block edge in the rows read (relative to the first row).
+    edges: Vec<Edge>,
+    /// Row of the next edge; usize::MAX without blocks.
+    next_edge: usize,
 }
 
 impl Half<'_> {
@@ -177,6 +208,11 @@ impl Half<'_> {
             cpu: Pieces::default(),
             weight: Pieces::default(),
             totals: Totals::new(ids.threads, ids.stacks),
+            edges: Vec::new(),
+            // The first edge past the first row (edge 0 is all zero and not kept).
+            next_edge: ids
+                .edge
+                .map_or(usize::MAX, |s| (self.first_row / s + 1) * s),
         };
         let mut at = 0usize;
         let (time, stack, first) = (self.time, self.stack, self.first_row);
@@ -196,6 +232,11 @@ impl Half<'_> {
                 path,
                 format!("{} rows read where the footers say {len}", at),
             ));
+        }
+        // An edge at the last row read (the next half's first, or the end) is this half's.
+        if out.next_edge == first + len {
+            let one = out.weight.min.filter(|&m| m == out.weight.max);
+            out.edges.push(out.totals.edge(one));
         }
         out.totals = out.totals.finish();
         Ok(out)
@@ -231,7 +272,17 @@ fn batch(
     let nulls = st.nulls().filter(|n| n.null_count() > 0);
     let sv = st.values();
     let one_weight = w.first().is_some_and(|&f| w.iter().all(|&x| x == f));
+    // The weight of every row so far, for an edge inside this batch: the rows before
+    // (in the pieces) and this batch's all of one weight.
+    let one = w
+        .first()
+        .copied()
+        .filter(|&f| one_weight && out.weight.min.is_none_or(|m| m == f && out.weight.max == f));
     for i in 0..b.rows {
+        if row + i == out.next_edge {
+            out.edges.push(out.totals.edge(one));
+            out.next_edge = out.next_edge.saturating_add(ids.edge.unwrap_or(usize::MAX));
+        }
         let s = if nulls.is_some_and(|n| n.is_null(i)) {
             NONE
         } else {
@@ -269,98 +320,6 @@ fn batch(
     Ok(())
 }
 
-/// A narrow column read in pieces, each as narrow as its own values allow, joined at the
-/// end at the width the largest value of all needs.
-#[derive(Default)]
-struct Pieces {
-    /// Each piece and its rows.
-    parts: Vec<(Narrow, usize)>,
-    max: u64,
-    min: Option<u64>,
-}
-
-impl Pieces {
-    fn push(&mut self, v: impl Iterator<Item = u64> + Clone, n: usize) {
-        let (mut lo, mut hi) = (u64::MAX, 0u64);
-        for x in v.clone() {
-            lo = lo.min(x);
-            hi = hi.max(x);
-        }
-        if n == 0 {
-            return;
-        }
-        self.max = self.max.max(hi);
-        self.min = Some(self.min.map_or(lo, |m| m.min(lo)));
-        let mut part = Narrow::with(n, hi, (lo == hi).then_some(hi));
-        fill(&mut part, v);
-        self.parts.push((part, n));
-    }
-
-    /// The pieces of every thread, in row order, as one column of `n` rows.
-    fn join(all: Vec<Pieces>, n: usize) -> Narrow {
-        let max = all.iter().map(|p| p.max).max().unwrap_or(0);
-        let min = all.iter().filter_map(|p| p.min).min();
-        let mut col = Narrow::with(
-            n,
-            max,
-            min.filter(|&m| m == max).or(min.is_none().then_some(0)),
-        );
-        let mut at = 0;
-        for (part, k) in all.iter().flat_map(|p| &p.parts) {
-            let k = *k;
-            copy_into(&mut col, at, part, k);
-            at += k;
-        }
-        col
-    }
-}
-
-/// Sets the first values of `col` to `v`'s (which must fit its width).
-fn fill(col: &mut Narrow, v: impl Iterator<Item = u64>) {
-    // The casts cannot truncate: the width was chosen from the values' maximum.
-    match col {
-        Narrow::Const(_) => {}
-        Narrow::U8(x) => x.iter_mut().zip(v).for_each(|(d, v)| *d = v as u8),
-        Narrow::U16(x) => x.iter_mut().zip(v).for_each(|(d, v)| *d = v as u16),
-        Narrow::U32(x) => x.iter_mut().zip(v).for_each(|(d, v)| *d = v as u32),
-        Narrow::U64(x) => x.iter_mut().zip(v).for_each(|(d, v)| *d = v),
-    }
-}
-
-/// Copies the `k` values of `part` to rows `at..at + k` of `col` (at least as wide):
-/// a slice copy when the widths agree.
-fn copy_into(col: &mut Narrow, at: usize, part: &Narrow, k: usize) {
-    let end = at + k;
-    let values = (0..k).map(|i| part.get(i));
-    match (col, part) {
-        (Narrow::Const(_), _) => {}
-        (Narrow::U8(d), Narrow::U8(s)) if d.len() >= end && s.len() == k => {
-            d[at..end].copy_from_slice(s)
-        }
-        (Narrow::U16(d), Narrow::U16(s)) if d.len() >= end && s.len() == k => {
-            d[at..end].copy_from_slice(s)
-        }
-        (Narrow::U32(d), Narrow::U32(s)) if d.len() >= end && s.len() == k => {
-            d[at..end].copy_from_slice(s)
-        }
-        (Narrow::U64(d), Narrow::U64(s)) if d.len() >= end && s.len() == k => {
-            d[at..end].copy_from_slice(s)
-        }
-        (Narrow::U8(d), _) => d
-            .iter_mut()
-            .skip(at)
-            .zip(values)
-            .for_each(|(d, v)| *d = v as u8),
-        (Narrow::U16(d), _) => d
-            .iter_mut()
-            .skip(at)
-            .zip(values)
-            .for_each(|(d, v)| *d = v as u16),
-        (Narrow::U32(d), _) => d
-            .iter_mut()
-            .skip(at)
-            .zip(values)
-            .for_each(|(d, v)| *d = v as u32),
-        (Narrow::U64(d), _) => d.iter_mut().skip(at).zip(values).for_each(|(d, v)| *d = v),
-    }
-}
+#[path = "load_pieces.rs"]
+mod pieces;
+use pieces::Pieces;

@@ -83,7 +83,7 @@ impl Data {
         let (profile, columns) = match crate::load::read(&dir) {
             Some(read) => {
                 let r = read.map_err(damaged)?;
-                (r.profile, Some((r.samples, r.totals)))
+                (r.profile, Some((r.samples, r.totals, r.blocks)))
             }
             None if dir.manifest().table("samples").is_some() => {
                 // One event at a time, as reports: the default (the first with samples).
@@ -132,7 +132,7 @@ impl Data {
         // The page's time axis covers the samples and the kernel entries, whichever
         // started first and ended last (system-overview samples can be sparse).
         let mut span = match &columns {
-            Some((s, _)) => s.time.first().zip(s.time.last()).map(|(&a, &b)| (a, b)),
+            Some((s, _, _)) => s.time.first().zip(s.time.last()).map(|(&a, &b)| (a, b)),
             None => profile.time_span(),
         };
         if let Some(Ok(e)) = &counters {
@@ -143,9 +143,16 @@ impl Data {
         let (start_ns, duration_ns) = span.map_or((0, 0), |(a, b)| (a, b - a));
         let funcs = Arc::new(Functions::new(&profile));
         let base = Arc::new(match columns {
-            Some((samples, totals)) => Index::with_samples(profile, samples, totals, funcs),
+            Some((samples, totals, blocks)) => {
+                let ix = Index::with_samples(profile, samples, totals, funcs);
+                if let Some(b) = blocks {
+                    ix.set_blocks(b);
+                }
+                ix
+            }
             None => Index::new(profile, funcs),
         });
+        Index::build_blocks_later(&base);
         Ok(Data {
             dir,
             base,
@@ -225,6 +232,7 @@ impl Data {
             .map_err(|e| Error::Internal(format!("time assignment {method} failed: {e}")))?;
         drop(samples);
         let index = Arc::new(Index::new(d.profile, self.base.funcs.clone()));
+        Index::build_blocks_later(&index);
         Ok(Derived {
             index,
             record_time: d.record_time,

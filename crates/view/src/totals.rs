@@ -32,8 +32,8 @@ pub struct Totals {
     by_thread: bool,
     pub thread_w: Vec<u64>,
     pub thread_c: Vec<u64>,
-    /// Whether any sample of the thread has a stack.
-    pub thread_stacked: Vec<bool>,
+    /// Samples of the thread with a stack.
+    pub thread_stacked: Vec<u64>,
     /// Per CPU number; None when a CPU number is too large for a dense table.
     pub cpu: Option<CpuSums>,
 }
@@ -42,7 +42,8 @@ pub struct Totals {
 pub struct CpuSums {
     pub w: Vec<u64>,
     pub c: Vec<u64>,
-    pub stacked: Vec<bool>,
+    /// Samples with a stack.
+    pub stacked: Vec<u64>,
 }
 
 impl Totals {
@@ -65,7 +66,7 @@ impl Totals {
             by_thread,
             thread_w: vec![0; threads],
             thread_c: vec![0; threads],
-            thread_stacked: vec![false; threads],
+            thread_stacked: vec![0; threads],
             cpu: Some(CpuSums::default()),
         }
     }
@@ -139,7 +140,7 @@ impl Totals {
         let t = (thread as usize).min(self.threads - 1);
         self.thread_w[t] = self.thread_w[t].wrapping_add(w);
         self.thread_c[t] += 1;
-        self.thread_stacked[t] |= stack != NONE;
+        self.thread_stacked[t] += (stack != NONE) as u64;
         if let Some(cs) = &mut self.cpu {
             let k = cpu as usize;
             if k >= MAX_CPU {
@@ -149,11 +150,11 @@ impl Totals {
             if k >= cs.w.len() {
                 cs.w.resize(k + 1, 0);
                 cs.c.resize(k + 1, 0);
-                cs.stacked.resize(k + 1, false);
+                cs.stacked.resize(k + 1, 0);
             }
             cs.w[k] = cs.w[k].wrapping_add(w);
             cs.c[k] += 1;
-            cs.stacked[k] |= stack != NONE;
+            cs.stacked[k] += (stack != NONE) as u64;
         }
     }
 
@@ -167,20 +168,16 @@ impl Totals {
         }
         crate::par::add(&mut self.thread_w, &o.thread_w);
         crate::par::add(&mut self.thread_c, &o.thread_c);
-        for (x, y) in self.thread_stacked.iter_mut().zip(&o.thread_stacked) {
-            *x |= *y;
-        }
+        crate::par::add(&mut self.thread_stacked, &o.thread_stacked);
         self.cpu = match (self.cpu.take(), o.cpu) {
             (Some(mut a), Some(b)) => {
                 let n = a.w.len().max(b.w.len());
                 a.w.resize(n, 0);
                 a.c.resize(n, 0);
-                a.stacked.resize(n, false);
+                a.stacked.resize(n, 0);
                 crate::par::add(&mut a.w, &b.w);
                 crate::par::add(&mut a.c, &b.c);
-                for (x, y) in a.stacked.iter_mut().zip(&b.stacked) {
-                    *x |= *y;
-                }
+                crate::par::add(&mut a.stacked, &b.stacked);
                 Some(a)
             }
             _ => None,
@@ -225,6 +222,43 @@ impl Totals {
         } else {
             Some(Some(k as u32))
         }
+    }
+
+    /// The sums so far as one edge of [`crate::blocks::Blocks`]: count and weight per
+    /// stack slot, count, weight and count with a stack per thread slot and per CPU;
+    /// `one_w`: the weight of every sample so far, when known (weights are then not kept).
+    pub fn edge(&mut self, one_w: Option<u64>) -> crate::blocks::Edge {
+        self.flush();
+        let mut c = vec![0u32; self.slots];
+        let mut w = vec![0u64; if one_w.is_some() { 0 } else { self.slots }];
+        for (k, x) in self.wc.iter().enumerate() {
+            let s = k % self.slots;
+            // Counts are below 2^32: a table has fewer rows.
+            c[s] = c[s].wrapping_add(x[1] as u32);
+            if let Some(y) = w.get_mut(s) {
+                *y = y.wrapping_add(x[0]);
+            }
+        }
+        let thread = (0..self.threads)
+            .map(|t| [self.thread_c[t], self.thread_w[t], self.thread_stacked[t]])
+            .collect();
+        let cpu = self.cpu.as_ref().map(|cs| {
+            (0..cs.c.len())
+                .map(|k| [cs.c[k], cs.w[k], cs.stacked[k]])
+                .collect()
+        });
+        crate::blocks::Edge {
+            count: c,
+            weight: w,
+            one_w,
+            thread,
+            cpu,
+        }
+    }
+
+    /// Stack slots: one per stack, then the slot of ids out of range, then of no stack.
+    pub fn stack_slots(&self) -> usize {
+        self.slots
     }
 
     /// Thread slots: one per thread, then the slot of indices out of range.

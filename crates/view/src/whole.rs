@@ -42,17 +42,7 @@ pub fn stacks(ix: &Index, mask: &ThreadMask) -> Option<(Vec<u64>, Vec<u64>)> {
 /// Self weight and count per function (the last slot: no stack), of `mask`'s threads.
 pub fn functions(ix: &Index, mask: &ThreadMask) -> Option<(Vec<u64>, Vec<u64>)> {
     let (w, c) = stacks(ix, mask)?;
-    let nf = ix.funcs.len();
-    let (mut fw, mut fc) = (vec![0u64; nf + 1], vec![0u64; nf + 1]);
-    for k in (0..w.len()).filter(|&k| c[k] > 0) {
-        let f = match slot_func(ix, k) {
-            NONE => nf,
-            f => (f as usize).min(nf),
-        };
-        fw[f] += w[k];
-        fc[f] += c[k];
-    }
-    Some((fw, fc))
+    Some(functions_of_slots(ix, &w, &c))
 }
 
 /// Per-node self weight and count, total weight and count, of the whole run: samples of
@@ -76,36 +66,58 @@ pub fn agg(ix: &Index, mask: &ThreadMask, only: Option<(Group, u32)>) -> Option<
         _ => true,
     };
     let (w, c) = ix.totals.stacks(|t| admits(ix, mask, t) && in_group(t))?;
+    match only {
+        Some((Group::Cpu, _)) => None,
+        Some((Group::Module, id)) => Some(agg_of_slots(ix, &w, &c, Some(id))),
+        _ => Some(agg_of_slots(ix, &w, &c, None)),
+    }
+}
+
+/// Per-node self weight and count, total weight and count, from weights `w` and counts
+/// `c` per stack slot; with `module`, of the stacks whose leaf is in that module only.
+pub fn agg_of_slots(ix: &Index, w: &[u64], c: &[u64], module: Option<u32>) -> Agg {
     let n = ix.node_parent.len();
     let mut a = Agg {
         self_w: vec![0; n],
         self_c: vec![0; n],
         ..Agg::default()
     };
-    for k in (0..w.len()).filter(|&k| c[k] > 0) {
-        match only {
-            Some((Group::Cpu, _)) => return None,
-            Some((Group::Module, id)) => {
-                let f = slot_func(ix, k);
-                let m = ix.funcs.module_id.get(f as usize).copied().unwrap_or(NONE);
-                if m != id {
-                    continue;
-                }
+    for k in (0..w.len().min(c.len())).filter(|&k| c[k] > 0) {
+        if let Some(id) = module {
+            let f = slot_func(ix, k);
+            let m = ix.funcs.module_id.get(f as usize).copied().unwrap_or(NONE);
+            if m != id {
+                continue;
             }
-            _ => {}
         }
-        a.weight += w[k];
+        a.weight = a.weight.wrapping_add(w[k]);
         a.count += c[k];
         let node = slot_node(ix, k);
         if let (Some(x), Some(y)) = (
             a.self_w.get_mut(node as usize),
             a.self_c.get_mut(node as usize),
         ) {
-            *x += w[k];
+            *x = x.wrapping_add(w[k]);
             *y += c[k];
         }
     }
-    Some(a)
+    a
+}
+
+/// Self weight and count per function (the last slot: no stack) from weights `w` and
+/// counts `c` per stack slot.
+pub fn functions_of_slots(ix: &Index, w: &[u64], c: &[u64]) -> (Vec<u64>, Vec<u64>) {
+    let nf = ix.funcs.len();
+    let (mut fw, mut fc) = (vec![0u64; nf + 1], vec![0u64; nf + 1]);
+    for k in (0..w.len().min(c.len())).filter(|&k| c[k] > 0) {
+        let f = match slot_func(ix, k) {
+            NONE => nf,
+            f => (f as usize).min(nf),
+        };
+        fw[f] = fw[f].wrapping_add(w[k]);
+        fc[f] += c[k];
+    }
+    (fw, fc)
 }
 
 /// Weight, count and whether any sample has a stack, per group slot (`slots`, the last
@@ -117,6 +129,45 @@ pub fn groups(
     slots: usize,
 ) -> Option<(Vec<u64>, Vec<u64>, Vec<bool>)> {
     let t = &ix.totals;
+    let src = match g {
+        Group::Thread | Group::Process => GroupSums::Threads(
+            (0..t.thread_slots())
+                .map(|th| [t.thread_c[th], t.thread_w[th], t.thread_stacked[th]])
+                .collect(),
+        ),
+        Group::Cpu => {
+            let cpu = t.cpu.as_ref()?;
+            GroupSums::Cpus(
+                (0..cpu.c.len())
+                    .map(|k| [cpu.c[k], cpu.w[k], cpu.stacked[k]])
+                    .collect(),
+            )
+        }
+        Group::Module | Group::Function => GroupSums::Stacks(stacks(ix, mask)?),
+    };
+    groups_of(ix, mask, g, slots, src)
+}
+
+/// What a grouping's sums are made from: count, weight and count with a stack per
+/// thread slot or per CPU (of every thread), or weight and count per stack slot (of the
+/// threads the selection admits).
+pub enum GroupSums {
+    Threads(Vec<[u64; 3]>),
+    Cpus(Vec<[u64; 3]>),
+    Stacks((Vec<u64>, Vec<u64>)),
+}
+
+/// Weight, count and whether any sample has a stack, per group slot of `g` (`slots`,
+/// the last for samples of no group), of the samples of `mask`'s threads summed in
+/// `src`; None for CPU sums with a TID filter.
+pub fn groups_of(
+    ix: &Index,
+    mask: &ThreadMask,
+    g: Group,
+    slots: usize,
+    src: GroupSums,
+) -> Option<(Vec<u64>, Vec<u64>, Vec<bool>)> {
+    let t = &ix.totals;
     let (mut w, mut c, mut stacked) = (vec![0u64; slots], vec![0u64; slots], vec![false; slots]);
     let mut put = |id: u32, wk: u64, ck: u64, st: bool| {
         let k = if (id as usize) < slots - 1 {
@@ -124,35 +175,35 @@ pub fn groups(
         } else {
             slots - 1
         };
-        w[k] += wk;
+        w[k] = w[k].wrapping_add(wk);
         c[k] += ck;
         stacked[k] |= st;
     };
-    let nt = t.thread_slots() - 1;
-    match g {
-        Group::Thread | Group::Process => {
+    match (g, src) {
+        (Group::Thread | Group::Process, GroupSums::Threads(th)) => {
             let pids = pids(&ix.profile);
-            for th in (0..=nt).filter(|&th| t.thread_c[th] > 0 && admits(ix, mask, th)) {
+            for (slot, x) in th.iter().enumerate() {
+                if x[0] == 0 || !admits(ix, mask, slot) {
+                    continue;
+                }
                 let id = match g {
                     // Indices out of range are all past the last slot: the slot of no group.
-                    Group::Thread => th as u32,
+                    Group::Thread => slot as u32,
                     _ => {
-                        let pid = ix.profile.threads.get(th).map_or(-1, |x| x.pid);
+                        let pid = ix.profile.threads.get(slot).map_or(-1, |x| x.pid);
                         pids.binary_search(&pid).map_or(NONE, |k| k as u32)
                     }
                 };
-                put(id, t.thread_w[th], t.thread_c[th], t.thread_stacked[th]);
+                put(id, x[1], x[0], x[2] > 0);
             }
         }
-        Group::Cpu => {
-            let cpu = t.cpu.as_ref().filter(|_| mask.is_all())?;
-            for k in (0..cpu.c.len()).filter(|&k| cpu.c[k] > 0) {
-                put(k as u32, cpu.w[k], cpu.c[k], cpu.stacked[k]);
+        (Group::Cpu, GroupSums::Cpus(cpus)) if mask.is_all() => {
+            for (k, x) in cpus.iter().enumerate().filter(|(_, x)| x[0] > 0) {
+                put(k as u32, x[1], x[0], x[2] > 0);
             }
         }
-        Group::Module | Group::Function => {
-            let (sw, sc) = stacks(ix, mask)?;
-            for k in (0..sw.len()).filter(|&k| sc[k] > 0) {
+        (Group::Module | Group::Function, GroupSums::Stacks((sw, sc))) => {
+            for k in (0..sw.len().min(sc.len())).filter(|&k| sc[k] > 0) {
                 let f = slot_func(ix, k);
                 let id = match g {
                     Group::Function => 0,
@@ -161,6 +212,7 @@ pub fn groups(
                 put(id, sw[k], sc[k], t.stack_of_slot(k).is_some());
             }
         }
+        _ => return None,
     }
     Some((w, c, stacked))
 }

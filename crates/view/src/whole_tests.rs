@@ -162,6 +162,22 @@ fn samples_read_into_columns_equal_the_models() {
         read.totals,
         Totals::of(&read.samples, p.threads.len(), p.stacks.len())
     );
+    assert_blocks(&read, &p);
+    // Dense CPU numbers (per-CPU sums kept) and one weight: the same blocks as a pass.
+    let mut d = p.clone();
+    for s in &mut d.samples {
+        s.cpu = s.cpu.min(4);
+        s.weight = 3;
+    }
+    let path = dir.path().join("d");
+    let mut rd = kairos_result::ResultDir::create(&path).expect("create");
+    *rd.manifest_mut() = kairos_result::Manifest::new("hotspots");
+    kairos_result::write_profile(&mut rd, &d).expect("write");
+    let rd = kairos_result::ResultDir::open(&path).expect("open");
+    let read = crate::load::read(&rd)
+        .expect("columns apply")
+        .expect("read");
+    assert_blocks(&read, &d);
     // A result with branch records is read through the model.
     let mut b = p.clone();
     b.samples.truncate(10);
@@ -184,4 +200,18 @@ fn samples_read_into_columns_equal_the_models() {
     *rd.manifest_mut() = kairos_result::Manifest::new("hotspots");
     kairos_result::write_profile(&mut rd, &b).expect("write");
     assert!(crate::load::read(&kairos_result::ResultDir::open(&path).expect("open")).is_none());
+}
+
+/// The sums at block edges taken while reading equal a pass over the columns.
+fn assert_blocks(read: &crate::load::Read, p: &kairos_model::Profile) {
+    let got = read.blocks.as_ref().expect("blocks at 600,000 samples");
+    let cpus = read.totals.cpu.as_ref().map(|c| c.c.len());
+    let want = crate::blocks::Blocks::with_size(
+        &read.samples,
+        p.stacks.len(),
+        p.threads.len(),
+        cpus,
+        got.size(),
+    );
+    assert_eq!(got, &want);
 }

@@ -22,6 +22,7 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
         .then(|| whole_tally(ix, &mask))
         .flatten()
         .or_else(|| lane_tally(ix, &sel))
+        .or_else(|| block_tally(ix, &mask, &range))
         .unwrap_or_else(|| tally(ix, &mask, range, None));
     let (self_w, self_c, weight, count, threads) =
         (t.self_w, t.self_c, t.weight, t.count, t.threads);
@@ -128,6 +129,17 @@ struct Tally {
 }
 
 impl Tally {
+    /// Adds `b`'s samples.
+    fn merge(&mut self, b: Tally) {
+        crate::par::add(&mut self.self_w, &b.self_w);
+        crate::par::add(&mut self.self_c, &b.self_c);
+        self.weight += b.weight;
+        self.count += b.count;
+        for (x, y) in self.threads.iter_mut().zip(&b.threads) {
+            *x |= *y;
+        }
+    }
+
     /// The samples `idx` of one lane with their function codes `codes`; weights are
     /// summed later from the counts when `const_w`.
     fn add_lane<T: Copy + Into<u32>>(
@@ -224,6 +236,30 @@ fn lane_tally(ix: &Index, sel: &crate::query::Sel) -> Option<Tally> {
     Some(t)
 }
 
+/// The tally of a range without a TID filter from the sums at block edges, and a scan
+/// of the partial blocks at its ends; None when those sums are not there.
+fn block_tally(ix: &Index, mask: &ThreadMask, range: &std::ops::Range<usize>) -> Option<Tally> {
+    let b = ix.blocks().filter(|_| mask.is_all())?;
+    let cut = b.cut(range)?;
+    let s = b.stacks(cut.mid);
+    let (self_w, self_c) = crate::whole::functions_of_slots(ix, &s.w, &s.c);
+    let per_thread = b.threads(cut.mid);
+    let threads = (0..ix.profile.threads.len())
+        .map(|t| per_thread.get(t).is_some_and(|x| x[0] > 0))
+        .collect();
+    let mut t = Tally {
+        weight: self_w.iter().fold(0, |a: u64, &x| a.wrapping_add(x)),
+        count: self_c.iter().sum(),
+        self_w,
+        self_c,
+        threads,
+    };
+    for e in cut.edges {
+        t.merge(tally(ix, mask, e, Some(1)));
+    }
+    Some(t)
+}
+
 /// One pass (split over the cores unless `parts` says how many parts).
 fn tally(
     ix: &Index,
@@ -266,15 +302,7 @@ fn tally(
             threads,
         }
     };
-    let merge = |a: &mut Tally, b: Tally| {
-        crate::par::add(&mut a.self_w, &b.self_w);
-        crate::par::add(&mut a.self_c, &b.self_c);
-        a.weight += b.weight;
-        a.count += b.count;
-        for (x, y) in a.threads.iter_mut().zip(&b.threads) {
-            *x |= *y;
-        }
-    };
+    let merge = |a: &mut Tally, b: Tally| a.merge(b);
     match parts {
         Some(k) => crate::par::split(range, k, body, merge),
         None => crate::par::fold(range, body, merge),
@@ -282,105 +310,5 @@ fn tally(
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use super::*;
-    use crate::fast_path_tests::profile;
-    use crate::index::Functions;
-
-    /// The top functions' tally is the same split over parts as sample by sample.
-    #[test]
-    fn split_tally_equals_one_pass_over_the_model() {
-        let p = profile(25_000, 9);
-        let ix = Index::new(p.clone(), Arc::new(Functions::new(&p)));
-        let nf = ix.funcs.len();
-        for tids in [None, Some(vec![7]), Some(vec![1, 3])] {
-            let mask = ThreadMask::new(&ix.profile, &tids);
-            let (mut w, mut c, mut seen) = (
-                vec![0u64; nf + 1],
-                vec![0u64; nf + 1],
-                vec![false; p.threads.len()],
-            );
-            for s in &p.samples {
-                let tid = p.threads.get(s.thread as usize).map(|t| t.tid);
-                if tids
-                    .as_ref()
-                    .is_some_and(|t| !tid.is_some_and(|x| t.contains(&x)))
-                {
-                    continue;
-                }
-                let f = s.stack.map_or(nf, |st| {
-                    ix.func_of_node(ix.stack_node[st as usize]) as usize
-                });
-                w[f] += s.weight;
-                c[f] += 1;
-                if let Some(x) = seen.get_mut(s.thread as usize) {
-                    *x = true;
-                }
-            }
-            for parts in [1, 2, 5] {
-                let t = tally(&ix, &mask, 0..ix.samples.len(), Some(parts));
-                assert_eq!(
-                    (&t.self_w, &t.self_c, &t.threads),
-                    (&w, &c, &seen),
-                    "{tids:?} parts {parts}"
-                );
-                assert_eq!((t.weight, t.count), (w.iter().sum(), c.iter().sum()));
-            }
-        }
-    }
-
-    /// The tally from the whole-run totals and from the chosen threads' lanes equals the
-    /// scan's, with every filter, on the whole run and a part of it.
-    #[test]
-    fn whole_and_lane_tallies_equal_the_scan() {
-        for (seed, weight) in [(2u64, None), (3, Some(77u64))] {
-            let mut p = profile(20_000, seed);
-            if let Some(w) = weight {
-                p.samples.iter_mut().for_each(|s| s.weight = w);
-            }
-            let ix = Index::new(p.clone(), Arc::new(Functions::new(&p)));
-            let t = ix.times();
-            let (a, b) = (t[0], t[t.len() - 1]);
-            for (from, to) in [(a, b + 1), (a + (b - a) / 5, b - (b - a) / 4)] {
-                for tids in [
-                    None,
-                    Some(vec![7]),
-                    Some(vec![3, 9]),
-                    Some(vec![-1]),
-                    Some(vec![1, 3, 7, 9]),
-                ] {
-                    let sel = crate::query::Sel {
-                        from,
-                        to,
-                        tids: tids.clone(),
-                    };
-                    let mask = ThreadMask::new(&ix.profile, &tids);
-                    let range = ix.range(from, to);
-                    let want = tally(&ix, &mask, range.clone(), Some(1));
-                    let key = |t: &Tally| {
-                        (
-                            t.self_w.clone(),
-                            t.self_c.clone(),
-                            t.weight,
-                            t.count,
-                            t.threads.clone(),
-                        )
-                    };
-                    if crate::whole::is_whole(&ix, &range) {
-                        if let Some(got) = whole_tally(&ix, &mask) {
-                            assert_eq!(key(&got), key(&want), "whole {tids:?}");
-                        }
-                    }
-                    match lane_tally(&ix, &sel) {
-                        Some(got) => {
-                            assert_eq!(key(&got), key(&want), "lanes {tids:?} {from}-{to}")
-                        }
-                        None => assert!(tids.as_ref().is_none_or(|t| t.contains(&-1))),
-                    }
-                }
-            }
-        }
-    }
-}
+#[path = "summary_tests.rs"]
+mod tests;

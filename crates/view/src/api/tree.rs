@@ -13,6 +13,7 @@ use super::{data, derived};
 use crate::agg::{pids, Agg, Group};
 use crate::index::{Index, NONE};
 use crate::query::Query;
+use crate::whole::GroupSums;
 use crate::{Error, State};
 
 /// One row before sorting.
@@ -214,10 +215,30 @@ fn groups(ix: &Index, sel: &crate::query::Sel, g: Group) -> Vec<Row> {
         }
     };
     let range = ix.range(sel.from, sel.to);
+    // Of most of the run: the sums at block edges and the partial blocks at its ends.
+    let blocks = || {
+        let b = ix.blocks()?;
+        let cut = b.cut(&range)?;
+        let src = match g {
+            Group::Thread | Group::Process => GroupSums::Threads(b.threads(cut.mid)),
+            Group::Cpu => GroupSums::Cpus(b.cpus(cut.mid)?),
+            _ if mask.is_all() => GroupSums::Stacks({
+                let s = b.stacks(cut.mid);
+                (s.w, s.c)
+            }),
+            _ => return None,
+        };
+        let mut sums = crate::whole::groups_of(ix, &mask, g, slots, src)?;
+        for e in cut.edges {
+            merge(&mut sums, body(e));
+        }
+        Some(sums)
+    };
     let (w, c, stacked) = crate::whole::is_whole(ix, &range)
         .then(|| crate::whole::groups(ix, &mask, g, slots))
         .flatten()
-        .unwrap_or_else(|| crate::par::fold(range, body, merge));
+        .or_else(blocks)
+        .unwrap_or_else(|| crate::par::fold(range.clone(), body, merge));
     (0..slots)
         .filter(|&k| c[k] > 0)
         .map(|k| {
@@ -259,4 +280,62 @@ fn groups(ix: &Index, sel: &crate::query::Sel, g: Group) -> Vec<Row> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::index::Functions;
+    use crate::query::Sel;
+
+    /// A grouping's top level from the sums at block edges equals the scan's, for every
+    /// grouping, with and without a TID filter, on ranges inside and across blocks.
+    #[test]
+    fn block_groups_equal_the_scan() {
+        for weight in [None, Some(3u64)] {
+            let mut p = crate::fast_path_tests::profile(6_000, 17);
+            for s in &mut p.samples {
+                s.cpu = s.cpu.min(6);
+                if let Some(w) = weight {
+                    s.weight = w;
+                }
+            }
+            let plain = Index::new(p.clone(), Arc::new(Functions::new(&p)));
+            let t = plain.times().to_vec();
+            for size in [1usize, 100, 777] {
+                let ix = Index::new(p.clone(), Arc::new(Functions::new(&p)));
+                ix.build_blocks_of(size);
+                for (a, b) in [(0, 5_999), (1, 5_000), (size, 3 * size), (99, 101), (5, 5)] {
+                    for tids in [None, Some(vec![7]), Some(vec![3, 9])] {
+                        let sel = Sel {
+                            from: t[a],
+                            to: t[b],
+                            tids,
+                        };
+                        for g in [
+                            Group::Thread,
+                            Group::Process,
+                            Group::Cpu,
+                            Group::Module,
+                            Group::Function,
+                        ] {
+                            let key = |rows: Vec<Row>| -> Vec<_> {
+                                rows.into_iter()
+                                    .map(|r| (r.id, r.name, r.total_w, r.count, r.has_children))
+                                    .collect()
+                            };
+                            assert_eq!(
+                                key(groups(&ix, &sel, g)),
+                                key(groups(&plain, &sel, g)),
+                                "size {size} {} {g:?}",
+                                sel.key()
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
