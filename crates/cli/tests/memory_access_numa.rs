@@ -114,9 +114,13 @@ fn one_node_shows_placement_and_first_touch_and_no_remote_access() {
         // Only lost fault records (a full ring on a busy machine) may leave pages without
         // a first touch, and the report must then say so.
         let placed: u64 = mine.iter().map(|x| count(&x["Pages"])).sum();
+        let all: Vec<_> = touch
+            .iter()
+            .filter(|x| x["Object"] == name.as_str())
+            .collect();
         assert!(
             placed >= 2048 || f.get("Records lost (ring full)").is_some(),
-            "{name}: {mine:?} {f}"
+            "{name}: {all:?} {f}"
         );
     }
     let problems = doc["blocks"]
@@ -307,7 +311,13 @@ fn pages_we_may_not_read_are_said_with_the_permission_and_nothing_is_lost() {
     let text = kairos_in(t.path(), &["report", "numa", "-r", "res"])
         .ok()
         .stdout;
-    assert!(text.contains("not queried (see the notes)"), "{text}");
+    // The first query can land before the program's first instruction makes it
+    // non-dumpable (seen once in 80 runs on a busy machine): then it saw the loader's
+    // pages only, and every later one was refused.
+    assert!(
+        text.contains("not queried (see the notes)") || text.contains(" move_pages(2): 1 query,"),
+        "{text}"
+    );
     assert!(
         text.contains("ptrace read access") && (text.contains("EPERM") || text.contains("EACCES")),
         "which permission: {text}"

@@ -18,6 +18,7 @@ mod code;
 mod data_symbols;
 mod elf_cache;
 mod frames;
+mod ordered;
 mod overlap;
 mod processes;
 mod read_values;
@@ -303,8 +304,8 @@ impl State {
         }
     }
 
-    /// Replays every record of the file; returns where decoding stopped early. New frames
-    /// go to `send` in batches.
+    /// Replays every record of the file in time order (see [`ordered`]); returns where
+    /// decoding stopped early. New frames go to `send` in batches.
     fn replay(
         &mut self,
         file: &PerfFile,
@@ -313,18 +314,34 @@ impl State {
     ) -> Option<String> {
         let total = file.data_size();
         let mut records = file.records();
+        let mut order = ordered::Ordered::default();
         let mut n: u64 = 0;
         // One sample slot for the whole file: samples are decoded in place, not moved.
         let mut sample = kairos_perf_data::Sample::default();
-        while let Some(record) = records.next_into(&mut sample) {
-            match record {
-                Ok(Next::Sample) => self.sample(&sample),
-                Ok(Next::Record(r)) => self.record(*r),
-                Err(e) => return Some(e.to_string()),
+        let mut error = None;
+        // First pass: each record's time and place; records are replayed from the queue.
+        loop {
+            let at = records.position();
+            let ready = match records.next_into(&mut sample) {
+                None => break,
+                Some(Err(e)) => {
+                    error = Some(e.to_string());
+                    break;
+                }
+                Some(Ok(Next::Record(r))) if matches!(*r, Record::FinishedRound) => order.round(),
+                Some(Ok(_)) => {
+                    order.push(records.last_time(), at);
+                    order.overflow()
+                }
+            };
+            for &pos in ready {
+                self.replay_one(&records, pos, &mut sample);
             }
             n += 1;
             if n % 4096 == 0 {
-                file.reading_at(records.offset());
+                // Pages before the oldest record still waiting may be given back.
+                let keep = order.oldest_position().unwrap_or(records.position());
+                file.reading_at(records.at(keep).offset());
                 if n % 65536 == 0 {
                     on_progress(Progress {
                         done: records.consumed(),
@@ -336,8 +353,27 @@ impl State {
                 self.batch_lost = true;
             }
         }
+        // What was read before an error is kept, as before.
+        for &pos in order.rest() {
+            self.replay_one(&records, pos, &mut sample);
+        }
         on_progress(Progress { done: total, total });
-        None
+        error
+    }
+
+    /// Reads the record at `pos` again and replays it.
+    fn replay_one<'a>(
+        &mut self,
+        records: &kairos_perf_data::Records<'a>,
+        pos: usize,
+        sample: &mut kairos_perf_data::Sample<'a>,
+    ) {
+        match records.at(pos).next_into(sample) {
+            Some(Ok(Next::Sample)) => self.sample(sample),
+            Some(Ok(Next::Record(r))) => self.record(*r),
+            // It was read once already; a second read cannot fail.
+            _ => {}
+        }
     }
 
     fn record(&mut self, record: Record<'_>) {

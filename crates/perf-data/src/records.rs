@@ -108,6 +108,8 @@ pub struct Records<'a> {
     done: bool,
     /// Yielded after the last record: where an earlier stage (decompression) stopped.
     final_error: Option<DecodeError>,
+    /// Time stamp of the record read last (a sample's, or a trailer's), if it had one.
+    last_time: Option<u64>,
 }
 
 impl<'a> Records<'a> {
@@ -127,6 +129,7 @@ impl<'a> Records<'a> {
             attribution,
             done: false,
             final_error: None,
+            last_time: None,
         }
     }
 
@@ -143,6 +146,29 @@ impl<'a> Records<'a> {
     /// Bytes of the record stream read so far: counts against [`crate::PerfFile::data_size`].
     pub fn consumed(&self) -> u64 {
         self.pos as u64
+    }
+
+    /// Time stamp of the record read last: a sample's TIME, or the sample_id trailer's of
+    /// another kernel record; None without one (no TIME, no sample_id_all, user records).
+    pub fn last_time(&self) -> Option<u64> {
+        self.last_time
+    }
+
+    /// Where the next record starts, for [`Records::at`].
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The same records, about to read the one at `position` (a value of
+    /// [`Records::position`]): to read again, out of order, records already read.
+    pub fn at(&self, position: usize) -> Records<'a> {
+        Records {
+            pos: position,
+            done: false,
+            final_error: None,
+            last_time: None,
+            ..self.clone()
+        }
     }
 
     /// As `next()`, but a sample is decoded into `slot` (and `Next::Sample` returned)
@@ -243,8 +269,9 @@ impl<'a> Records<'a> {
         let body_at = start + RECORD_HEADER_SIZE;
         let decoded = self.decode(record_type, misc, rec, body, slot);
         match decoded {
-            Ok(r) => {
+            Ok((r, time)) => {
                 self.pos = start + advance as usize;
+                self.last_time = time;
                 Some(Ok(r))
             }
             Err((Short { at }, field)) => self.fail(
@@ -262,7 +289,7 @@ impl<'a> Records<'a> {
         rec: &'a [u8],
         body: &'a [u8],
         slot: Option<&mut Sample<'a>>,
-    ) -> Result<Next<'a>, FieldError> {
+    ) -> Result<(Next<'a>, Option<u64>), FieldError> {
         let other = || {
             Next::Record(Box::new(Record::Other {
                 record_type,
@@ -276,14 +303,15 @@ impl<'a> Records<'a> {
                 .of_sample(body)
                 .and_then(|i| Some((i, self.attrs.get(i)?)))
             else {
-                return Ok(other());
+                return Ok((other(), None));
             };
             return match slot {
-                Some(slot) => {
-                    decode_sample_into(body, &a.attr, i, misc, slot).map(|()| Next::Sample)
-                }
-                None => decode_sample(body, &a.attr, i, misc)
-                    .map(|s| Next::Record(Box::new(Record::Sample(s)))),
+                Some(slot) => decode_sample_into(body, &a.attr, i, misc, slot)
+                    .map(|()| (Next::Sample, slot.time)),
+                None => decode_sample(body, &a.attr, i, misc).map(|s| {
+                    let time = s.time;
+                    (Next::Record(Box::new(Record::Sample(s))), time)
+                }),
             };
         }
         let (main, sample_id) = if record_type < PERF_RECORD_USER_TYPE_START {
@@ -291,10 +319,11 @@ impl<'a> Records<'a> {
         } else {
             (body, None)
         };
+        let time = sample_id.as_ref().and_then(|s| s.time);
         match decode_other(record_type, misc, main, sample_id) {
-            Some(Ok(r)) => Ok(Next::Record(Box::new(r))),
+            Some(Ok(r)) => Ok((Next::Record(Box::new(r)), time)),
             Some(Err(e)) => Err(e),
-            None => Ok(other()),
+            None => Ok((other(), time)),
         }
     }
 
