@@ -82,8 +82,18 @@ pub fn as_knobs(
 mod tests {
     use super::*;
 
+    fn has(spec: &AnalysisSpec, knob: &str) -> bool {
+        spec.knobs.iter().any(|k| k.name == knob)
+    }
+
+    /// An analysis with all three knobs (the sampling profile).
     fn hotspots() -> &'static AnalysisSpec {
-        kairos_analyses::find("hotspots").expect("hotspots is registered")
+        let all = ["sampling-interval-us", "event", "stack-unwinding"];
+        kairos_analyses::ANALYSES
+            .iter()
+            .copied()
+            .find(|a| all.iter().all(|k| has(a, k)))
+            .expect("a sampling analysis is registered")
     }
 
     #[test]
@@ -136,10 +146,14 @@ mod tests {
             .unwrap_err()
             .contains("branch-records=on"));
         // An analysis without the knob: named, with where to look.
-        let memory = kairos_analyses::find("memory-consumption").expect("registered");
-        let err = as_knobs(memory, &f(100), &[]).unwrap_err();
+        let other = kairos_analyses::ANALYSES
+            .iter()
+            .copied()
+            .find(|a| !has(a, "sampling-interval-us"))
+            .expect("an analysis that does not sample is registered");
+        let err = as_knobs(other, &f(100), &[]).unwrap_err();
         assert!(
-            err.contains("the memory-consumption analysis does not have"),
+            err.contains(&format!("the {} analysis does not have", other.name)),
             "{err}"
         );
     }

@@ -313,38 +313,30 @@ impl State {
         send: &mut dyn FnMut(background::Batch) -> Result<(), background::Batch>,
     ) -> Option<String> {
         let total = file.data_size();
-        let mut records = file.records();
+        let records = file.records();
+        let mut look = records.clone();
         let mut order = ordered::Ordered::default();
         let mut n: u64 = 0;
         // One sample slot for the whole file: samples are decoded in place, not moved.
         let mut sample = kairos_perf_data::Sample::default();
-        let mut error = None;
-        // First pass: each record's time and place; records are replayed from the queue.
-        loop {
-            let at = records.position();
-            let ready = match records.next_into(&mut sample) {
-                None => break,
-                Some(Err(e)) => {
-                    error = Some(e.to_string());
-                    break;
-                }
-                Some(Ok(Next::Record(r))) if matches!(*r, Record::FinishedRound) => order.round(),
-                Some(Ok(_)) => {
-                    order.push(records.last_time(), at);
-                    order.overflow()
-                }
+        // Where a record failed to decode: it and everything after it in the file are left.
+        let mut failed: Option<(usize, String)> = None;
+        let end = loop {
+            let ready = match order.next(&mut look) {
+                ordered::Look::Ready(r) => r,
+                ordered::Look::End { position } => break position,
             };
             for &pos in ready {
-                self.replay_one(&records, pos, &mut sample);
+                self.replay_one(&records, pos, &mut sample, &mut failed);
             }
             n += 1;
             if n % 4096 == 0 {
                 // Pages before the oldest record still waiting may be given back.
-                let keep = order.oldest_position().unwrap_or(records.position());
+                let keep = order.oldest_position().unwrap_or(look.record_position());
                 file.reading_at(records.at(keep).offset());
                 if n % 65536 == 0 {
                     on_progress(Progress {
-                        done: records.consumed(),
+                        done: look.consumed(),
                         total,
                     });
                 }
@@ -352,27 +344,38 @@ impl State {
             if self.raw.unsent_frames() >= BATCH_FRAMES && send(self.raw.take_batch()).is_err() {
                 self.batch_lost = true;
             }
+        };
+        // The first look stops where records cannot be framed; the decoder says why (or
+        // that the data simply ended).
+        if let Some(Err(e)) = records.at(end).next_into(&mut sample) {
+            if failed.as_ref().is_none_or(|f| end < f.0) {
+                failed = Some((end, e.to_string()));
+            }
         }
-        // What was read before an error is kept, as before.
         for &pos in order.rest() {
-            self.replay_one(&records, pos, &mut sample);
+            self.replay_one(&records, pos, &mut sample, &mut failed);
         }
         on_progress(Progress { done: total, total });
-        error
+        failed.map(|f| f.1)
     }
 
-    /// Reads the record at `pos` again and replays it.
+    /// Decodes the record at `pos` and replays it, unless it lies at or after a record
+    /// that failed; a failure is kept if it is the first in the file.
     fn replay_one<'a>(
         &mut self,
         records: &kairos_perf_data::Records<'a>,
         pos: usize,
         sample: &mut kairos_perf_data::Sample<'a>,
+        failed: &mut Option<(usize, String)>,
     ) {
+        if failed.as_ref().is_some_and(|f| pos >= f.0) {
+            return;
+        }
         match records.at(pos).next_into(sample) {
             Some(Ok(Next::Sample)) => self.sample(sample),
             Some(Ok(Next::Record(r))) => self.record(*r),
-            // It was read once already; a second read cannot fail.
-            _ => {}
+            Some(Err(e)) => *failed = Some((pos, e.to_string())),
+            None => {}
         }
     }
 

@@ -1,11 +1,17 @@
-//! Records in time order, as perf report replays them. A recording is written one CPU's
-//! ring after another, so a sample taken on one CPU can come before the MMAP or COMM it
-//! depends on, written from another CPU's ring later in the same round: replayed in file
-//! order, a program sampled just after its exec has no mappings yet and its frames are
-//! unknown. As perf does (ordered events), records wait in a queue; at each
-//! FINISHED_ROUND those no later than the newest record before the previous
-//! FINISHED_ROUND are replayed, sorted by time (file order among equal times), and the
-//! rest at the end. A record without a time stamp takes the one of the record before it.
+//! Records in time order, as perf report replays them (its ordered events). A recording
+//! is written one CPU's ring after another, so a sample taken on one CPU can come before
+//! the MMAP or COMM it depends on, written from another CPU's ring later in the same
+//! round: replayed in file order, a program sampled just after its exec has no mappings
+//! yet and its frames are unknown; and a sample of the old image that follows an exec
+//! in the file would see the new one.
+//!
+//! A first look at each record takes its time stamp only ([`Records::peek_next`]); the
+//! records wait in a queue, and at each FINISHED_ROUND those no later than the newest
+//! record before the previous FINISHED_ROUND (perf's guarantee: nothing older can come)
+//! are decoded and replayed, sorted by time, file order among equals; the rest at the
+//! end. A record without a time stamp takes the one of the record before it.
+
+use kairos_perf_data::{Records, PERF_RECORD_FINISHED_ROUND};
 
 /// Queue entries before a forced flush of the older half, for files without rounds.
 const MAX_PENDING: usize = 1 << 22;
@@ -22,25 +28,44 @@ pub(crate) struct Ordered {
     ready: Vec<usize>,
 }
 
+/// What the first look found next.
+pub(crate) enum Look<'r> {
+    /// Records to replay now, in order (possibly none).
+    Ready(&'r [usize]),
+    /// The end of what can be framed: replay [`Ordered::rest`]; the main decoder says
+    /// whether the data ended or a record was malformed at `position`.
+    End { position: usize },
+}
+
 impl Ordered {
-    /// A record read at `position` with its time stamp, if any.
-    pub fn push(&mut self, time: Option<u64>, position: usize) {
+    /// Looks at the next record of `look` (a copy of the records used to only peek).
+    pub fn next<'r>(&'r mut self, look: &mut Records<'_>) -> Look<'r> {
+        let position = look.record_position();
+        let Some(p) = look.peek_next() else {
+            return Look::End { position };
+        };
+        if p.record_type == PERF_RECORD_FINISHED_ROUND {
+            return Look::Ready(self.round());
+        }
+        self.push(p.time, p.position);
+        Look::Ready(self.overflow())
+    }
+
+    fn push(&mut self, time: Option<u64>, position: usize) {
         let t = time.unwrap_or(self.last);
         self.last = t;
         self.newest = self.newest.max(t);
         self.pending.push((t, position));
     }
 
-    /// At a FINISHED_ROUND: the positions to replay now, in time order.
-    pub fn round(&mut self) -> &[usize] {
+    fn round(&mut self) -> &[usize] {
         let limit = self.newest_at_round;
         self.newest_at_round = self.newest;
         self.take(|t| t <= limit)
     }
 
-    /// Positions to replay now because the queue is full (a file without rounds), or
-    /// nothing.
-    pub fn overflow(&mut self) -> &[usize] {
+    /// Without rounds the queue would hold the whole file: past a bound, the older half.
+    fn overflow(&mut self) -> &[usize] {
         if self.pending.len() < MAX_PENDING {
             self.ready.clear();
             return &self.ready;
@@ -51,7 +76,7 @@ impl Ordered {
         self.take(|t| t < median.max(1))
     }
 
-    /// Everything left, in time order (end of the file, or before an error).
+    /// Everything left, in time order.
     pub fn rest(&mut self) -> &[usize] {
         self.take(|_| true)
     }

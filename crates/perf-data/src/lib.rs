@@ -41,7 +41,7 @@ pub use file::PerfFile;
 pub use header::{FileHeader, FileSection};
 pub use reader::U64s;
 pub use record::{Comm, ForkExit, Inode, Lost, LostSamples, Mmap, Record, Throttle};
-pub use records::{Next, Records};
+pub use records::{Next, Peek, Records};
 pub use sample::{ReadValue, ReadValues, Regs, Sample, SampleId};
 
 #[cfg(test)]

@@ -155,12 +155,12 @@ impl<'a> Records<'a> {
     }
 
     /// Where the next record starts, for [`Records::at`].
-    pub fn position(&self) -> usize {
+    pub fn record_position(&self) -> usize {
         self.pos
     }
 
     /// The same records, about to read the one at `position` (a value of
-    /// [`Records::position`]): to read again, out of order, records already read.
+    /// [`Records::record_position`]): to read again, out of order, records already read.
     pub fn at(&self, position: usize) -> Records<'a> {
         Records {
             pos: position,
@@ -178,6 +178,44 @@ impl<'a> Records<'a> {
             return None;
         }
         self.next_record(Some(slot))
+    }
+
+    /// Steps over the next record reading only its type and time stamp (a sample's TIME,
+    /// another kernel record's trailer time): a cheap look ahead of the records that
+    /// [`Records::next_into`] will decode. Stops, as it does, at a record that does not
+    /// fit; fields are not checked.
+    pub fn peek_next(&mut self) -> Option<Peek> {
+        if self.done {
+            return None;
+        }
+        let start = self.pos;
+        let rest = self.data.get(start..)?;
+        let word = u64_at(rest, 0).filter(|_| rest.len() >= RECORD_HEADER_SIZE)?;
+        let (record_type, size) = (word as u32, (word >> 48) as usize);
+        let rec = rest.get(..size).filter(|_| size >= RECORD_HEADER_SIZE)?;
+        let body = rec.get(RECORD_HEADER_SIZE..).unwrap_or(&[]);
+        let advance =
+            stream::extent(record_type, size, body).filter(|&e| e <= rest.len() as u64)?;
+        self.pos = start + advance as usize;
+        let time = if record_type == PERF_RECORD_SAMPLE {
+            self.attribution
+                .of_sample(body)
+                .and_then(|i| self.attrs.get(i))
+                .and_then(|a| sample_time(body, a.attr.sample_type))
+        } else if record_type < PERF_RECORD_USER_TYPE_START {
+            let known = self.attribution.of_other(body).unwrap_or(0);
+            self.attrs
+                .get(known)
+                .filter(|a| a.attr.sample_id_all())
+                .and_then(|a| trailer_time(body, a.attr.sample_type))
+        } else {
+            None
+        };
+        Some(Peek {
+            record_type,
+            time,
+            position: start,
+        })
     }
 
     fn fail<T>(&mut self, at: usize, kind: DecodeErrorKind) -> Option<Result<T, DecodeError>> {
@@ -346,6 +384,44 @@ impl<'a> Records<'a> {
             .map_err(|(s, f)| (Short { at: cut + s.at }, f))?;
         Ok((main, Some(sid)))
     }
+}
+
+/// A record as [`Records::peek_next`] saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peek {
+    pub record_type: u32,
+    pub time: Option<u64>,
+    /// For [`Records::at`].
+    pub position: usize,
+}
+
+/// A sample's TIME: after IDENTIFIER, IP and TID, each one u64.
+fn sample_time(body: &[u8], st: u64) -> Option<u64> {
+    if st & PERF_SAMPLE_TIME == 0 {
+        return None;
+    }
+    let before = [PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_TID]
+        .iter()
+        .filter(|&&b| st & b != 0)
+        .count();
+    u64_at(body, before * 8)
+}
+
+/// The sample_id trailer's TIME: followed by ID, STREAM_ID, CPU and IDENTIFIER.
+fn trailer_time(body: &[u8], st: u64) -> Option<u64> {
+    if st & PERF_SAMPLE_TIME == 0 {
+        return None;
+    }
+    let after = [
+        PERF_SAMPLE_ID,
+        PERF_SAMPLE_STREAM_ID,
+        PERF_SAMPLE_CPU,
+        PERF_SAMPLE_IDENTIFIER,
+    ]
+    .iter()
+    .filter(|&&b| st & b != 0)
+    .count();
+    u64_at(body, body.len().checked_sub((after + 1) * 8)?)
 }
 
 /// What [`Records::next_into`] read.
