@@ -50,3 +50,41 @@ fn next_into_reads_what_the_iterator_reads() {
         }
     }
 }
+
+/// `Records::peek_next` (the first look of the time-ordered replay) must see the records
+/// `next_into` decodes, at the same places, with the same time stamps.
+#[test]
+fn peek_next_sees_each_record_with_its_decoded_time() {
+    for path in files() {
+        let bytes = std::fs::read(&path).unwrap();
+        let Ok(file) = PerfFile::from_bytes(bytes) else {
+            continue;
+        };
+        let mut look = file.records();
+        let mut records = file.records();
+        let mut slot = Sample::default();
+        let mut n = 0;
+        loop {
+            let at = records.record_position();
+            let decoded = records.next_into(&mut slot);
+            let peek = look.peek_next();
+            match (decoded, peek) {
+                (Some(Ok(_)), Some(p)) => {
+                    assert_eq!(p.position, at, "{} record {n}", path.display());
+                    assert_eq!(p.time, records.last_time(), "{} record {n}", path.display());
+                    // Read again from its position, the record is the same.
+                    let mut again = Sample::default();
+                    let mut re = records.at(at);
+                    assert!(matches!(re.next_into(&mut again), Some(Ok(_))));
+                    assert_eq!(re.record_position(), records.record_position());
+                }
+                (None, None) => break,
+                // An error the decoder finds in a field is not the look's to find.
+                (Some(Err(_)), _) => break,
+                (d, p) => panic!("{} record {n}: {d:?} but {p:?}", path.display()),
+            }
+            n += 1;
+        }
+        assert!(n > 0, "{}", path.display());
+    }
+}
