@@ -72,7 +72,10 @@ fn fact<'a>(c: &'a Value, name: &str) -> &'a Value {
 #[test]
 fn false_sharing_is_a_line_with_each_thread_on_its_own_bytes() {
     let tmp = tempdir();
-    let (unpadded, threads) = collect(tmp.path(), "unpadded", &["2", "300000000"]);
+    // Long enough for stores to be sampled: a timer sample lands on a worker's store about
+    // once in 200 (2 in 451 measured), so 300M increments (about 900 samples) had no store
+    // at all in one CI run in fifty; 1G gives about 3,000.
+    let (unpadded, threads) = collect(tmp.path(), "unpadded", &["2", "1000000000"]);
     let (padded, _) = collect(tmp.path(), "padded", &["--padded", "2", "300000000"]);
     assert_eq!(threads.len(), 2, "the program prints a line per thread");
     let v = start(&["-r", path_str(&unpadded), "-r", path_str(&padded)]);
