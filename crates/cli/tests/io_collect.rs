@@ -119,15 +119,25 @@ fn loopback_traffic_is_counted_and_ddio_says_why_not() {
     assert!(lo["total"].as_f64().unwrap() >= SENT as f64 / 1e6, "{lo}");
     // Traced: the test's reading thread copied everything out of its socket, from lo.
     let by_thread = table("Device use by thread (every process)");
-    let lo_read: f64 = by_thread["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|row| row["device"] == "lo")
-        .map(|row| row["read"].as_f64().unwrap())
-        .sum();
-    // The table rounds to kB.
-    assert!(lo_read >= SENT as f64 / 1e6 - 0.001, "{by_thread}");
+    let read_from = |device: &str| -> f64 {
+        by_thread["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|row| row["device"] == device)
+            .map(|row| row["read"].as_f64().unwrap())
+            .sum()
+    };
+    let (lo_read, unknown) = (read_from("lo"), read_from("unknown"));
+    // Every byte read is counted (the table rounds to kB). A reader that falls behind (a
+    // busy CI machine) makes TCP collapse queued packets into new buffers that were never
+    // seen arriving: those bytes are "unknown", the documented limit (one run: 0.655 of
+    // 33.5 MB).
+    assert!(
+        lo_read + unknown >= SENT as f64 / 1e6 - 0.001,
+        "{by_thread}"
+    );
+    assert!(lo_read >= 0.95 * SENT as f64 / 1e6, "{by_thread}");
     if no_uncore() {
         let ddio = table("DDIO (inbound requests hitting the L3) per socket");
         assert_eq!(
