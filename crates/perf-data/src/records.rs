@@ -407,21 +407,14 @@ fn sample_time(body: &[u8], st: u64) -> Option<u64> {
     u64_at(body, before * 8)
 }
 
-/// The sample_id trailer's TIME: followed by ID, STREAM_ID, CPU and IDENTIFIER.
+/// The sample_id trailer's TIME: what follows it (ID, STREAM_ID, CPU, IDENTIFIER) is the
+/// trailer without its TID and TIME.
 fn trailer_time(body: &[u8], st: u64) -> Option<u64> {
     if st & PERF_SAMPLE_TIME == 0 {
         return None;
     }
-    let after = [
-        PERF_SAMPLE_ID,
-        PERF_SAMPLE_STREAM_ID,
-        PERF_SAMPLE_CPU,
-        PERF_SAMPLE_IDENTIFIER,
-    ]
-    .iter()
-    .filter(|&&b| st & b != 0)
-    .count();
-    u64_at(body, body.len().checked_sub((after + 1) * 8)?)
+    let after = sample_id_size(st & !(PERF_SAMPLE_TID | PERF_SAMPLE_TIME));
+    u64_at(body, body.len().checked_sub(after + 8)?)
 }
 
 /// What [`Records::next_into`] read.

@@ -31,11 +31,15 @@ pub(crate) fn wanted(knob: &str, target: &Target) -> Result<Result<(), String>, 
     }
 }
 
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    (unsafe { libc::geteuid() }) == 0
+}
+
 /// The fault events for first touch: the tracepoints where this user may record their
 /// payload (root, or perf_event_paranoid -1), else the software page-fault events.
 fn fault_events(notes: &mut Vec<String>) -> Vec<ExtraEvent> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = is_root();
     let paranoid = kairos_collector::attr::paranoid();
     if root
         || paranoid <= -1
@@ -116,8 +120,7 @@ impl Numa {
         // each a record with its call stack, in a few milliseconds: on a busy machine a
         // 1 MiB ring fills before the reader runs and the lost faults leave their pages
         // without a first touch. Root may lock more (others stay within their limit).
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } == 0 {
+        if is_root() {
             opts.ring_buffer_pages = opts.ring_buffer_pages.max(FAULT_RING_PAGES);
         }
         let who = match target {
