@@ -98,12 +98,16 @@ pub fn run(args: ImportArgs) -> CliResult {
         },
         kernel_symbols,
     };
-    let c = session::convert_result_full(&mut dir, &opts, &background, args.quiet)?;
+    // The summary's function rows are made while the tables are written.
+    let mut functions = None;
+    let c = session::convert_result_full(&mut dir, &opts, &background, args.quiet, &mut |p| {
+        functions = kairos_analysis_hotspots::summary_rows(p);
+    })?;
     if !c.data_accesses.is_empty() {
         // Samples with data addresses (perf mem, --user-regs): a memory-access recording.
         kairos_analysis_memory_access::finish_import(&mut dir, &c, &features)?;
     } else {
-        kairos_analysis_hotspots::print_summary(&dir, &c.profile);
+        kairos_analysis_hotspots::print_summary_from(&dir, &c.profile, functions);
     }
     // The process ends next: freeing a large profile object by object would only cost time.
     std::mem::forget(c);

@@ -22,6 +22,7 @@
 
 mod branch_table;
 mod call_table;
+mod derived;
 mod dir;
 mod error;
 mod manifest;
@@ -29,6 +30,7 @@ mod sample_table;
 mod table_io;
 mod tables;
 
+pub use derived::DERIVED_DIR;
 pub use dir::{next_result_dir, ResultDir, MANIFEST_FILE, TABLES_DIR};
 pub use error::{Error, Result};
 pub use manifest::{

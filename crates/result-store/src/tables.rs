@@ -98,6 +98,9 @@ const STACKS: TableDef = TableDef {
 /// ([`Error::InvalidProfile`]): a result that cannot be read back is worse than none.
 pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<TableInfo>> {
     check_profile(profile).map_err(Error::InvalidProfile)?;
+    // Figures derived from the old tables must not outlive them.
+    dir.clear_derived()
+        .map_err(io_err(dir.path().join(crate::DERIVED_DIR)))?;
     let tables_dir = dir.tables_path();
     fs::create_dir_all(&tables_dir).map_err(io_err(&tables_dir))?;
     let root = dir.path().to_owned();

@@ -87,6 +87,22 @@ fn rewriting_tables_replaces_them() {
 }
 
 #[test]
+fn derived_figures_do_not_outlive_the_tables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dir = ResultDir::create(tmp.path().join("r000hs")).unwrap();
+    let p = common::small_profile();
+    write_profile(&mut dir, &p).unwrap();
+    dir.save_derived("totals", &(1u64, "a")).unwrap();
+    let opened = ResultDir::open(dir.path()).unwrap();
+    assert_eq!(opened.load_derived::<(u64, String)>("totals"), Some((1, "a".into())));
+    // The same profile written again: identical tables, but the figures are gone.
+    write_profile(&mut dir, &p).unwrap();
+    assert!(!dir.path().join(DERIVED_DIR).exists());
+    let opened = ResultDir::open(dir.path()).unwrap();
+    assert_eq!(opened.load_derived::<(u64, String)>("totals"), None);
+}
+
+#[test]
 fn full_manifest_round_trips() {
     let tmp = tempfile::tempdir().unwrap();
     let mut dir = ResultDir::create(tmp.path().join("r000hs")).unwrap();

@@ -32,8 +32,13 @@ pub fn convert_result(
     opts: &ConvertOptions,
     quiet: bool,
 ) -> Result<Profile, Failure> {
-    convert_inner(dir, opts, &Background::default(), quiet).map(|c| c.profile)
+    convert_inner(dir, opts, &Background::default(), quiet, &mut |_| {}).map(|c| c.profile)
 }
+
+/// Work on the converted profile (of the default event) that need not wait for the
+/// tables: run while they are written when the recording has one event, after
+/// otherwise. Given `()` by callers with nothing to do.
+pub type Meanwhile<'a> = &'a mut (dyn FnMut(&Profile) + Send);
 
 /// What a conversion gives besides the tables it writes.
 #[derive(Debug)]
@@ -50,14 +55,16 @@ pub struct Conversion {
     pub unresolved_accesses: BTreeMap<String, u64>,
 }
 
-/// As [`convert_result_with`], returning everything the converter found.
+/// As [`convert_result_with`], returning everything the converter found, with
+/// `meanwhile` run on the profile while the tables are written (see [`Meanwhile`]).
 pub fn convert_result_full(
     dir: &mut ResultDir,
     opts: &ConvertOptions,
     background: &Background,
     quiet: bool,
+    meanwhile: Meanwhile<'_>,
 ) -> Result<Conversion, Failure> {
-    convert_inner(dir, opts, background, quiet)
+    convert_inner(dir, opts, background, quiet, meanwhile)
 }
 
 /// As [`convert_result`], with more work for the converter's symbolising thread, which
@@ -68,7 +75,7 @@ pub fn convert_result_with(
     background: &Background,
     quiet: bool,
 ) -> Result<Profile, Failure> {
-    convert_inner(dir, opts, background, quiet).map(|c| c.profile)
+    convert_inner(dir, opts, background, quiet, &mut |_| {}).map(|c| c.profile)
 }
 
 /// As [`convert_result`], also returning the side samples (page faults, tracepoints) and
@@ -78,7 +85,7 @@ pub fn convert_result_with_side(
     opts: &ConvertOptions,
     quiet: bool,
 ) -> Result<(Profile, Vec<SideSample>, Vec<String>), Failure> {
-    convert_inner(dir, opts, &Background::default(), quiet)
+    convert_inner(dir, opts, &Background::default(), quiet, &mut |_| {})
         .map(|c| (c.profile, c.side_samples, c.events))
 }
 
@@ -87,6 +94,7 @@ fn convert_inner(
     opts: &ConvertOptions,
     background: &Background,
     quiet: bool,
+    meanwhile: Meanwhile<'_>,
 ) -> Result<Conversion, Failure> {
     let perf_data = dir.path().join(PERF_DATA);
     let file = PerfFile::open(&perf_data).map_err(|e| {
@@ -137,7 +145,22 @@ fn convert_inner(
         counts.undecodable += 1;
     }
     m.counts = Some(counts);
-    let tables = kairos_result::write_profile(dir, &profile).map_err(|e| {
+    // One event: the profile already is what the analyses see (the converter gave it the
+    // default event's weight), so `meanwhile` needs no selection and runs beside the
+    // writing, which does not change it.
+    let one_event = profile.sample_events.is_empty();
+    let written = std::thread::scope(|scope| {
+        let p = &profile;
+        let m = &mut *meanwhile;
+        let beside = one_event.then(|| scope.spawn(move || m(p)));
+        let written = kairos_result::write_profile(dir, p);
+        (beside.map(|t| t.join()), written)
+    });
+    let (beside, written) = written;
+    if let Some(Err(panic)) = beside {
+        std::panic::resume_unwind(panic);
+    }
+    let tables = written.map_err(|e| {
         Failure::failed(format!(
             "cannot write the result tables in {}: {e}; check free disk space and permissions",
             dir.path().display()
@@ -154,6 +177,9 @@ fn convert_inner(
     // The analyses that run now see one event, as reports do; the tables keep them all.
     let default = profile.default_event();
     profile.select_event(default);
+    if !one_event {
+        meanwhile(&profile);
+    }
     Ok(Conversion {
         profile,
         side_samples,

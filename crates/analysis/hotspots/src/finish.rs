@@ -42,8 +42,15 @@ pub(crate) fn finish(
     session::warn_write_error(&summary.stopped_by);
 
     let convert = session::convert_options(kallsyms);
-    let profile = session::convert_result(dir, &convert, quiet)?;
-    crate::reports::print_summary(dir, &profile);
+    let mut functions = None;
+    let c = session::convert_result_full(
+        dir,
+        &convert,
+        &Default::default(),
+        quiet,
+        &mut |p| functions = crate::summary_rows(p),
+    )?;
+    crate::reports::print_summary_from(dir, &c.profile, functions);
     if let Some(TargetExit::Signal(sig)) = summary.target_exit {
         eprintln!(
             "kairos: the target was killed by signal {sig}; the result covers it up to that point"

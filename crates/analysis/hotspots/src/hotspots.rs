@@ -1,7 +1,11 @@
 //! The hotspot table: time per process, module, function, call stack, thread or CPU.
 
+use std::str::FromStr;
+
 use kairos_model::{Profile, Sample};
 use kairos_report::{Cell, Column, Table};
+use kairos_result::ResultDir;
+use serde::{Deserialize, Serialize};
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -21,6 +25,37 @@ pub fn hotspots(
     group_by: GroupBy,
     limit: Option<usize>,
 ) -> Result<Table, Error> {
+    Ok(rows(profile, filter, group_by)?.table(limit))
+}
+
+/// Every group of a hotspot table, sorted, before it is cut to a limit and shown: what a
+/// result keeps (see [`Rows::save`]) so that the table is not computed again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rows {
+    group_by: String,
+    /// The profile's weight event (`None`: nanoseconds of CPU time).
+    weight_event: Option<String>,
+    /// The selection's samples and weight, the base of the shares.
+    total: (u64, u64),
+    /// What the selection says about itself.
+    notes: Vec<String>,
+    rows: Vec<Row>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Row {
+    labels: Vec<String>,
+    /// Self samples and weight; then the inclusive ones (equal for groupings without).
+    own: (u64, u64),
+    total: (u64, u64),
+}
+
+fn acc((samples, weight): (u64, u64)) -> Acc {
+    Acc { samples, weight }
+}
+
+/// The sorted groups of `profile`'s samples that `filter` selects.
+pub fn rows(profile: &Profile, filter: &Filter, group_by: GroupBy) -> Result<Rows, Error> {
     let sel = Selection::new(profile, filter)?;
     let mut g = Grouper::new(profile, group_by);
     let (selfs, totals) = aggregate(&sel, &mut g);
@@ -33,58 +68,98 @@ pub fn hotspots(
             .then(sb.samples.cmp(&sa.samples))
             .then_with(|| g.key(a).cmp(g.key(b)))
     });
+    let pair = |a: Acc| (a.samples, a.weight);
+    Ok(Rows {
+        group_by: group_by.as_str().into(),
+        weight_event: profile.weight_event.clone(),
+        total: pair(sel.total),
+        notes: sel.notes(filter),
+        rows: ids
+            .into_iter()
+            .map(|id| Row {
+                labels: g.key(id).labels.clone(),
+                own: pair(selfs[id as usize]),
+                total: pair(totals[id as usize]),
+            })
+            .collect(),
+    })
+}
 
-    let w = Weight::of(profile);
-    let mut columns = group_by.label_columns();
-    if group_by.has_total() {
-        let noun = w.noun();
-        for n in [
-            "Self samples".into(),
-            format!("Self {noun}"),
-            "Self %".into(),
-            "Total samples".into(),
-            format!("Total {noun}"),
-            "Total %".into(),
-        ] {
-            columns.push(Column::right(n));
-        }
-    } else {
-        let label = w.total_label();
-        for n in [
-            "Samples".into(),
-            label.clone(),
-            format!("{} %", label.split(' ').next().unwrap_or("CPU")),
-        ] {
-            columns.push(Column::right(n));
-        }
-    }
-    let mut table = Table::new(columns).with_title(format!("Hotspots by {group_by}"));
-    let shown = limit.unwrap_or(usize::MAX).min(ids.len());
-    for &id in &ids[..shown] {
-        let (s, t) = (selfs[id as usize], totals[id as usize]);
-        let mut row = g.key(id).cells();
-        row.extend([
-            Cell::UInt(s.samples),
-            w.cell(s.weight),
-            Cell::Percent(share(s, sel.total)),
-        ]);
+impl Rows {
+    /// Name under which a result keeps the rows of a whole profile's default event.
+    const KEPT: &'static str = "hotspots";
+
+    /// The table, with the first `limit` rows (a note says how many were left out).
+    pub fn table(&self, limit: Option<usize>) -> Table {
+        // Rows only come from `rows` or from a file it wrote; a name it never writes
+        // shows as function rows rather than failing.
+        let group_by = GroupBy::from_str(&self.group_by).unwrap_or(GroupBy::Function);
+        let w = Weight::new(self.weight_event.as_deref());
+        let total = acc(self.total);
+        let mut columns = group_by.label_columns();
         if group_by.has_total() {
-            row.extend([
-                Cell::UInt(t.samples),
-                w.cell(t.weight),
-                Cell::Percent(share(t, sel.total)),
-            ]);
+            let noun = w.noun();
+            for n in [
+                "Self samples".into(),
+                format!("Self {noun}"),
+                "Self %".into(),
+                "Total samples".into(),
+                format!("Total {noun}"),
+                "Total %".into(),
+            ] {
+                columns.push(Column::right(n));
+            }
+        } else {
+            let label = w.total_label();
+            for n in [
+                "Samples".into(),
+                label.clone(),
+                format!("{} %", label.split(' ').next().unwrap_or("CPU")),
+            ] {
+                columns.push(Column::right(n));
+            }
         }
-        table.push_row(row);
+        let mut table = Table::new(columns).with_title(format!("Hotspots by {group_by}"));
+        let shown = limit.unwrap_or(usize::MAX).min(self.rows.len());
+        for r in &self.rows[..shown] {
+            let (s, t) = (acc(r.own), acc(r.total));
+            let mut row: Vec<Cell> = r.labels.iter().map(|l| Cell::text(l.clone())).collect();
+            row.extend([
+                Cell::UInt(s.samples),
+                w.cell(s.weight),
+                Cell::Percent(share(s, total)),
+            ]);
+            if group_by.has_total() {
+                row.extend([
+                    Cell::UInt(t.samples),
+                    w.cell(t.weight),
+                    Cell::Percent(share(t, total)),
+                ]);
+            }
+            table.push_row(row);
+        }
+        table.notes = self.notes.clone();
+        if shown < self.rows.len() {
+            table.push_note(format!("Showing {shown} of {} groups.", self.rows.len()));
+        }
+        if group_by.has_total() {
+            table.push_note(format!("Total counts each sample once per {group_by} on its stack, so recursion is not counted twice."));
+        }
+        table
     }
-    table.notes = sel.notes(filter);
-    if shown < ids.len() {
-        table.push_note(format!("Showing {shown} of {} groups.", ids.len()));
+
+    /// Keeps these rows in `dir` for [`Rows::kept`]. Call only with the rows of the
+    /// whole profile of the result's default event, grouped by function.
+    pub fn save(&self, dir: &ResultDir) -> std::io::Result<()> {
+        dir.save_derived(Self::KEPT, self)
     }
-    if group_by.has_total() {
-        table.push_note(format!("Total counts each sample once per {group_by} on its stack, so recursion is not counted twice."));
+
+    /// The function rows of the whole profile of `dir`'s default event, if a collection
+    /// or import kept them for the tables the result has now.
+    pub fn kept(dir: &ResultDir) -> Option<Rows> {
+        dir.load_derived::<Rows>(Self::KEPT)
+            .filter(|r| r.group_by == GroupBy::Function.as_str())
     }
-    Ok(table)
 }
 
 /// Self and inclusive accumulators per group id. For groupings without a total, the

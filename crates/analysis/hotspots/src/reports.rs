@@ -10,6 +10,7 @@ use kairos_report::{Document, Format};
 use kairos_result::ResultDir;
 use kairos_session as session;
 
+use crate::hotspots::Rows;
 use crate::{Filter, GroupBy, SPEC};
 
 /// The entry point of the hotspots spec.
@@ -32,6 +33,16 @@ pub fn profile_report(req: &ReportRequest) -> Result<(), Failure> {
         .map(GroupBy::from_str)
         .transpose()
         .map_err(|e| Failure::usage(format!("{e}")))?;
+    if let Some((dir, rows)) = kept_hotspots(req, group_by) {
+        match single("Hotspots", rows.table(req.row_limit()), format) {
+            Rendered::Table(t) => print!("{}", t.render(format)),
+            Rendered::Document(d) => print!("{}", d.render(format)),
+        }
+        if format == Format::Text {
+            session::print_notes(&dir);
+        }
+        return Ok(());
+    }
     let (dir, mut profile) = session::open_event(&req.result_dir, req.event.as_deref())?;
     let applied = match req.time_assignment.as_deref() {
         Some(m) if matches!(req.report.as_str(), "hotspots" | "timeline") => {
@@ -112,6 +123,23 @@ pub fn profile_report(req: &ReportRequest) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The function rows of a whole result, as its collection or import kept them, when
+/// `req` asks for exactly those: a large profile is then not read again at all.
+fn kept_hotspots(req: &ReportRequest, group_by: Option<GroupBy>) -> Option<(ResultDir, Rows)> {
+    let whole = req.report == "hotspots"
+        && group_by.is_none_or(|g| g == GroupBy::Function)
+        && req.time_range.is_none()
+        && req.time_assignment.is_none()
+        && req.event.is_none()
+        && req.samples.is_empty();
+    if !whole {
+        return None;
+    }
+    let dir = ResultDir::open(&req.result_dir).ok()?;
+    let rows = Rows::kept(&dir)?;
+    Some((dir, rows))
+}
+
 /// The summary's head, with the event shown when the recording has several.
 fn summary_meta(dir: &ResultDir, event: Option<&str>) -> Vec<(String, String)> {
     let mut meta = session::meta(dir);
@@ -163,7 +191,17 @@ fn default_bucket_ns(profile: &Profile, filter: &Filter) -> u64 {
 
 /// Prints what `collect` and `import` show when they finish.
 pub fn print_summary(dir: &ResultDir, profile: &Profile) {
-    let doc = crate::summary(profile, &session::meta(dir));
+    print_summary_from(dir, profile, None)
+}
+
+/// As [`print_summary`], with the function rows [`crate::summary_rows`] made beforehand.
+pub fn print_summary_from(dir: &ResultDir, profile: &Profile, functions: Option<Rows>) {
+    let (doc, rows) = crate::summary::summary_and_rows(profile, &session::meta(dir), functions);
+    // A profile still holding several events is not what a report reads by default.
+    if let Some(rows) = rows.filter(|_| profile.sample_events.is_empty()) {
+        // Only a report's speed depends on it: a result without it is whole.
+        let _ = rows.save(dir);
+    }
     print!("{}", doc.to_text());
     session::print_notes(dir);
     println!(

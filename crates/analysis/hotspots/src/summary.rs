@@ -7,6 +7,7 @@ use kairos_model::Profile;
 use kairos_report::{Cell, Document, Section};
 
 use crate::weight::Weight;
+use crate::hotspots::{rows, Rows};
 use crate::{hotspots, Filter, GroupBy};
 
 /// Rows of the "top functions" table.
@@ -15,6 +16,22 @@ const TOP_FUNCTIONS: usize = 10;
 /// Summary of a whole profile. `meta` holds what only the caller knows (event, sampling
 /// interval, knobs, command line), shown first in the given order.
 pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, meta: &[(K, V)]) -> Document {
+    summary_and_rows(profile, meta, None).0
+}
+
+/// Every function row of the whole profile: most of a summary's work, which a caller may
+/// do beforehand (while it writes the tables) and hand to [`crate::print_summary`].
+pub fn summary_rows(profile: &Profile) -> Option<Rows> {
+    rows(profile, &Filter::default(), GroupBy::Function).ok()
+}
+
+/// The summary, and every function row of the profile (of which the summary shows the
+/// first few), for a result to keep; `functions` when they were made beforehand.
+pub(crate) fn summary_and_rows<K: AsRef<str>, V: AsRef<str>>(
+    profile: &Profile,
+    meta: &[(K, V)],
+    functions: Option<Rows>,
+) -> (Document, Option<Rows>) {
     let mut doc = Document::new("Summary");
     if !meta.is_empty() {
         let mut s = Section::new("Collection");
@@ -62,45 +79,44 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(profile: &Profile, meta: &[(K, V)])
     // The default filter cannot be invalid, so these never fail; skip a table rather
     // than panic if that ever changes.
     let all = Filter::default();
-    let tables = [
-        (
-            GroupBy::Function,
-            Some(TOP_FUNCTIONS),
-            format!("Top {TOP_FUNCTIONS} functions by self {}", w.noun()),
-        ),
-        (
-            GroupBy::Process,
-            None,
-            format!("{} by process", w.total_label()),
-        ),
-        (
-            GroupBy::Thread,
-            None,
-            format!("{} by thread", w.total_label()),
-        ),
+    let others = [
+        (GroupBy::Process, format!("{} by process", w.total_label())),
+        (GroupBy::Thread, format!("{} by thread", w.total_label())),
     ];
-    // The function table is most of the work: made on a second thread meanwhile.
-    let made: Vec<_> = std::thread::scope(|scope| {
-        let [first, rest @ ..] = &tables;
-        let table =
-            |(g, limit, _): &(GroupBy, Option<usize>, String)| hotspots(profile, &all, *g, *limit);
-        let function = std::thread::Builder::new().spawn_scoped(scope, move || table(first));
-        let rest: Vec<_> = rest.iter().map(table).collect();
-        let function = match function {
-            Ok(thread) => thread.join().unwrap_or_else(|_| table(first)),
-            Err(_) => table(first),
-        };
-        std::iter::once(function).chain(rest).collect()
+    // The function rows are most of the work: made on a second thread meanwhile, unless
+    // the caller made them already.
+    let made_by = |g: GroupBy| hotspots(profile, &all, g, None);
+    let (functions, made) = match functions {
+        Some(given) => (Some(given), others.iter().map(|(g, _)| made_by(*g)).collect()),
+        None => std::thread::scope(|scope| {
+            let thread = std::thread::Builder::new()
+                .spawn_scoped(scope, || summary_rows(profile));
+            let made: Vec<_> = others.iter().map(|(g, _)| made_by(*g)).collect();
+            let functions = match thread {
+                Ok(thread) => thread.join().unwrap_or_else(|_| summary_rows(profile)),
+                Err(_) => summary_rows(profile),
+            };
+            (functions, made)
+        }),
+    };
+    let top = functions.as_ref().map(|r| {
+        let mut t = r.table(Some(TOP_FUNCTIONS));
+        t.title = Some(format!(
+            "Top {TOP_FUNCTIONS} functions by self {}",
+            w.noun()
+        ));
+        t
     });
-    for ((_, _, title), made) in tables.into_iter().zip(made) {
-        if let Ok(mut t) = made {
-            t.title = Some(title);
-            // The selection note repeats the Run section; keep only notes about the rows.
-            t.notes.retain(|n| !n.ends_with("samples selected."));
-            doc.push_table(t);
-        }
+    let made = made
+        .into_iter()
+        .zip(others)
+        .filter_map(|(t, (_, title))| t.ok().map(|t| t.with_title(title)));
+    for mut t in top.into_iter().chain(made) {
+        // The selection note repeats the Run section; keep only notes about the rows.
+        t.notes.retain(|n| !n.ends_with("samples selected."));
+        doc.push_table(t);
     }
-    doc
+    (doc, functions)
 }
 
 #[cfg(test)]

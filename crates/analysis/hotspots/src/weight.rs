@@ -10,9 +10,11 @@ pub(crate) struct Weight<'a> {
 
 impl<'a> Weight<'a> {
     pub(crate) fn of(profile: &'a Profile) -> Self {
-        Weight {
-            event: profile.weight_event.as_deref(),
-        }
+        Self::new(profile.weight_event.as_deref())
+    }
+
+    pub(crate) fn new(event: Option<&'a str>) -> Self {
+        Weight { event }
     }
 
     /// `"time"`, or the event name, to complete column names such as "Self time".

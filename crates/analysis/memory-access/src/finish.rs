@@ -68,6 +68,7 @@ pub(crate) fn finish(
         &session::convert_options(kallsyms),
         &Default::default(),
         quiet,
+        &mut |_| {},
     )?;
     let heap = read_heap(dir);
     // After the conversion, which lists the tables it writes.
