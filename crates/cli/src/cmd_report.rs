@@ -1,11 +1,11 @@
 //! `kairos report NAME -r DIR`: the report entry point of the analysis that made the
 //! result (its manifest's kind, through the registry) prints it as text, CSV or JSON.
 
-use kairos_analyses::{ReportRequest, SampleFilter, FILTERED_REPORTS};
+use kairos_analyses::{ReportRequest, SampleFilter};
 use kairos_result::ResultDir;
 
 use crate::args::ReportArgs;
-use crate::error::{CliResult, UserError};
+use crate::error::CliResult;
 
 /// The report every result has (see [`run`]).
 const BANDWIDTH: &str = "bandwidth";
@@ -42,13 +42,8 @@ pub fn run(args: ReportArgs) -> CliResult {
             }),
         },
     };
-    if !req.samples.is_empty() && !FILTERED_REPORTS.contains(&req.report.as_str()) {
-        return Err(UserError::usage(format!(
-            "--pid, --tid, --comm and --cpu select the samples of the {} reports, not of the {} report",
-            FILTERED_REPORTS.join(", "),
-            req.report
-        )));
-    }
+    // Also here: the topology and bandwidth reports do not pass through the analysis.
+    req.check_sample_filter(spec)?;
     // The bandwidth timeline is recorded by every collection; an analysis without its own
     // bandwidth report gets the timeline's.
     let own = |s: &kairos_analyses::AnalysisSpec| s.reports.iter().any(|r| r.name == req.report);

@@ -91,17 +91,7 @@ impl ReportRequest {
     /// Refuses a report `spec` does not declare, listing the ones it does. Every report
     /// entry point starts with it (the registry's test makes sure).
     pub fn check(&self, spec: &AnalysisSpec) -> Result<(), Failure> {
-        // Only a sampled profile's reports (the analyses that have a top-down) filter.
-        if !self.samples.is_empty()
-            && !(spec.has_report("top-down") && FILTERED_REPORTS.contains(&self.report.as_str()))
-        {
-            return Err(Failure::usage(format!(
-                "--pid, --tid, --comm and --cpu select the samples of the {} reports of a sampled profile, not the {} report of a {} result",
-                FILTERED_REPORTS.join(", "),
-                self.report,
-                spec.name
-            )));
-        }
+        self.check_sample_filter(Some(spec))?;
         if spec.has_report(&self.report) {
             return Ok(());
         }
@@ -110,6 +100,23 @@ impl ReportRequest {
             self.report,
             spec.name,
             spec.report_names().join(", ")
+        )))
+    }
+
+    /// Refuses `--pid`, `--tid`, `--comm` and `--cpu` for a report that does not select
+    /// samples: all but the [`FILTERED_REPORTS`] of a sampled profile (an analysis with a
+    /// top-down report). `spec`: the result's analysis; None for a report no analysis owns.
+    pub fn check_sample_filter(&self, spec: Option<&AnalysisSpec>) -> Result<(), Failure> {
+        let selects = spec.is_some_and(|s| s.has_report("top-down"))
+            && FILTERED_REPORTS.contains(&self.report.as_str());
+        if self.samples.is_empty() || selects {
+            return Ok(());
+        }
+        let of = spec.map_or(String::new(), |s| format!(" of a {} result", s.name));
+        Err(Failure::usage(format!(
+            "--pid, --tid, --comm and --cpu select the samples of the {} reports of a sampled profile, not of the {} report{of}",
+            FILTERED_REPORTS.join(", "),
+            self.report,
         )))
     }
 
@@ -173,9 +180,12 @@ mod tests {
         let e = req.check(&spec()).unwrap_err();
         assert!(
             e.to_string()
-                .contains("not the lines report of a demo result"),
+                .contains("not of the lines report of a demo result"),
             "{e}"
         );
+        // A report no analysis owns (topology) never selects samples.
+        let e = req.check_sample_filter(None).unwrap_err();
+        assert!(e.to_string().ends_with("not of the lines report"), "{e}");
         req.samples = SampleFilter::default();
         req.report = "flames".into();
         let e = req.check(&spec()).unwrap_err();
