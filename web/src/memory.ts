@@ -135,7 +135,8 @@ export class MemoryView {
   }
 
   private objects(d: MemoryAnswer): HTMLElement {
-    const weight = d.weight_unit === "ns" ? "Time" : d.weight_unit === "cycles" ? "Latency (cycles)" : "Hits";
+    const names: Record<string, string> = { ns: "Time", cycles: "Latency (cycles)", hits: "Hits", events: "Events" };
+    const weight = names[d.weight_unit] ?? "Weight";
     const [t, body] = table("memory-objects", ["Object", "Kind", "Samples", "Share", weight, "Loads", "Stores", "Threads"], 6);
     for (const o of d.objects) {
       body.append(row([h("span", {}, swatch(o.name), o.name), o.kind ?? "", formatInt(o.samples), formatShare(o.share),

@@ -82,7 +82,17 @@ fn sampled_physical_addresses_place_pages_on_the_headers_nodes() {
         "one memory node on this machine:\n{header}"
     );
 
-    kairos_in(t.path(), &["import", "-q", "pf.data", "-r", "res"]).ok();
+    let imported = kairos_in(t.path(), &["import", "-q", "pf.data", "-r", "res"]).ok();
+    // Page faults are a software event: their addresses come from the kernel, not a PMU,
+    // and carry no latency.
+    assert!(
+        imported
+            .stdout
+            .contains("Address source:               software event (kernel-recorded addresses)"),
+        "{}",
+        imported.stdout
+    );
+    assert!(!imported.stdout.contains("PEBS"), "{}", imported.stdout);
     let numa = json_report(t.path(), "numa");
     let c = &numa["blocks"][0]["values"];
     assert_eq!(

@@ -33,6 +33,9 @@ pub enum AccessSource {
     Registers,
     /// Recorded by the PMU (PEBS, IBS); weight is latency.
     Pmu,
+    /// Recorded by the kernel for a software event (page faults with `perf record -d`):
+    /// the address only, no source, direction or latency; weight is the period.
+    Event,
 }
 
 /// One sampled data access.
@@ -79,7 +82,13 @@ pub(crate) fn access_attrs(file: &PerfFile) -> Vec<Option<AccessSource>> {
         .map(|a| {
             let st = a.attr.sample_type;
             if st & PERF_SAMPLE_ADDR != 0 && st & PERF_SAMPLE_DATA_SRC != 0 {
-                Some(AccessSource::Pmu)
+                // `perf record -d` asks every event for both; only a PMU's samples fill
+                // the source (and the weight with a latency).
+                Some(if is_pmu(a.attr.type_) {
+                    AccessSource::Pmu
+                } else {
+                    AccessSource::Event
+                })
             } else if st & PERF_SAMPLE_REGS_USER != 0
                 && st & PERF_SAMPLE_STACK_USER == 0
                 && crate::is_timer(&a.attr)
@@ -90,6 +99,15 @@ pub(crate) fn access_attrs(file: &PerfFile) -> Vec<Option<AccessSource>> {
             }
         })
         .collect()
+}
+
+/// Whether events of this perf type come from a hardware PMU: all but the software,
+/// tracepoint and breakpoint types (dynamic PMU types such as ibs_op are numbered after).
+fn is_pmu(type_: u32) -> bool {
+    const SOFTWARE: u32 = 1;
+    const TRACEPOINT: u32 = 2;
+    const BREAKPOINT: u32 = 5;
+    !matches!(type_, SOFTWARE | TRACEPOINT | BREAKPOINT)
 }
 
 /// Decodes the accesses of samples, caching each decoded instruction.
@@ -143,7 +161,7 @@ impl Accesses {
     ) {
         let ip = s.ip.unwrap_or(0);
         let found = match source {
-            AccessSource::Pmu => s
+            AccessSource::Pmu | AccessSource::Event => s
                 .addr
                 .map(|a| vec![(a, 0, None)])
                 .ok_or_else(|| "no data address in the sample".to_string()),
@@ -312,4 +330,21 @@ impl Stacked for DataAccess {
 /// Resolves raw stacks to the profile's and sorts by time.
 pub(crate) fn finish(pending: Vec<Pending>, stacks: &[Option<StackIdx>]) -> Vec<DataAccess> {
     with_stacks(pending.into_iter().map(|p| (p.a, p.raw_stack)), stacks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_pmu;
+
+    #[test]
+    fn only_hardware_types_are_pmus() {
+        // hardware, hw-cache, raw and dynamic types (cpu, ibs_op, ...) are PMUs
+        for t in [0, 3, 4, 6, 8, 11] {
+            assert!(is_pmu(t), "type {t}");
+        }
+        // software (page-faults), tracepoint, breakpoint are not
+        for t in [1, 2, 5] {
+            assert!(!is_pmu(t), "type {t}");
+        }
+    }
 }

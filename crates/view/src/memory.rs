@@ -88,12 +88,13 @@ impl Memory {
         self.lines.iter().filter(|l| l.verdict == v).count()
     }
 
-    /// What sample weights are: CPU time, latency or watchpoint hits.
+    /// What sample weights are: CPU time, latency, watchpoint hits or event counts.
     pub fn weight_unit(&self) -> &'static str {
         match self.source {
             Source::Registers => "ns",
             Source::Pmu => "cycles",
             Source::Watchpoint => "hits",
+            Source::Event => "events",
         }
     }
 

@@ -103,6 +103,13 @@ pub fn build_full(
                 None,
                 false,
             ),
+            AccessSource::Event => (
+                a.direction.unwrap_or(Direction::Load),
+                a.period,
+                Source::Event,
+                None,
+                false,
+            ),
             AccessSource::Pmu => {
                 let class = classify(&DataSrc::from_raw(a.data_src.unwrap_or(0)));
                 let direction = match class.access {

@@ -99,14 +99,16 @@ pub fn finish_import(
     c: &Conversion,
     header: &kairos_perf_data::Features,
 ) -> Result<(), Failure> {
-    let pmu = c
-        .data_accesses
-        .iter()
-        .any(|a| a.source == kairos_convert::AccessSource::Pmu);
-    let (source, reason) = if pmu {
+    let has = |s: kairos_convert::AccessSource| c.data_accesses.iter().any(|a| a.source == s);
+    let (source, reason) = if has(kairos_convert::AccessSource::Pmu) {
         (
             Source::Pmu,
             "imported: the recording's samples carry data addresses and sources (PEBS or IBS)",
+        )
+    } else if has(kairos_convert::AccessSource::Event) {
+        (
+            Source::Event,
+            "imported: a software event's samples carry data addresses (perf record -d): no access direction, level or latency, so each counts as a load",
         )
     } else {
         (Source::Registers, "imported: timer samples with user registers and no stack copy, decoded as address samples")

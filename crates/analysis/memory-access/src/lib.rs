@@ -46,6 +46,10 @@ pub enum Source {
     Pmu,
     /// A hardware watchpoint hit: exact, weight is one hit.
     Watchpoint,
+    /// An address the kernel recorded for a software event (imported page faults of
+    /// `perf record -d`): no direction (counted as a load) or latency; weight is the
+    /// event's count.
+    Event,
 }
 
 impl Source {
@@ -54,6 +58,7 @@ impl Source {
             Source::Registers => "address sampling (registers)",
             Source::Pmu => "PMU (PEBS/IBS)",
             Source::Watchpoint => "watchpoints",
+            Source::Event => "software event (kernel-recorded addresses)",
         }
     }
 }

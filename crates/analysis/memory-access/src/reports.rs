@@ -21,6 +21,7 @@ fn weight_column(d: &AccessData) -> Column {
     match d.source {
         Source::Pmu => Column::right("Latency").with_unit("cycles"),
         Source::Watchpoint => Column::right("Hits"),
+        Source::Event => Column::right("Events"),
         Source::Registers => Column::right("Time"),
     }
 }

@@ -146,11 +146,12 @@ pub fn source_key(s: Source) -> &'static str {
         Source::Registers => "registers",
         Source::Pmu => "pmu",
         Source::Watchpoint => "watchpoint",
+        Source::Event => "event",
     }
 }
 
 pub fn parse_source(s: &str) -> Option<Source> {
-    [Source::Registers, Source::Pmu, Source::Watchpoint]
+    [Source::Registers, Source::Pmu, Source::Watchpoint, Source::Event]
         .into_iter()
         .find(|&x| source_key(x) == s)
 }
