@@ -155,9 +155,11 @@ fn slots_taken_by_another_tool_leave_the_collection_whole_with_a_sentence() {
     for a in ["0x1000", "0x1008", "0x1010", "0x1018"] {
         cmd.args(["-e", &format!("mem:{a}:rw")]);
     }
+    // 1G increments (about 0.8 s alone): at 300M (0.25 s) a loaded machine once ended
+    // the program before sampling found the shared line, so no watchpoint was tried.
     cmd.arg("--")
         .arg(kairos_bin())
-        .args(collect_args(&sample("false_sharing"), &["2", "300000000"]))
+        .args(collect_args(&sample("false_sharing"), &["2", "1000000000"]))
         .current_dir(t.path());
     let out = cmd.output().unwrap();
     drop(turn);
