@@ -46,7 +46,7 @@ impl Array {
             len: elements,
         };
         if let Some(n) = node {
-            bind(p, bytes, n)?;
+            bind(p as usize, bytes, n)?;
         }
         Ok(a)
     }

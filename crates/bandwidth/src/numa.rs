@@ -30,8 +30,10 @@ pub fn pin_to(cpu: u32) -> Result<(), Error> {
     Ok(())
 }
 
-/// Binds `len` bytes at `addr` (page-aligned, not yet touched) to `node`'s memory.
-pub fn bind(addr: *mut libc::c_void, len: usize, node: u32) -> Result<(), Error> {
+/// Binds `len` bytes at `addr` (page-aligned, not yet touched) to `node`'s memory. The
+/// address is a number: mbind(2) only sets the range's policy (a range we do not map is
+/// the kernel's EFAULT), nothing is read or written through it here.
+pub fn bind(addr: usize, len: usize, node: u32) -> Result<(), Error> {
     let mut mask = [0u64; 16];
     let (word, bit) = (node as usize / 64, node % 64);
     let Some(w) = mask.get_mut(word) else {
@@ -41,8 +43,8 @@ pub fn bind(addr: *mut libc::c_void, len: usize, node: u32) -> Result<(), Error>
         )));
     };
     *w |= 1 << bit;
-    // SAFETY: addr/len describe our own mapping; mask outlives the call and holds
-    // maxnode bits.
+    // SAFETY: the kernel reads only `mask`, which outlives the call and holds maxnode
+    // bits; addr/len name a range, checked by the kernel.
     let r = unsafe {
         libc::syscall(
             libc::SYS_mbind,
