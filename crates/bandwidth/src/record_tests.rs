@@ -14,7 +14,12 @@ fn no_uncore_and_no_resctrl_is_one_sentence_with_both_reasons() {
     let why = open(&p, Err("no perfmon uncore file".into()))
         .err()
         .unwrap_or_default();
-    assert!(why.starts_with("no bandwidth counters here: uncore: no uncore PMUs (a virtual machine exposes none"), "{why}");
+    assert!(
+        why.starts_with(
+            "no bandwidth counters here: uncore: no uncore PMUs (a virtual machine exposes none"
+        ),
+        "{why}"
+    );
     assert!(why.contains("; resctrl: resctrl is not mounted"), "{why}");
     let t = Recorder::start(Err(why.clone()), Duration::from_millis(100)).finish();
     assert_eq!((t.unavailable, t.points.len()), (Some(why), 0));

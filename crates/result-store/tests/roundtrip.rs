@@ -94,7 +94,10 @@ fn derived_figures_do_not_outlive_the_tables() {
     write_profile(&mut dir, &p).unwrap();
     dir.save_derived("totals", &(1u64, "a")).unwrap();
     let opened = ResultDir::open(dir.path()).unwrap();
-    assert_eq!(opened.load_derived::<(u64, String)>("totals"), Some((1, "a".into())));
+    assert_eq!(
+        opened.load_derived::<(u64, String)>("totals"),
+        Some((1, "a".into()))
+    );
     // The same profile written again: identical tables, but the figures are gone.
     write_profile(&mut dir, &p).unwrap();
     assert!(!dir.path().join(DERIVED_DIR).exists());

@@ -17,8 +17,8 @@ mod result;
 mod target;
 
 pub use convert::{
-    convert_options, convert_result, convert_result_full, convert_result_with, Meanwhile,
-    convert_result_with_side, Conversion,
+    convert_options, convert_result, convert_result_full, convert_result_with,
+    convert_result_with_side, Conversion, Meanwhile,
 };
 pub use host::{children_rusage, snapshot_kallsyms, this_host};
 pub use progress::spinner;

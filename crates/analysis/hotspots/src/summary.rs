@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use kairos_model::Profile;
 use kairos_report::{Cell, Document, Section};
 
-use crate::weight::Weight;
 use crate::hotspots::{rows, Rows};
+use crate::weight::Weight;
 use crate::{hotspots, Filter, GroupBy};
 
 /// Rows of the "top functions" table.
@@ -87,10 +87,12 @@ pub(crate) fn summary_and_rows<K: AsRef<str>, V: AsRef<str>>(
     // the caller made them already.
     let made_by = |g: GroupBy| hotspots(profile, &all, g, None);
     let (functions, made) = match functions {
-        Some(given) => (Some(given), others.iter().map(|(g, _)| made_by(*g)).collect()),
+        Some(given) => (
+            Some(given),
+            others.iter().map(|(g, _)| made_by(*g)).collect(),
+        ),
         None => std::thread::scope(|scope| {
-            let thread = std::thread::Builder::new()
-                .spawn_scoped(scope, || summary_rows(profile));
+            let thread = std::thread::Builder::new().spawn_scoped(scope, || summary_rows(profile));
             let made: Vec<_> = others.iter().map(|(g, _)| made_by(*g)).collect();
             let functions = match thread {
                 Ok(thread) => thread.join().unwrap_or_else(|_| summary_rows(profile)),

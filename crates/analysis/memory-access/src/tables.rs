@@ -151,9 +151,14 @@ pub fn source_key(s: Source) -> &'static str {
 }
 
 pub fn parse_source(s: &str) -> Option<Source> {
-    [Source::Registers, Source::Pmu, Source::Watchpoint, Source::Event]
-        .into_iter()
-        .find(|&x| source_key(x) == s)
+    [
+        Source::Registers,
+        Source::Pmu,
+        Source::Watchpoint,
+        Source::Event,
+    ]
+    .into_iter()
+    .find(|&x| source_key(x) == s)
 }
 
 fn kind_of(s: &str) -> Option<ObjectKind> {
