@@ -157,8 +157,12 @@ impl Rows {
     /// The function rows of the whole profile of `dir`'s default event, if a collection
     /// or import kept them for the tables the result has now.
     pub fn kept(dir: &ResultDir) -> Option<Rows> {
-        dir.load_derived::<Rows>(Self::KEPT)
-            .filter(|r| r.group_by == GroupBy::Function.as_str())
+        let labels = GroupBy::Function.label_columns().len();
+        // A file that does not hold function rows is as good as none.
+        dir.load_derived::<Rows>(Self::KEPT).filter(|r| {
+            r.group_by == GroupBy::Function.as_str()
+                && r.rows.iter().all(|row| row.labels.len() == labels)
+        })
     }
 }
 
@@ -307,6 +311,38 @@ mod tests {
         );
         let cpu = hotspots(&p, &Filter::default(), GroupBy::Cpu, None).expect("runs");
         assert_eq!(rows(&cpu), ["cpu 0,2,2000000,100.0000"]);
+    }
+
+    #[test]
+    fn kept_rows_give_the_same_table_and_nothing_else_is_taken_for_them() {
+        let mut b = Builder::new();
+        let t = b.thread(1, 1, "app");
+        b.sample(0, t, &["main", "a", "b"]);
+        b.sample(MS, t, &["main", "a"]);
+        let p = b.build();
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut dir = ResultDir::create(tmp.path().join("r")).expect("result");
+        kairos_result::write_profile(&mut dir, &p).expect("tables");
+        assert!(Rows::kept(&dir).is_none());
+        let all = super::rows(&p, &Filter::default(), GroupBy::Function).expect("rows");
+        all.save(&dir).expect("saved");
+        let kept = Rows::kept(&dir).expect("kept");
+        for limit in [None, Some(1)] {
+            assert_eq!(
+                kept.table(limit),
+                hotspots(&p, &Filter::default(), GroupBy::Function, limit).expect("runs")
+            );
+        }
+        // Rows of another grouping, or with the wrong labels, are not function rows.
+        super::rows(&p, &Filter::default(), GroupBy::Thread)
+            .expect("rows")
+            .save(&dir)
+            .expect("saved");
+        assert!(Rows::kept(&dir).is_none());
+        let mut odd = all.clone();
+        odd.rows[0].labels.pop();
+        odd.save(&dir).expect("saved");
+        assert!(Rows::kept(&dir).is_none());
     }
 
     #[test]
