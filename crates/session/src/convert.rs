@@ -37,7 +37,7 @@ pub fn convert_result(
 
 /// Work on the converted profile (of the default event) that need not wait for the
 /// tables: run while they are written when the recording has one event, after
-/// otherwise. Given `()` by callers with nothing to do.
+/// otherwise. Callers with nothing to do give `&mut |_| {}`.
 pub type Meanwhile<'a> = &'a mut (dyn FnMut(&Profile) + Send);
 
 /// What a conversion gives besides the tables it writes.
@@ -152,14 +152,25 @@ fn convert_inner(
     let written = std::thread::scope(|scope| {
         let p = &profile;
         let m = &mut *meanwhile;
-        let beside = one_event.then(|| scope.spawn(move || m(p)));
+        // Without a thread (it could not start), it runs after the writing instead.
+        let beside = one_event
+            .then(|| {
+                std::thread::Builder::new()
+                    .name("kairos-meanwhile".into())
+                    .spawn_scoped(scope, move || m(p))
+                    .ok()
+            })
+            .flatten();
         let written = kairos_result::write_profile(dir, p);
-        (beside.map(|t| t.join()), written)
+        let ran = beside.map(|t| t.join());
+        (ran, written)
     });
-    let (beside, written) = written;
-    if let Some(Err(panic)) = beside {
-        std::panic::resume_unwind(panic);
-    }
+    let (ran, written) = written;
+    let ran_beside = match ran {
+        Some(Ok(())) => true,
+        Some(Err(panic)) => std::panic::resume_unwind(panic),
+        None => false,
+    };
     let tables = written.map_err(|e| {
         Failure::failed(format!(
             "cannot write the result tables in {}: {e}; check free disk space and permissions",
@@ -177,7 +188,7 @@ fn convert_inner(
     // The analyses that run now see one event, as reports do; the tables keep them all.
     let default = profile.default_event();
     profile.select_event(default);
-    if !one_event {
+    if !ran_beside {
         meanwhile(&profile);
     }
     Ok(Conversion {
