@@ -104,10 +104,11 @@ pub(crate) fn access_attrs(file: &PerfFile) -> Vec<Option<AccessSource>> {
 /// Whether events of this perf type come from a hardware PMU: all but the software,
 /// tracepoint and breakpoint types (dynamic PMU types such as ibs_op are numbered after).
 fn is_pmu(type_: u32) -> bool {
-    const SOFTWARE: u32 = 1;
-    const TRACEPOINT: u32 = 2;
-    const BREAKPOINT: u32 = 5;
-    !matches!(type_, SOFTWARE | TRACEPOINT | BREAKPOINT)
+    use kairos_perf_data::{PERF_TYPE_BREAKPOINT, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT};
+    !matches!(
+        type_,
+        PERF_TYPE_SOFTWARE | PERF_TYPE_TRACEPOINT | PERF_TYPE_BREAKPOINT
+    )
 }
 
 /// Decodes the accesses of samples, caching each decoded instruction.

@@ -13,8 +13,9 @@ use kairos_report::{Cell, Column};
 
 use crate::Error;
 
-/// What to group samples by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What to group samples by. Serialised by its name ([`GroupBy::as_str`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum GroupBy {
     /// `name (pid)`.
     Process,

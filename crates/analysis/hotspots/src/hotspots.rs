@@ -1,7 +1,5 @@
 //! The hotspot table: time per process, module, function, call stack, thread or CPU.
 
-use std::str::FromStr;
-
 use kairos_model::{Profile, Sample};
 use kairos_report::{Cell, Column, Table};
 use kairos_result::ResultDir;
@@ -32,7 +30,7 @@ pub fn hotspots(
 /// result keeps (see [`Rows::save`]) so that the table is not computed again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rows {
-    group_by: String,
+    group_by: GroupBy,
     /// The profile's weight event (`None`: nanoseconds of CPU time).
     weight_event: Option<String>,
     /// The selection's samples and weight, the base of the shares.
@@ -70,7 +68,7 @@ pub fn rows(profile: &Profile, filter: &Filter, group_by: GroupBy) -> Result<Row
     });
     let pair = |a: Acc| (a.samples, a.weight);
     Ok(Rows {
-        group_by: group_by.as_str().into(),
+        group_by,
         weight_event: profile.weight_event.clone(),
         total: pair(sel.total),
         notes: sel.notes(filter),
@@ -91,9 +89,7 @@ impl Rows {
 
     /// The table, with the first `limit` rows (a note says how many were left out).
     pub fn table(&self, limit: Option<usize>) -> Table {
-        // Rows only come from `rows` or from a file it wrote; a name it never writes
-        // shows as function rows rather than failing.
-        let group_by = GroupBy::from_str(&self.group_by).unwrap_or(GroupBy::Function);
+        let group_by = self.group_by;
         let w = Weight::new(self.weight_event.as_deref());
         let total = acc(self.total);
         let mut columns = group_by.label_columns();
@@ -160,8 +156,7 @@ impl Rows {
         let labels = GroupBy::Function.label_columns().len();
         // A file that does not hold function rows is as good as none.
         dir.load_derived::<Rows>(Self::KEPT).filter(|r| {
-            r.group_by == GroupBy::Function.as_str()
-                && r.rows.iter().all(|row| row.labels.len() == labels)
+            r.group_by == GroupBy::Function && r.rows.iter().all(|row| row.labels.len() == labels)
         })
     }
 }

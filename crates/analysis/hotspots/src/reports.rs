@@ -34,10 +34,7 @@ pub fn profile_report(req: &ReportRequest) -> Result<(), Failure> {
         .transpose()
         .map_err(|e| Failure::usage(format!("{e}")))?;
     if let Some((dir, rows)) = kept_hotspots(req, group_by) {
-        match single("Hotspots", rows.table(req.row_limit()), format) {
-            Rendered::Table(t) => print!("{}", t.render(format)),
-            Rendered::Document(d) => print!("{}", d.render(format)),
-        }
+        single("Hotspots", rows.table(req.row_limit()), format).print(format);
         if format == Format::Text {
             session::print_notes(&dir);
         }
@@ -100,10 +97,7 @@ pub fn profile_report(req: &ReportRequest) -> Result<(), Failure> {
             Rendered::Document(d)
         }
     };
-    match doc {
-        Rendered::Table(t) => print!("{}", t.render(format)),
-        Rendered::Document(d) => print!("{}", d.render(format)),
-    }
+    doc.print(format);
     // Say how the points were made: under a text report, on stderr for CSV and JSON.
     if applied.is_some() && format == Format::Text {
         println!();
@@ -165,6 +159,15 @@ fn summary_meta(dir: &ResultDir, event: Option<&str>) -> Vec<(String, String)> {
 enum Rendered {
     Table(kairos_report::Table),
     Document(Document),
+}
+
+impl Rendered {
+    fn print(&self, format: Format) {
+        match self {
+            Rendered::Table(t) => print!("{}", t.render(format)),
+            Rendered::Document(d) => print!("{}", d.render(format)),
+        }
+    }
 }
 
 /// A one-table report: titled in text, bare in CSV and JSON so that other tools read it
