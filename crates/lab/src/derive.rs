@@ -71,7 +71,7 @@ pub fn measure_derive(profile: &Profile, method: Method, load_s: f64) -> Result<
         samples: profile.samples.len() as u64,
         records: profile.branches.len() as u64,
         new_records: profile.branches.iter().filter(|b| b.is_new).count() as u64,
-        points: d.profile.samples.len() as u64,
+        points: d.samples.len() as u64,
         points_per_sample: d.points_per_sample,
         load_s,
         derive_s,

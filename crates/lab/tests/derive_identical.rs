@@ -92,7 +92,7 @@ fn derive_equals_assign_then_to_profile() {
             });
             let fast = derive(&p, m).map(|d| {
                 (
-                    d.profile,
+                    d.to_profile(),
                     d.record_time.to_vec(),
                     d.points_per_sample.to_bits(),
                     d.notes,
@@ -105,7 +105,7 @@ fn derive_equals_assign_then_to_profile() {
             };
             let beside = derive_over(&bare, &p.samples, m).map(|d| {
                 (
-                    d.profile,
+                    d.to_profile(),
                     d.record_time.to_vec(),
                     d.points_per_sample.to_bits(),
                     d.notes,

@@ -9,6 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod columns;
+pub use columns::{Narrow, SampleColumns};
+
 /// Index into [`Profile::threads`].
 pub type ThreadIdx = u32;
 /// Index into [`Profile::stacks`].

@@ -135,7 +135,7 @@ fn csr(n: usize, pairs: impl Iterator<Item = (u32, u32)> + Clone) -> (Vec<u32>, 
 impl Index {
     /// Indexes `profile`, taking its samples over into columns.
     pub fn new(mut profile: Profile, funcs: Arc<Functions>) -> Index {
-        let samples = Samples::take(&mut profile.samples);
+        let samples = crate::samples::take(&mut profile.samples);
         let totals = Totals::of(&samples, profile.threads.len(), profile.stacks.len());
         Index::with_samples(profile, samples, totals, funcs)
     }

@@ -14,6 +14,7 @@ use kairos_time_assignment::{derive_over, Method, RecordTimes};
 
 use crate::index::{Functions, Index};
 use crate::memory::Memory;
+use crate::totals::Totals;
 use crate::Error;
 
 /// One `-r` directory.
@@ -231,7 +232,14 @@ impl Data {
         let d = derive_over(&self.base.profile, &samples, method)
             .map_err(|e| Error::Internal(format!("time assignment {method} failed: {e}")))?;
         drop(samples);
-        let index = Arc::new(Index::new(d.profile, self.base.funcs.clone()));
+        // The derived points already are columns: indexed as they are.
+        let totals = Totals::of(&d.samples, d.profile.threads.len(), d.profile.stacks.len());
+        let index = Arc::new(Index::with_samples(
+            d.profile,
+            d.samples,
+            totals,
+            self.base.funcs.clone(),
+        ));
         Index::build_blocks_later(&index);
         Ok(Derived {
             index,

@@ -5,52 +5,9 @@
 //! never holds both whole.
 
 use kairos_model::Sample;
+pub use kairos_model::{Narrow, SampleColumns};
 
 use crate::index::NONE;
-
-/// Unsigned values stored in the fewest bytes that hold the largest (or one value for all).
-#[derive(Debug)]
-pub enum Narrow {
-    Const(u64),
-    U8(Vec<u8>),
-    U16(Vec<u16>),
-    U32(Vec<u32>),
-    U64(Vec<u64>),
-}
-
-impl Narrow {
-    /// Column of `n` rows able to hold values up to `max`; `first` when all are equal.
-    pub(crate) fn with(n: usize, max: u64, all_equal: Option<u64>) -> Narrow {
-        match (all_equal, max) {
-            (Some(v), _) => Narrow::Const(v),
-            (None, m) if m <= u8::MAX as u64 => Narrow::U8(vec![0; n]),
-            (None, m) if m <= u16::MAX as u64 => Narrow::U16(vec![0; n]),
-            (None, m) if m <= u32::MAX as u64 => Narrow::U32(vec![0; n]),
-            _ => Narrow::U64(vec![0; n]),
-        }
-    }
-
-    #[inline]
-    pub fn get(&self, i: usize) -> u64 {
-        match self {
-            Narrow::Const(v) => *v,
-            Narrow::U8(x) => x.get(i).map_or(0, |&v| v as u64),
-            Narrow::U16(x) => x.get(i).map_or(0, |&v| v as u64),
-            Narrow::U32(x) => x.get(i).map_or(0, |&v| v as u64),
-            Narrow::U64(x) => x.get(i).copied().unwrap_or(0),
-        }
-    }
-
-    fn bytes(&self) -> usize {
-        match self {
-            Narrow::Const(_) => 0,
-            Narrow::U8(x) => x.len(),
-            Narrow::U16(x) => x.len() * 2,
-            Narrow::U32(x) => x.len() * 4,
-            Narrow::U64(x) => x.len() * 8,
-        }
-    }
-}
 
 /// A mutable window of a [`Narrow`] column.
 enum NarrowMut<'a> {
@@ -61,15 +18,14 @@ enum NarrowMut<'a> {
     U64(&'a mut [u64]),
 }
 
-impl Narrow {
-    fn slice_mut(&mut self, from: usize) -> NarrowMut<'_> {
-        match self {
-            Narrow::Const(_) => NarrowMut::Const,
-            Narrow::U8(x) => NarrowMut::U8(&mut x[from..]),
-            Narrow::U16(x) => NarrowMut::U16(&mut x[from..]),
-            Narrow::U32(x) => NarrowMut::U32(&mut x[from..]),
-            Narrow::U64(x) => NarrowMut::U64(&mut x[from..]),
-        }
+/// Rows `from..` of `col`, to write in place.
+fn slice_mut(col: &mut Narrow, from: usize) -> NarrowMut<'_> {
+    match col {
+        Narrow::Const(_) => NarrowMut::Const,
+        Narrow::U8(x) => NarrowMut::U8(&mut x[from..]),
+        Narrow::U16(x) => NarrowMut::U16(&mut x[from..]),
+        Narrow::U32(x) => NarrowMut::U32(&mut x[from..]),
+        Narrow::U64(x) => NarrowMut::U64(&mut x[from..]),
     }
 }
 
@@ -161,141 +117,80 @@ impl Stats {
 }
 
 /// Samples as columns, in time order as in the profile.
-#[derive(Debug)]
-pub struct Samples {
-    /// Absolute ns, ascending: binary-searched for every selection.
-    pub time: Vec<u64>,
-    /// Stack id, [`NONE`] without a stack.
-    pub stack: Vec<u32>,
-    pub thread: Narrow,
-    pub cpu: Narrow,
-    pub weight: Narrow,
-}
+pub type Samples = SampleColumns;
 
 /// Rows moved per step while the source vector shrinks behind them.
 const STEP: usize = 1 << 20;
 
-impl Samples {
-    /// Takes the samples over; `src` is left empty.
-    pub fn take(src: &mut Vec<Sample>) -> Samples {
-        let n = src.len();
-        let st = crate::par::fold(0..n, |r| Stats::of(&src[r]), |a, b| a.merge(&b));
-        let equal = |max: u64, min: u64| (max == min).then_some(max);
-        // Zeroed vectors: pages are only committed as the fill below reaches them.
-        let mut out = Samples {
-            time: vec![0; n],
-            stack: vec![NONE; n],
-            thread: Narrow::with(n, st.max[0], equal(st.max[0], st.min[0])),
-            cpu: Narrow::with(n, st.max[1], equal(st.max[1], st.min[1])),
-            weight: Narrow::with(n, st.max[2], equal(st.max[2], st.min[2])),
+/// Takes the samples over; `src` is left empty.
+pub fn take(src: &mut Vec<Sample>) -> Samples {
+    let n = src.len();
+    let st = crate::par::fold(0..n, |r| Stats::of(&src[r]), |a, b| a.merge(&b));
+    let equal = |max: u64, min: u64| (max == min).then_some(max);
+    // Zeroed vectors: pages are only committed as the fill below reaches them.
+    let mut out = Samples {
+        time: vec![0; n],
+        stack: vec![NONE; n],
+        thread: Narrow::with(n, st.max[0], equal(st.max[0], st.min[0])),
+        cpu: Narrow::with(n, st.max[1], equal(st.max[1], st.min[1])),
+        weight: Narrow::with(n, st.max[2], equal(st.max[2], st.min[2])),
+    };
+    let mut end = n;
+    while end > 0 {
+        let start = end.saturating_sub(STEP);
+        // Two halves of the step on two threads when the step is whole.
+        let mid = start + (end - start) / 2;
+        let ranges = if end - start == STEP {
+            vec![start..mid, mid..end]
+        } else {
+            vec![start..end]
         };
-        let mut end = n;
-        while end > 0 {
-            let start = end.saturating_sub(STEP);
-            // Two halves of the step on two threads when the step is whole.
-            let mid = start + (end - start) / 2;
-            let ranges = if end - start == STEP {
-                vec![start..mid, mid..end]
-            } else {
-                vec![start..end]
-            };
-            let parts = out.parts_mut(&ranges);
-            std::thread::scope(|sc| {
-                for (r, part) in ranges.iter().zip(parts) {
-                    let s = &src[r.clone()];
-                    sc.spawn(move || part.fill(s));
-                }
-            });
-            src.truncate(start);
-            // Large vectors live in their own mappings, so shrinking returns the tail
-            // without a copy.
-            src.shrink_to_fit();
-            end = start;
-        }
-        out
+        let parts = parts_mut(&mut out, &ranges);
+        std::thread::scope(|sc| {
+            for (r, part) in ranges.iter().zip(parts) {
+                let s = &src[r.clone()];
+                sc.spawn(move || part.fill(s));
+            }
+        });
+        src.truncate(start);
+        // Large vectors live in their own mappings, so shrinking returns the tail
+        // without a copy.
+        src.shrink_to_fit();
+        end = start;
     }
+    out
+}
 
-    /// Disjoint mutable views of `ranges` (ascending, adjacent) of every column.
-    fn parts_mut(&mut self, ranges: &[std::ops::Range<usize>]) -> Vec<Part<'_>> {
-        let Some(first) = ranges.first() else {
-            return Vec::new();
-        };
-        let from = first.start;
-        let (mut time, mut stack) = (&mut self.time[from..], &mut self.stack[from..]);
-        let (mut thread, mut cpu, mut weight) = (
-            self.thread.slice_mut(from),
-            self.cpu.slice_mut(from),
-            self.weight.slice_mut(from),
-        );
-        let mut out = Vec::new();
-        for r in ranges {
-            let k = r.len();
-            let (t, t_rest) = std::mem::take(&mut time).split_at_mut(k);
-            let (s, s_rest) = std::mem::take(&mut stack).split_at_mut(k);
-            let (th, th_rest) = thread.split(k);
-            let (c, c_rest) = cpu.split(k);
-            let (w, w_rest) = weight.split(k);
-            out.push(Part {
-                time: t,
-                stack: s,
-                thread: th,
-                cpu: c,
-                weight: w,
-            });
-            (time, stack, thread, cpu, weight) = (t_rest, s_rest, th_rest, c_rest, w_rest);
-        }
-        out
+/// Disjoint mutable views of `ranges` (ascending, adjacent) of every column.
+fn parts_mut<'a>(cols: &'a mut Samples, ranges: &[std::ops::Range<usize>]) -> Vec<Part<'a>> {
+    let Some(first) = ranges.first() else {
+        return Vec::new();
+    };
+    let from = first.start;
+    let (mut time, mut stack) = (&mut cols.time[from..], &mut cols.stack[from..]);
+    let (mut thread, mut cpu, mut weight) = (
+        slice_mut(&mut cols.thread, from),
+        slice_mut(&mut cols.cpu, from),
+        slice_mut(&mut cols.weight, from),
+    );
+    let mut out = Vec::new();
+    for r in ranges {
+        let k = r.len();
+        let (t, t_rest) = std::mem::take(&mut time).split_at_mut(k);
+        let (s, s_rest) = std::mem::take(&mut stack).split_at_mut(k);
+        let (th, th_rest) = thread.split(k);
+        let (c, c_rest) = cpu.split(k);
+        let (w, w_rest) = weight.split(k);
+        out.push(Part {
+            time: t,
+            stack: s,
+            thread: th,
+            cpu: c,
+            weight: w,
+        });
+        (time, stack, thread, cpu, weight) = (t_rest, s_rest, th_rest, c_rest, w_rest);
     }
-
-    pub fn len(&self) -> usize {
-        self.time.len()
-    }
-
-    #[inline]
-    pub fn thread(&self, i: usize) -> u32 {
-        self.thread.get(i) as u32
-    }
-
-    #[inline]
-    pub fn cpu(&self, i: usize) -> u32 {
-        self.cpu.get(i) as u32
-    }
-
-    #[inline]
-    pub fn weight(&self, i: usize) -> u64 {
-        self.weight.get(i)
-    }
-
-    #[inline]
-    pub fn stack(&self, i: usize) -> Option<u32> {
-        self.stack.get(i).copied().filter(|&s| s != NONE)
-    }
-
-    /// Sample `i` as the model has it (`None` past the end).
-    pub fn get(&self, i: usize) -> Option<Sample> {
-        let time_ns = *self.time.get(i)?;
-        Some(Sample {
-            time_ns,
-            thread: self.thread(i),
-            cpu: self.cpu(i),
-            stack: self.stack(i),
-            weight: self.weight(i),
-        })
-    }
-
-    /// Every sample, for the code that needs the model's vector (time assignment).
-    pub fn to_vec(&self) -> Vec<Sample> {
-        (0..self.len()).filter_map(|i| self.get(i)).collect()
-    }
-
-    /// Heap bytes held, for the notes of a large result.
-    pub fn bytes(&self) -> usize {
-        self.time.len() * 8
-            + self.stack.len() * 4
-            + self.thread.bytes()
-            + self.cpu.bytes()
-            + self.weight.bytes()
-    }
+    out
 }
 
 #[cfg(test)]
@@ -343,7 +238,7 @@ mod tests {
         ] {
             let want = samples(n, 7 + n as u64, bits, threads);
             let mut src = want.clone();
-            let cols = Samples::take(&mut src);
+            let cols = take(&mut src);
             assert!(src.is_empty());
             assert_eq!(cols.len(), n);
             assert_eq!(cols.to_vec(), want, "n {n} bits {bits}");
@@ -354,12 +249,12 @@ mod tests {
     #[test]
     fn widths_follow_the_largest_value() {
         let mut v = samples(1000, 3, 0, 1);
-        let cols = Samples::take(&mut v);
+        let cols = take(&mut v);
         assert!(matches!(cols.weight, Narrow::Const(250_000)));
         assert!(matches!(cols.thread, Narrow::Const(0)));
         assert!(matches!(cols.cpu, Narrow::U16(_)));
         let mut v = samples(1000, 3, 64, 200);
-        let cols = Samples::take(&mut v);
+        let cols = take(&mut v);
         assert!(matches!(cols.weight, Narrow::U64(_)));
         assert!(matches!(cols.thread, Narrow::U8(_)));
     }

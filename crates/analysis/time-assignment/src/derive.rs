@@ -1,9 +1,11 @@
 //! The profile a method makes, with each branch record's time: what the page's method
 //! switch shows, in one call. The points go straight from the method, in time order
-//! (see [`crate::out`]), into the derived profile's samples: no list of points, no sort.
-//! The result is the same as [`crate::to_profile`] of [`crate::assign`].
+//! (see [`crate::out`]), into the derived profile's sample columns: no list of points,
+//! no sort, no 32-byte [`Sample`] per point (tens of millions at scale, and writing fresh
+//! memory is what costs there). The result is the same as [`crate::to_profile`] of
+//! [`crate::assign`].
 
-use kairos_model::{FrameIdx, Profile, Sample, Stack, StackIdx};
+use kairos_model::{FrameIdx, Profile, Sample, SampleColumns, Stack, StackIdx};
 
 use crate::out::Sink;
 use crate::to_profile::{root_stacks, with_samples};
@@ -12,8 +14,11 @@ use crate::{per_sample, prepare, run_sorted, Error, Method, Point, RecordTimes};
 /// A profile as one method makes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Derived {
-    /// Samples are the method's points (see [`crate::to_profile`]).
+    /// The derived profile without its samples (see [`crate::to_profile`]): they are
+    /// in `samples`.
     pub profile: Profile,
+    /// The method's points as samples, in time order.
+    pub samples: SampleColumns,
     /// Time (ns) each branch record was given, `u64::MAX` for records that got no point
     /// (already in the previous snapshot); empty for `none`.
     pub record_time: RecordTimes,
@@ -27,8 +32,19 @@ struct ToSamples<'a> {
     owners: &'a [Sample],
     stacks: Vec<Stack>,
     roots: Vec<Option<StackIdx>>,
-    samples: Vec<Sample>,
+    samples: SampleColumns,
     record_time: RecordTimes,
+}
+
+impl Derived {
+    /// The derived profile with its samples in the model's vector (what
+    /// [`crate::to_profile`] gives), for callers that want one value.
+    pub fn to_profile(&self) -> Profile {
+        Profile {
+            samples: self.samples.to_vec(),
+            ..self.profile.clone()
+        }
+    }
 }
 
 impl Sink for ToSamples<'_> {
@@ -79,24 +95,26 @@ pub fn derive_over(profile: &Profile, owners: &[Sample], method: Method) -> Resu
     // allocated and written once on a second core while the first prepares the
     // intervals, which write memory of their own.
     let n = owners.len();
+    // Column widths: every thread and CPU of a point is a sample's; a point's weight is
+    // at most its interval, about a sample's weight when weights are ns (a larger one
+    // widens its column).
+    let thread_max = profile.threads.len().saturating_sub(1) as u64;
+    let (cpu_max, weight_max) = owners
+        .iter()
+        .fold((0, 0), |(c, w), s| (s.cpu.max(c), s.weight.max(w)));
     let outputs = move || {
         let times = RecordTimes::for_records(records);
         // Every method makes a point per sample and per new record (records of samples
         // that exist: at most all new ones); `covered` may add one more per sample
         // (reserved, not written ahead).
         let new_records = times.new_records();
-        let mut v: Vec<Sample> = Vec::with_capacity(2 * n + new_records);
-        v.resize(
-            n + new_records,
-            Sample {
-                time_ns: 0,
-                thread: 0,
-                cpu: 0,
-                stack: None,
-                weight: 0,
-            },
+        let mut v = SampleColumns::with_capacity(
+            2 * n + new_records,
+            thread_max,
+            u64::from(cpu_max),
+            weight_max,
         );
-        v.clear();
+        v.reserve_touched(n + new_records);
         (times, v)
     };
     std::thread::scope(|sc| {
@@ -123,7 +141,8 @@ pub fn derive_over(profile: &Profile, owners: &[Sample], method: Method) -> Resu
             ..
         } = sink;
         Ok(Derived {
-            profile: with_samples(profile, stacks, samples),
+            profile: with_samples(profile, stacks, Vec::new()),
+            samples,
             record_time,
             points_per_sample,
             notes,
