@@ -93,7 +93,7 @@ fn derive_equals_assign_then_to_profile() {
             let fast = derive(&p, m).map(|d| {
                 (
                     d.to_profile(),
-                    d.record_time.to_vec(),
+                    d.record_time.to_vec(&d.samples.time),
                     d.points_per_sample.to_bits(),
                     d.notes,
                 )
@@ -106,7 +106,7 @@ fn derive_equals_assign_then_to_profile() {
             let beside = derive_over(&bare, &p.samples, m).map(|d| {
                 (
                     d.to_profile(),
-                    d.record_time.to_vec(),
+                    d.record_time.to_vec(&d.samples.time),
                     d.points_per_sample.to_bits(),
                     d.notes,
                 )

@@ -19,8 +19,8 @@ pub struct Derived {
     pub profile: Profile,
     /// The method's points as samples, in time order.
     pub samples: SampleColumns,
-    /// Time (ns) each branch record was given, `u64::MAX` for records that got no point
-    /// (already in the previous snapshot); empty for `none`.
+    /// Where each branch record's point is among `samples` (its time is theirs); none
+    /// for records that got no point (already in the previous snapshot); empty for `none`.
     pub record_time: RecordTimes,
     pub points_per_sample: f64,
     pub notes: Vec<String>,
@@ -37,6 +37,11 @@ struct ToSamples<'a> {
 }
 
 impl Derived {
+    /// Time (ns) branch record `i` was given; None without a point.
+    pub fn record_time(&self, i: usize) -> Option<u64> {
+        self.record_time.time(i, &self.samples.time)
+    }
+
     /// The derived profile with its samples in the model's vector (what
     /// [`crate::to_profile`] gives), for callers that want one value.
     pub fn to_profile(&self) -> Profile {
@@ -50,7 +55,7 @@ impl Derived {
 impl Sink for ToSamples<'_> {
     fn put(&mut self, pt: Point) {
         if let Some(r) = pt.record {
-            self.record_time.set(r as usize, pt.time_ns);
+            self.record_time.set(r as usize, self.samples.len());
         }
         let owner = self.owners.get(pt.sample as usize);
         let stack = if pt.from_branch {

@@ -22,20 +22,21 @@ use crate::Method;
 pub(crate) type FnKey = u32;
 pub(crate) const UNKNOWN: FnKey = 0;
 
-/// One new branch record, seen as the end of a segment of execution. Packed to 20
-/// bytes (tens of millions are written at scale, and fresh memory is what costs): the
-/// optional parts are kept as flags beside plain values, read through the methods;
+/// One new branch record, seen as the end of a segment of execution. Packed to 12
+/// bytes (tens of millions are written at scale, and fresh memory is what costs): no
+/// frame is a sentinel, the function is looked up from the frame ([`Prepared::func`]),
 /// what only `nesting` reads is in a [`Link`] beside it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rec {
+    /// [`NO_FRAME`] when there is none.
     frame: FrameIdx,
-    /// Function executing in the segment that this branch ends (FROM).
-    pub func: FnKey,
     cycles: Option<NonZeroU32>,
     /// Index of the record in the profile's branches.
     pub record: u32,
-    has_frame: bool,
 }
+
+/// [`Rec::frame`] of a record without one.
+const NO_FRAME: FrameIdx = FrameIdx::MAX;
 
 /// How a record's segment is nested: kept for `nesting` only (see [`prepare`]).
 #[derive(Debug, Clone, Copy)]
@@ -58,7 +59,7 @@ impl Link {
 impl Rec {
     /// Frame the point is drawn with: FROM, or the older record's TO when FROM is unknown.
     pub fn frame(&self) -> Option<FrameIdx> {
-        self.has_frame.then_some(self.frame)
+        (self.frame != NO_FRAME).then_some(self.frame)
     }
     /// Measured cycles since the previous record; None when absent or 0 (not valid).
     pub fn cycles(&self) -> Option<u32> {
@@ -141,9 +142,22 @@ pub(crate) struct Prepared {
     /// Each record's [`Link`], in the order of the intervals' records; empty unless
     /// asked for.
     links: Vec<Link>,
+    /// Function of each frame a record or sample was drawn with.
+    fn_of_frame: Vec<FnKey>,
 }
 
 impl Prepared {
+    /// Function executing in the segment that `r` ends (its frame's).
+    #[inline]
+    pub fn func(&self, r: &Rec) -> FnKey {
+        func_of(&self.fn_of_frame, r)
+    }
+
+    /// What [`Prepared::func`] reads, for a method that keeps its own copy.
+    pub fn fn_of_frame(&self) -> &[FnKey] {
+        &self.fn_of_frame
+    }
+
     pub fn n_funcs(&self) -> usize {
         self.names.len()
     }
@@ -155,6 +169,16 @@ impl Prepared {
             .get(r.start as usize..r.end as usize)
             .unwrap_or(&[])
     }
+}
+
+/// [`Prepared::func`] from the table it reads.
+#[inline]
+pub(crate) fn func_of(fn_of_frame: &[FnKey], r: &Rec) -> FnKey {
+    r.frame()
+        .and_then(|f| fn_of_frame.get(f as usize))
+        .copied()
+        .filter(|&k| k != FnKey::MAX)
+        .unwrap_or(UNKNOWN)
 }
 
 struct Keys<'a> {
@@ -319,12 +343,13 @@ pub(crate) fn prepare(profile: &Profile, samples: &[Sample], method: Method) -> 
                 },
             };
             if keep {
+                // The frame's function is `func` (see `Prepared::func`): both arms
+                // above take the key of the frame they give.
+                debug_assert_eq!(keys.of(frame), func);
                 recs.push(Rec {
-                    frame: frame.unwrap_or(0),
-                    func,
+                    frame: frame.unwrap_or(NO_FRAME),
                     cycles: b.cycles.and_then(NonZeroU32::new),
                     record: bi,
-                    has_frame: frame.is_some(),
                 });
             }
             if links {
@@ -396,6 +421,7 @@ pub(crate) fn prepare(profile: &Profile, samples: &[Sample], method: Method) -> 
         n_threads: slots.count as usize,
         has_cycles,
         links: all_links,
+        fn_of_frame: keys.by_frame,
     }
 }
 
@@ -406,7 +432,7 @@ mod tests {
     /// Tens of millions of each are written at scale; a field that grows them shows here.
     #[test]
     fn records_and_intervals_stay_small() {
-        assert_eq!(std::mem::size_of::<Rec>(), 20);
+        assert_eq!(std::mem::size_of::<Rec>(), 12);
         assert_eq!(std::mem::size_of::<Interval>(), 56);
     }
 }

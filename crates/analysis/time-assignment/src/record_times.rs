@@ -1,13 +1,16 @@
-//! The time each branch record was given, kept for the new records only.
+//! Where each branch record's point is, kept for the new records only.
 //!
 //! Only records with `is_new` get a point, about a third of them at depth 16, and at
-//! scale a time per record is over a gigabyte of fresh memory, so times are stored by
+//! scale a value per record is over a gigabyte of fresh memory, so values are stored by
 //! rank among the new records: a bit per record says whether it is new, and a count per
-//! block of 64 records gives the rank with one popcount.
+//! block of 64 records gives the rank with one popcount. The value is the row of the
+//! record's point in the derived samples (4 bytes), whose time column holds its time:
+//! the time is not kept twice.
 
 use kairos_model::BranchRecord;
 
-/// Times of branch records, looked up by the record's index in the profile's branches.
+/// Rows of branch records' points, looked up by the record's index in the profile's
+/// branches.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecordTimes {
     /// Records covered (the profile's branches; 0 when no record gets a time).
@@ -16,12 +19,15 @@ pub struct RecordTimes {
     is_new: Vec<u64>,
     /// New records before each word.
     before: Vec<u32>,
-    /// Time of each new record by rank, `u64::MAX` until it gets a point.
-    times: Vec<u64>,
+    /// Row of each new record's point by rank, [`UNSET`] until it gets one.
+    rows: Vec<u32>,
 }
 
+/// Rank with no point (also for a row past `u32::MAX - 1`, which is not kept).
+const UNSET: u32 = u32::MAX;
+
 impl RecordTimes {
-    /// Room for a time per new record of `branches`, none set yet.
+    /// Room for a row per new record of `branches`, none set yet.
     pub(crate) fn for_records(branches: &[BranchRecord]) -> RecordTimes {
         let words = branches.len().div_ceil(64);
         let (mut is_new, mut before) = (Vec::with_capacity(words), Vec::with_capacity(words));
@@ -39,7 +45,7 @@ impl RecordTimes {
             records: branches.len(),
             is_new,
             before,
-            times: vec![u64::MAX; rank as usize],
+            rows: vec![UNSET; rank as usize],
         }
     }
 
@@ -54,29 +60,31 @@ impl RecordTimes {
         Some(*self.before.get(w)? as usize + below as usize)
     }
 
-    pub(crate) fn set(&mut self, i: usize, time_ns: u64) {
-        if let Some(t) = self.rank(i).and_then(|r| self.times.get_mut(r)) {
-            *t = time_ns;
+    pub(crate) fn set(&mut self, i: usize, row: usize) {
+        if let Some(r) = self.rank(i).and_then(|r| self.rows.get_mut(r)) {
+            *r = u32::try_from(row).unwrap_or(UNSET);
         }
     }
 
-    /// The time of record `i`: `u64::MAX` for a record that got no point (not new, or its
-    /// sample does not exist); None past the records covered (every record for `none`).
-    /// The same answers as a vector with one time per record.
-    pub fn get(&self, i: usize) -> Option<&u64> {
+    /// Row of record `i`'s point in the derived samples; None for a record that got no
+    /// point (not new, or its sample does not exist) and past the records covered
+    /// (every record for `none`).
+    pub fn row(&self, i: usize) -> Option<usize> {
         if i >= self.records {
             return None;
         }
-        Some(
-            self.rank(i)
-                .and_then(|r| self.times.get(r))
-                .unwrap_or(&u64::MAX),
-        )
+        let r = *self.rank(i).and_then(|r| self.rows.get(r))?;
+        (r != UNSET).then_some(r as usize)
     }
 
-    /// Records that can get a time (the new ones).
+    /// Time of record `i` given the derived samples' times (see [`RecordTimes::row`]).
+    pub fn time(&self, i: usize, times: &[u64]) -> Option<u64> {
+        self.row(i).and_then(|r| times.get(r).copied())
+    }
+
+    /// Records that can get a point (the new ones).
     pub(crate) fn new_records(&self) -> usize {
-        self.times.len()
+        self.rows.len()
     }
 
     /// Records covered.
@@ -88,10 +96,11 @@ impl RecordTimes {
         self.records == 0
     }
 
-    /// One time per record, as [`RecordTimes::get`] gives them.
-    pub fn to_vec(&self) -> Vec<u64> {
+    /// One time per record (`u64::MAX` without a point), as [`RecordTimes::time`]
+    /// gives them.
+    pub fn to_vec(&self, times: &[u64]) -> Vec<u64> {
         (0..self.records)
-            .map(|i| self.get(i).copied().unwrap_or(u64::MAX))
+            .map(|i| self.time(i, times).unwrap_or(u64::MAX))
             .collect()
     }
 }
@@ -120,8 +129,10 @@ mod tests {
         // 200 records: every third is new, so ranks cross word boundaries.
         let b: Vec<BranchRecord> = (0..200).map(|i| rec(i % 3 == 0)).collect();
         let mut t = RecordTimes::for_records(&b);
+        // Record i's point in row 199 - i of these times.
+        let times: Vec<u64> = (0..200).map(|r| 1000 + 199 - r as u64).collect();
         for i in 0..200 {
-            t.set(i, 1000 + i as u64);
+            t.set(i, 199 - i);
         }
         let want: Vec<u64> = (0..200)
             .map(|i| {
@@ -132,19 +143,25 @@ mod tests {
                 }
             })
             .collect();
-        assert_eq!(t.to_vec(), want);
-        assert_eq!(t.get(199), Some(&u64::MAX));
-        assert_eq!(t.get(198), Some(&1198));
-        assert_eq!(t.get(200), None);
+        assert_eq!(t.to_vec(&times), want);
+        assert_eq!(t.time(199, &times), None);
+        assert_eq!(t.time(198, &times), Some(1198));
+        assert_eq!(t.row(198), Some(1));
+        assert_eq!(t.time(200, &times), None);
         assert_eq!(t.len(), 200);
     }
 
     #[test]
     fn unset_and_empty() {
-        let t = RecordTimes::for_records(&[rec(true), rec(false)]);
-        assert_eq!(t.to_vec(), vec![u64::MAX, u64::MAX]);
+        let mut t = RecordTimes::for_records(&[rec(true), rec(false)]);
+        assert_eq!(t.to_vec(&[5]), vec![u64::MAX, u64::MAX]);
+        // A row that does not fit is not kept, and a row past the times has no time.
+        t.set(0, usize::MAX);
+        assert_eq!(t.row(0), None);
+        t.set(0, 3);
+        assert_eq!((t.row(0), t.time(0, &[5])), (Some(3), None));
         let e = RecordTimes::default();
         assert!(e.is_empty());
-        assert_eq!(e.get(0), None);
+        assert_eq!(e.row(0), None);
     }
 }

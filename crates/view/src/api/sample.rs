@@ -80,10 +80,12 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
             let (tf, tm) = name(r.to_frame);
             let times: Vec<Value> = derived
                 .iter()
-                .map(|dv| match dv.record_time.get(*ri) {
-                    Some(&t) if t != u64::MAX => json!(t.saturating_sub(d.start_ns)),
-                    _ => Value::Null,
-                })
+                .map(
+                    |dv| match dv.record_time.time(*ri, &dv.index.samples.time) {
+                        Some(t) => json!(t.saturating_sub(d.start_ns)),
+                        None => Value::Null,
+                    },
+                )
                 .collect();
             json!({ "order": order, "position": r.position, "from_function": ff, "from_module": fm,
                     "to_function": tf, "to_module": tm, "kind": r.kind.as_str(), "cycles": r.cycles,

@@ -32,7 +32,7 @@ use kairos_model::FrameIdx;
 
 use crate::methods::rate::{self, Rate};
 use crate::out::Out;
-use crate::prepare::{FnKey, Interval, Prepared, Rec};
+use crate::prepare::{func_of, FnKey, Interval, Prepared, Rec};
 use crate::Point;
 
 /// Coefficient of variation assumed for a full visit whose length is estimated.
@@ -50,6 +50,8 @@ struct Model {
     saturate: Option<u32>,
     /// Expected length of a visit per function; None: unknown.
     d: Vec<Option<f64>>,
+    /// [`Prepared::fn_of_frame`], to look up a record's function.
+    fn_of_frame: Vec<FnKey>,
 }
 
 impl Model {
@@ -76,7 +78,7 @@ impl Model {
                 *x += iv.len() as f64;
             }
             for r in &iv.recs {
-                if let Some(v) = visits.get_mut(r.func as usize) {
+                if let Some(v) = visits.get_mut(p.func(r) as usize) {
                     *v += 1;
                 }
             }
@@ -91,7 +93,7 @@ impl Model {
             // Measured means replace estimates for functions whose visits never saturate.
             let mut acc = vec![(0.0, 0u64, false); n];
             for rec in p.intervals.iter().flat_map(|iv| iv.recs.iter()) {
-                if let (Some(c), Some(a)) = (rec.cycles(), acc.get_mut(rec.func as usize)) {
+                if let (Some(c), Some(a)) = (rec.cycles(), acc.get_mut(p.func(rec) as usize)) {
                     if p.cycles_saturate.is_some_and(|s| c >= s) {
                         a.2 = true;
                     } else {
@@ -110,6 +112,7 @@ impl Model {
             rate,
             saturate: p.cycles_saturate,
             d,
+            fn_of_frame: p.fn_of_frame().to_vec(),
         }
     }
 
@@ -119,7 +122,7 @@ impl Model {
 
     /// Length of the full visit that record `r` ends: (expected, variance), None if unknown.
     fn full(&self, r: &Rec) -> Option<(f64, f64)> {
-        let d = self.d(r.func);
+        let d = self.d(func_of(&self.fn_of_frame, r));
         match (self.rate, r.cycles()) {
             (Some(rate), Some(c)) => {
                 let m = f64::from(c) * rate.ns_per_cycle;
@@ -359,7 +362,7 @@ pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) {
     let long = long_chains(p);
     let mut s = Scratch::default();
     for (i, iv) in p.intervals.iter().enumerate() {
-        let head = iv.recs.first().map_or(iv.leaf_func, |r| r.func);
+        let head = iv.recs.first().map_or(iv.leaf_func, |r| p.func(r));
         let before = open
             .get(iv.slot as usize)
             .copied()

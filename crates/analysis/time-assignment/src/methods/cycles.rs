@@ -113,7 +113,7 @@ pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) -> Resul
             let rest = (t - total).max(0.0);
             let shares: Vec<f64> = sats
                 .iter()
-                .map(|&j| share_or(&p.shares, iv.recs[j].func, eps))
+                .map(|&j| share_or(&p.shares, p.func(&iv.recs[j]), eps))
                 .collect();
             let tail_share = share_or(&p.shares, iv.leaf_func, eps);
             let sum_s: f64 = shares.iter().sum::<f64>() + tail_share;

@@ -47,7 +47,7 @@ pub(crate) fn per_function(p: &Prepared) -> Vec<f64> {
             *x += iv.len() as f64;
         }
         for r in &iv.recs {
-            if let Some(x) = visits.get_mut(r.func as usize) {
+            if let Some(x) = visits.get_mut(p.func(r) as usize) {
                 *x += 1.0;
             }
         }

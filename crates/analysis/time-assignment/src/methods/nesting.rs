@@ -35,20 +35,20 @@ fn contexts(p: &Prepared, iv: &Interval) -> Vec<Ctx> {
         .recs
         .iter()
         .zip(links)
-        .map(|(r, l)| (l.opened_by(), r.func, Some((l.kind, l.to_func))))
+        .map(|(r, l)| (l.opened_by(), p.func(r), Some((l.kind, l.to_func))))
         .collect();
     let opener = iv
         .recs
         .last()
         .zip(links.last())
-        .map(|(r, l)| (l.kind, r.func));
+        .map(|(r, l)| (l.kind, p.func(r)));
     v.push((opener, iv.leaf_func, None));
     v
 }
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {
     let fd = segments::model(p);
-    let fscale = durations::calibrate(p, |iv| segments::seg_durations(&fd, iv));
+    let fscale = durations::calibrate(p, |iv| segments::seg_durations(p, &fd, iv));
     // Intern contexts and build the rows (interval -> (context, factor)).
     let mut ids: HashMap<Ctx, usize> = HashMap::new();
     let mut prior: Vec<f64> = Vec::new();

@@ -11,7 +11,7 @@ pub(crate) fn weights(p: &Prepared, iv: &Interval) -> Vec<f64> {
     let eps = epsilon(&p.shares);
     iv.recs
         .iter()
-        .map(|r| r.func)
+        .map(|r| p.func(r))
         .chain([iv.leaf_func])
         .map(|f| share_or(&p.shares, f, eps))
         .collect()

@@ -13,7 +13,7 @@ pub(crate) fn run(p: &Prepared, out: &mut Out) {
         let mut w: Vec<f64> = iv
             .recs
             .iter()
-            .map(|r| t * p.shares.get(r.func as usize).copied().unwrap_or(0.0))
+            .map(|r| t * p.shares.get(p.func(r) as usize).copied().unwrap_or(0.0))
             .collect();
         let used: f64 = w.iter().sum();
         w.push((t - used).max(0.0));

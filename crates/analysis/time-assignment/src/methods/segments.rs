@@ -17,7 +17,7 @@ pub(crate) fn model(p: &Prepared) -> Vec<f64> {
     if let Some(rho) = cycles::rate(p) {
         let mut acc = vec![(0.0, 0u32); d.len()];
         for r in p.intervals.iter().flat_map(|iv| iv.recs.iter()) {
-            if let (Some(c), Some(a)) = (r.cycles(), acc.get_mut(r.func as usize)) {
+            if let (Some(c), Some(a)) = (r.cycles(), acc.get_mut(p.func(r) as usize)) {
                 if p.cycles_saturate.is_none_or(|s| c < s) {
                     a.0 += f64::from(c) * rho;
                     a.1 += 1;
@@ -33,19 +33,19 @@ pub(crate) fn model(p: &Prepared) -> Vec<f64> {
     d
 }
 
-pub(crate) fn seg_durations(d: &[f64], iv: &Interval) -> Vec<f64> {
+pub(crate) fn seg_durations(p: &Prepared, d: &[f64], iv: &Interval) -> Vec<f64> {
     let get = |f: u32| d.get(f as usize).copied().unwrap_or(0.0);
     iv.recs
         .iter()
-        .map(|r| get(r.func))
+        .map(|r| get(p.func(r)))
         .chain([get(iv.leaf_func)])
         .collect()
 }
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {
     let d = model(p);
-    let scale = durations::calibrate(p, |iv| seg_durations(&d, iv));
+    let scale = durations::calibrate(p, |iv| seg_durations(p, &d, iv));
     for iv in &p.intervals {
-        durations::place(iv, &seg_durations(&d, iv), scale, out);
+        durations::place(iv, &seg_durations(p, &d, iv), scale, out);
     }
 }

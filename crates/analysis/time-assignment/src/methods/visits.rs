@@ -43,8 +43,8 @@ const CV: f64 = 0.3;
 
 /// The stretch lengths of `iv` (oldest first, the tail last) given per-function d and,
 /// when known, how long the head's visit had already run before the interval began.
-pub(crate) fn lengths(d: &[f64], iv: &Interval, before: Option<f64>) -> Vec<f64> {
-    let mu_full = segments::seg_durations(d, iv);
+pub(crate) fn lengths(p: &Prepared, d: &[f64], iv: &Interval, before: Option<f64>) -> Vec<f64> {
+    let mu_full = segments::seg_durations(p, d, iv);
     let n = mu_full.len();
     let t = iv.len() as f64;
     let partial = |k: usize| k + 1 == n || (k == 0 && iv.complete);
@@ -109,11 +109,11 @@ pub(crate) fn run(p: &Prepared, out: &mut Out) {
     let mut open: HashMap<ThreadIdx, (FnKey, f64)> = HashMap::new();
     for iv in &p.intervals {
         let prev = open.get(&iv.thread).copied();
-        let head = iv.recs.first().map_or(iv.leaf_func, |r| r.func);
+        let head = iv.recs.first().map_or(iv.leaf_func, |r| p.func(r));
         let before = prev
             .filter(|&(f, _)| iv.complete && f == head)
             .map(|(_, b)| b);
-        let x = lengths(&d, iv, before);
+        let x = lengths(p, &d, iv, before);
         split(iv, &x, out);
         // A sample with no new record is still in the visit the previous one was in.
         let ran = if iv.recs.is_empty() {
