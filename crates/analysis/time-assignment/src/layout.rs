@@ -3,7 +3,7 @@
 //! weights and each point is placed at the end of its sub-interval, so the sample stays
 //! at t_i and a record's point covers the execution that its branch ended.
 
-use crate::out::Out;
+use crate::pipe::Out;
 use crate::prepare::Interval;
 use crate::Point;
 

@@ -25,6 +25,7 @@ mod layout;
 mod method;
 mod methods;
 mod out;
+mod pipe;
 mod prepare;
 mod record_times;
 mod slots;
@@ -101,15 +102,20 @@ fn run_sorted(
     sink: &mut dyn out::Sink,
 ) -> Result<(Vec<String>, u64), Error> {
     let mut notes = p.notes.clone();
-    let mut o = out::Out::new(p, sink);
-    run_method(p, method, &mut o, &mut notes)?;
-    let (records, out_of_order) = o.finish();
-    if out_of_order {
+    let records = match pipe::run(p, sink, |o| run_method(p, method, o, &mut notes))? {
+        pipe::Merged::Records(r) => r,
         // Never with the methods as they are; kept so a new method cannot break order.
-        return Err(Error::Internal(format!(
-            "time assignment {method} gave a thread's points out of time order"
-        )));
-    }
+        pipe::Merged::OutOfOrder => {
+            return Err(Error::Internal(format!(
+                "time assignment {method} gave a thread's points out of time order"
+            )))
+        }
+        pipe::Merged::Lost => {
+            return Err(Error::Internal(format!(
+                "time assignment {method}: the thread putting the points in time order failed"
+            )))
+        }
+    };
     if method == Method::None && !profile.branches.is_empty() {
         notes.push("branch records ignored (plain sampling)".into());
     }
@@ -119,7 +125,7 @@ fn run_sorted(
 fn run_method(
     p: &prepare::Prepared,
     method: Method,
-    out: &mut out::Out,
+    out: &mut pipe::Out,
     notes: &mut Vec<String>,
 ) -> Result<(), Error> {
     match method {

@@ -19,8 +19,8 @@ use std::collections::{BinaryHeap, VecDeque};
 use crate::prepare::{Interval, Prepared};
 use crate::Point;
 
-/// What receives the points, in time order.
-pub(crate) trait Sink {
+/// What receives the points, in time order (on the merging thread, see [`crate::pipe`]).
+pub(crate) trait Sink: Send {
     fn put(&mut self, p: Point);
 }
 
@@ -79,7 +79,8 @@ impl Bounds {
     }
 }
 
-pub(crate) struct Out<'a> {
+/// The merge of the threads' points, handing them to the sink in time order.
+pub(crate) struct Merge<'a> {
     sink: &'a mut dyn Sink,
     intervals: &'a [Interval],
     bounds: Bounds,
@@ -96,10 +97,10 @@ pub(crate) struct Out<'a> {
     pub out_of_order: bool,
 }
 
-impl<'a> Out<'a> {
-    pub fn new(p: &'a Prepared, sink: &'a mut dyn Sink) -> Out<'a> {
+impl<'a> Merge<'a> {
+    pub fn new(p: &'a Prepared, sink: &'a mut dyn Sink) -> Merge<'a> {
         let queues = (0..p.n_threads).map(|_| VecDeque::new()).collect();
-        Out {
+        Merge {
             sink,
             intervals: &p.intervals,
             bounds: Bounds::new(&p.intervals),

@@ -31,7 +31,7 @@
 use kairos_model::FrameIdx;
 
 use crate::methods::rate::{self, Rate};
-use crate::out::Out;
+use crate::pipe::Out;
 use crate::prepare::{func_of, FnKey, Interval, Prepared, Rec};
 use crate::Point;
 

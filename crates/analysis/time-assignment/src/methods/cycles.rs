@@ -17,7 +17,7 @@
 
 use crate::layout::{epsilon, share_or, split};
 use crate::methods::proportional;
-use crate::out::Out;
+use crate::pipe::Out;
 use crate::prepare::{Interval, Prepared};
 use crate::{Error, Method};
 

@@ -14,7 +14,7 @@
 //! than stretching the observed pattern over the whole interval, so it is off.
 
 use crate::layout::split;
-use crate::out::Out;
+use crate::pipe::Out;
 use crate::prepare::{Interval, Prepared};
 
 /// Fraction of a segment's expected duration that lies inside the interval.

@@ -2,7 +2,7 @@
 //! the sample, T/(n+1) each, points in order of occurrence with the sample last.
 
 use crate::layout::split;
-use crate::out::Out;
+use crate::pipe::Out;
 use crate::prepare::Prepared;
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use kairos_model::BranchKind;
 
 use crate::methods::{cycles, durations, segments};
-use crate::out::Out;
+use crate::pipe::Out;
 use crate::prepare::{FnKey, Interval, Prepared};
 
 type Ctx = (

@@ -1,6 +1,6 @@
 //! `none`: plain sampling. One point per sample at t_i standing for the whole interval.
 
-use crate::out::Out;
+use crate::pipe::Out;
 use crate::prepare::Prepared;
 use crate::Point;
 

@@ -3,7 +3,7 @@
 //! interval. Functions sampling never saw get a small epsilon so they still appear.
 
 use crate::layout::{epsilon, share_or, split};
-use crate::out::Out;
+use crate::pipe::Out;
 use crate::prepare::{Interval, Prepared};
 
 /// The weights of one interval (records oldest first, the sample last).

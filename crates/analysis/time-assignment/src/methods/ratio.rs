@@ -4,7 +4,7 @@
 //! proportionally and the sample gets nothing.
 
 use crate::layout::split;
-use crate::out::Out;
+use crate::pipe::Out;
 use crate::prepare::Prepared;
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {

@@ -8,7 +8,7 @@
 //! means instead (cycles x the run's ns-per-cycle rate).
 
 use crate::methods::{cycles, durations};
-use crate::out::Out;
+use crate::pipe::Out;
 use crate::prepare::{Interval, Prepared};
 
 /// Per-function durations: measured where cycles exist, sampled time / visits elsewhere.

@@ -35,7 +35,7 @@ use kairos_model::ThreadIdx;
 
 use crate::layout::split;
 use crate::methods::segments;
-use crate::out::Out;
+use crate::pipe::Out;
 use crate::prepare::{FnKey, Interval, Prepared};
 
 /// Coefficient of variation assumed for a full visit's duration.
