@@ -11,9 +11,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
+
+from benchlib import scratch_dir
 
 KAIROS, SAMPLES, WEB = sys.argv[1], sys.argv[2], sys.argv[3]
 REPS = int(os.environ.get("BENCH_REPS", "5"))
@@ -257,16 +258,14 @@ def derive_scale(tmp):
 def main():
     if REPS < 1:
         sys.exit("view_scale: BENCH_REPS must be >= 1")
-    tmp = tempfile.mkdtemp(prefix="kairos-view-bench-")
-    try:
+    # Removed on exit and on SIGINT/SIGTERM: the results here are gigabytes.
+    with scratch_dir("kairos-view-bench-") as tmp:
         # BENCH_DERIVE_ONLY=1: only the time-assignment section (its own result, no view).
         if os.environ.get("BENCH_DERIVE_ONLY", "0") == "0":
             scale(tmp)
             if SIDE_BY_SIDE:
                 side_by_side(tmp)
         derive_scale(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 main()

@@ -98,11 +98,15 @@ pub fn run(args: ImportArgs) -> CliResult {
         },
         kernel_symbols,
     };
-    // The summary's function rows are made while the tables are written.
+    // The summary's function rows are made while the tables are written (not for a
+    // recording of data accesses, whose summary is another).
     let mut functions = None;
-    let c = session::convert_result_full(&mut dir, &opts, &background, args.quiet, &mut |p| {
-        functions = kairos_analysis_hotspots::summary_rows(p);
-    })?;
+    let c =
+        session::convert_result_full(&mut dir, &opts, &background, args.quiet, &mut |p, acc| {
+            if acc.is_empty() {
+                functions = kairos_analysis_hotspots::summary_rows(p);
+            }
+        })?;
     if !c.data_accesses.is_empty() {
         // Samples with data addresses (perf mem, --user-regs): a memory-access recording.
         kairos_analysis_memory_access::finish_import(&mut dir, &c, &features)?;

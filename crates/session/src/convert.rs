@@ -32,13 +32,15 @@ pub fn convert_result(
     opts: &ConvertOptions,
     quiet: bool,
 ) -> Result<Profile, Failure> {
-    convert_inner(dir, opts, &Background::default(), quiet, &mut |_| {}).map(|c| c.profile)
+    convert_inner(dir, opts, &Background::default(), quiet, &mut |_, _| {}).map(|c| c.profile)
 }
 
 /// Work on the converted profile (of the default event) that need not wait for the
 /// tables: run while they are written when the recording has one event, after
-/// otherwise. Callers with nothing to do give `&mut |_| {}`.
-pub type Meanwhile<'a> = &'a mut (dyn FnMut(&Profile) + Send);
+/// otherwise. It is given the sampled data accesses too, so that work only one kind of
+/// recording needs can be skipped for the other. Callers with nothing to do give
+/// `&mut |_, _| {}`.
+pub type Meanwhile<'a> = &'a mut (dyn FnMut(&Profile, &[DataAccess]) + Send);
 
 /// What a conversion gives besides the tables it writes.
 #[derive(Debug)]
@@ -75,7 +77,7 @@ pub fn convert_result_with(
     background: &Background,
     quiet: bool,
 ) -> Result<Profile, Failure> {
-    convert_inner(dir, opts, background, quiet, &mut |_| {}).map(|c| c.profile)
+    convert_inner(dir, opts, background, quiet, &mut |_, _| {}).map(|c| c.profile)
 }
 
 /// As [`convert_result`], also returning the side samples (page faults, tracepoints) and
@@ -85,7 +87,7 @@ pub fn convert_result_with_side(
     opts: &ConvertOptions,
     quiet: bool,
 ) -> Result<(Profile, Vec<SideSample>, Vec<String>), Failure> {
-    convert_inner(dir, opts, &Background::default(), quiet, &mut |_| {})
+    convert_inner(dir, opts, &Background::default(), quiet, &mut |_, _| {})
         .map(|c| (c.profile, c.side_samples, c.events))
 }
 
@@ -150,14 +152,14 @@ fn convert_inner(
     // writing, which does not change it.
     let one_event = profile.sample_events.is_empty();
     let written = std::thread::scope(|scope| {
-        let p = &profile;
+        let (p, acc) = (&profile, &data_accesses);
         let m = &mut *meanwhile;
         // Without a thread (it could not start), it runs after the writing instead.
         let beside = one_event
             .then(|| {
                 std::thread::Builder::new()
                     .name("kairos-meanwhile".into())
-                    .spawn_scoped(scope, move || m(p))
+                    .spawn_scoped(scope, move || m(p, acc))
                     .ok()
             })
             .flatten();
@@ -189,7 +191,7 @@ fn convert_inner(
     let default = profile.default_event();
     profile.select_event(default);
     if !ran_beside {
-        meanwhile(&profile);
+        meanwhile(&profile, &data_accesses);
     }
     Ok(Conversion {
         profile,

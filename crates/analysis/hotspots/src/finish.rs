@@ -43,9 +43,10 @@ pub(crate) fn finish(
 
     let convert = session::convert_options(kallsyms);
     let mut functions = None;
-    let c = session::convert_result_full(dir, &convert, &Default::default(), quiet, &mut |p| {
-        functions = crate::summary_rows(p)
-    })?;
+    let c =
+        session::convert_result_full(dir, &convert, &Default::default(), quiet, &mut |p, _| {
+            functions = crate::summary_rows(p)
+        })?;
     crate::reports::print_summary_from(dir, &c.profile, functions);
     if let Some(TargetExit::Signal(sig)) = summary.target_exit {
         eprintln!(

@@ -68,7 +68,7 @@ pub(crate) fn finish(
         &session::convert_options(kallsyms),
         &Default::default(),
         quiet,
-        &mut |_| {},
+        &mut |_, _| {},
     )?;
     let heap = read_heap(dir);
     // After the conversion, which lists the tables it writes.

@@ -4,8 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Where a test writes its recording: under the build's own directory for test files
+/// (each run overwrites the last, so nothing piles up in the system's temp directory).
+/// Names are unique across the test files.
 pub fn out_path(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kairos-collector-tests-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("collector-tests");
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir.join(format!("{name}.perf.data"))
 }

@@ -14,7 +14,16 @@ pub static SERIAL: Mutex<()> = Mutex::new(());
 pub fn target_binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("kairos-watch-tests-{}", std::process::id()));
+        // Under the build's directory for test files, one per test binary (several
+        // may build it at once), rebuilt by each run: nothing piles up in /tmp.
+        let exe = std::env::current_exe().unwrap();
+        let stem = exe.file_stem().unwrap().to_string_lossy().into_owned();
+        // "watch_duty-<hash>": the test's name, the same from one build to the next.
+        let name = stem
+            .rsplit_once('-')
+            .map_or(stem.as_str(), |(n, _)| n)
+            .to_string();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("watch-{name}"));
         std::fs::create_dir_all(&dir).unwrap();
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/watch_target.c");
         let bin = dir.join("watch_target");
