@@ -4,7 +4,7 @@
 //! weight or an order changes a digest.
 
 use kairos_lab::{synthesize, ScaleOptions};
-use kairos_model::Profile;
+use kairos_model::{Profile, SampleColumns};
 use kairos_time_assignment::{assign, derive, derive_over, to_profile, Method};
 
 /// FNV-1a over the debug text of a value: every field, in order.
@@ -114,6 +114,21 @@ fn derive_equals_assign_then_to_profile() {
             assert!(
                 fast == beside,
                 "{name}, {m}: samples given beside the profile change the result"
+            );
+            // The page gives them as columns.
+            let mut cols = SampleColumns::with_capacity(p.samples.len(), 0, 0, 0);
+            p.samples.iter().for_each(|&s| cols.push(s));
+            let columns = derive_over(&bare, &cols, m).map(|d| {
+                (
+                    d.to_profile(),
+                    d.record_time.to_vec(&d.samples.time),
+                    d.points_per_sample.to_bits(),
+                    d.notes,
+                )
+            });
+            assert!(
+                fast == columns,
+                "{name}, {m}: samples given as columns change the result"
             );
             assert!(
                 slow == fast,

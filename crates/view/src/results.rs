@@ -224,14 +224,11 @@ impl Data {
                 notes: Vec::new(),
             });
         }
-        // The index keeps the samples as columns only; time assignment reads the model's
-        // samples, so they are rebuilt and given beside the profile, whose branch records
-        // (hundreds of millions at scale) are not copied.
-        let samples = self.base.samples.to_vec();
-        // One pass from the method to the derived profile (no list of points, no sort).
-        let d = derive_over(&self.base.profile, &samples, method)
+        // One pass from the method to the derived profile (no list of points, no sort),
+        // reading the index's sample columns as they are: the profile's branch records
+        // (hundreds of millions at scale) and its samples are not copied.
+        let d = derive_over(&self.base.profile, &self.base.samples, method)
             .map_err(|e| Error::Internal(format!("time assignment {method} failed: {e}")))?;
-        drop(samples);
         // The derived points already are columns: indexed as they are.
         let totals = Totals::of(&d.samples, d.profile.threads.len(), d.profile.stacks.len());
         let index = Arc::new(Index::with_samples(

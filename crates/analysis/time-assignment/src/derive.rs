@@ -9,7 +9,7 @@ use kairos_model::{FrameIdx, Profile, Sample, SampleColumns, Stack, StackIdx};
 
 use crate::out::Sink;
 use crate::to_profile::{root_stacks, with_samples};
-use crate::{per_sample, prepare, run_sorted, Error, Method, Point, RecordTimes};
+use crate::{per_sample, prepare, run_sorted, Error, Method, Owners, Point, RecordTimes};
 
 /// A profile as one method makes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,9 +27,9 @@ pub struct Derived {
 }
 
 /// Turns points into samples as `to_profile` does.
-struct ToSamples<'a> {
+struct ToSamples<'a, S: ?Sized> {
     /// The samples the points belong to (the profile's, or given beside it).
-    owners: &'a [Sample],
+    owners: &'a S,
     stacks: Vec<Stack>,
     roots: Vec<Option<StackIdx>>,
     samples: SampleColumns,
@@ -52,12 +52,13 @@ impl Derived {
     }
 }
 
-impl Sink for ToSamples<'_> {
+impl<S: Owners + ?Sized> Sink for ToSamples<'_, S> {
     fn put(&mut self, pt: Point) {
         if let Some(r) = pt.record {
             self.record_time.set(r as usize, self.samples.len());
         }
         let owner = self.owners.get(pt.sample as usize);
+        let owner = owner.as_ref();
         let stack = if pt.from_branch {
             pt.frame.and_then(|f: FrameIdx| {
                 let root = self.roots.get_mut(f as usize)?;
@@ -88,8 +89,13 @@ pub fn derive(profile: &Profile, method: Method) -> Result<Derived, Error> {
 }
 
 /// [`derive`] with the samples given beside the profile (whose own samples are then
-/// ignored): a caller that keeps samples in another form needs no copy of the profile.
-pub fn derive_over(profile: &Profile, owners: &[Sample], method: Method) -> Result<Derived, Error> {
+/// ignored), as a vector or as columns: a caller that keeps samples in another form
+/// needs no copy of the profile or of its samples.
+pub fn derive_over<S: Owners + ?Sized>(
+    profile: &Profile,
+    owners: &S,
+    method: Method,
+) -> Result<Derived, Error> {
     let records: &[_] = if method == Method::None {
         &[]
     } else {
@@ -104,8 +110,8 @@ pub fn derive_over(profile: &Profile, owners: &[Sample], method: Method) -> Resu
     // at most its interval, about a sample's weight when weights are ns (a larger one
     // widens its column).
     let thread_max = profile.threads.len().saturating_sub(1) as u64;
-    let (cpu_max, weight_max) = owners
-        .iter()
+    let (cpu_max, weight_max) = (0..n)
+        .filter_map(|i| owners.get(i))
         .fold((0, 0), |(c, w), s| (s.cpu.max(c), s.weight.max(w)));
     let outputs = move || {
         let times = RecordTimes::for_records(records);

@@ -25,6 +25,7 @@ mod layout;
 mod method;
 mod methods;
 mod out;
+mod owners;
 mod pipe;
 mod prepare;
 mod record_times;
@@ -37,6 +38,7 @@ use kairos_model::{FrameIdx, Profile, ThreadIdx};
 pub use derive::{derive, derive_over, Derived};
 pub use error::Error;
 pub use method::Method;
+pub use owners::Owners;
 pub use record_times::RecordTimes;
 pub use to_profile::to_profile;
 

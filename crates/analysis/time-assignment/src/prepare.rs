@@ -12,11 +12,11 @@ use std::num::NonZeroU32;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
-use kairos_model::{BranchKind, BranchRecord, FrameIdx, Profile, Sample, ThreadIdx};
+use kairos_model::{BranchKind, BranchRecord, FrameIdx, Profile, ThreadIdx};
 
 use crate::slots::ThreadSlots;
 use crate::snapshots::{first_interval, Order, Snapshots};
-use crate::Method;
+use crate::{Method, Owners};
 
 /// Index of a function (name + module) in [`Prepared::names`]; 0 is `[unknown]`.
 pub(crate) type FnKey = u32;
@@ -236,7 +236,11 @@ impl<'a> Keys<'a> {
 /// profile and its branch records).
 /// Only what `method` reads is kept: no records for `none` (their notes are still
 /// given), [`Link`]s for `nesting` only.
-pub(crate) fn prepare(profile: &Profile, samples: &[Sample], method: Method) -> Prepared {
+pub(crate) fn prepare<S: Owners + ?Sized>(
+    profile: &Profile,
+    samples: &S,
+    method: Method,
+) -> Prepared {
     let (keep, links) = (method != Method::None, method == Method::Nesting);
     let mut keys = Keys {
         profile,
@@ -399,10 +403,10 @@ pub(crate) fn prepare(profile: &Profile, samples: &[Sample], method: Method) -> 
     }
 
     let mut shares = vec![0.0; keys.names.len()];
-    let by_weight = samples.iter().any(|s| s.weight > 0);
+    let by_weight = (0..samples.len()).any(|i| samples.get(i).is_some_and(|s| s.weight > 0));
     for (si, iv) in order.iter().zip(&intervals) {
         let w = if by_weight {
-            samples[si].weight as f64
+            samples.get(si).map_or(0.0, |s| s.weight as f64)
         } else {
             1.0
         };

@@ -5,21 +5,25 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use kairos_model::{Profile, Sample, ThreadIdx};
+use kairos_model::{Profile, ThreadIdx};
+
+use crate::Owners;
 
 /// Sample indices in time order: listed, or 0..n when the samples already are.
 pub(crate) struct Order(Option<Vec<usize>>, usize);
 
 impl Order {
-    pub fn of(samples: &[Sample]) -> Order {
+    pub fn of<S: Owners + ?Sized>(samples: &S) -> Order {
         // Samples are kept sorted by time; sort only when they are not (same stable
         // order). The order is a vector only then (tens of millions of entries).
-        if samples.windows(2).all(|w| w[0].time_ns <= w[1].time_ns) {
-            return Order(None, samples.len());
+        let n = samples.len();
+        let time = |i: usize| samples.get(i).map_or(0, |s| s.time_ns);
+        if (1..n).all(|i| time(i - 1) <= time(i)) {
+            return Order(None, n);
         }
-        let mut order: Vec<usize> = (0..samples.len()).collect();
-        order.sort_by_key(|&i| samples[i].time_ns);
-        Order(Some(order), samples.len())
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&i| time(i));
+        Order(Some(order), n)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
@@ -180,7 +184,11 @@ impl DoubleEndedIterator for Indices<'_> {
 
 /// Length of a thread's first interval when weights are not time (event periods): the
 /// median gap between consecutive samples of a thread over the run, 0 if there is none.
-pub(crate) fn first_interval(profile: &Profile, samples: &[Sample], order: &Order) -> u64 {
+pub(crate) fn first_interval<S: Owners + ?Sized>(
+    profile: &Profile,
+    samples: &S,
+    order: &Order,
+) -> u64 {
     if profile.weight_is_time() {
         return 0;
     }
