@@ -8,6 +8,7 @@
 use kairos_model::{FrameIdx, Profile, Sample, SampleColumns, Stack, StackIdx};
 
 use crate::out::Sink;
+use crate::snapshots::Snapshots;
 use crate::to_profile::{root_stacks, with_samples};
 use crate::{per_sample, prepare, run_sorted, Error, Method, Owners, Point, RecordTimes};
 
@@ -96,16 +97,20 @@ pub fn derive_over<S: Owners + ?Sized>(
     owners: &S,
     method: Method,
 ) -> Result<Derived, Error> {
-    let records: &[_] = if method == Method::None {
-        &[]
+    let n = owners.len();
+    // The one pass over all records (hundreds of millions at scale), made first so that
+    // the record times below are made from its `is_new` bits rather than another pass.
+    let mut scanned = Snapshots::of(profile, n);
+    let bits = std::mem::take(&mut scanned.1.is_new);
+    let (records, is_new): (usize, &[u64]) = if method == Method::None {
+        (0, &[])
     } else {
-        &profile.branches
+        (profile.branches.len(), &bits)
     };
     // Writing fresh memory the first time (page faults and zeroing) is most of the cost
     // at scale on a VM, so the big outputs (the record times, the derived samples) are
     // allocated and written once on a second core while the first prepares the
     // intervals, which write memory of their own.
-    let n = owners.len();
     // Column widths: every thread and CPU of a point is a sample's; a point's weight is
     // at most its interval, about a sample's weight when weights are ns (a larger one
     // widens its column).
@@ -114,7 +119,7 @@ pub fn derive_over<S: Owners + ?Sized>(
         .filter_map(|i| owners.get(i))
         .fold((0, 0), |(c, w), s| (s.cpu.max(c), s.weight.max(w)));
     let outputs = move || {
-        let times = RecordTimes::for_records(records);
+        let times = RecordTimes::from_bits(records, is_new);
         // Every method makes a point per sample and per new record (records of samples
         // that exist: at most all new ones); `covered` may add one more per sample
         // (reserved, not written ahead).
@@ -131,7 +136,7 @@ pub fn derive_over<S: Owners + ?Sized>(
     std::thread::scope(|sc| {
         // Without a second thread the outputs are written here, after `prepare`.
         let pending = std::thread::Builder::new().spawn_scoped(sc, outputs).ok();
-        let p = prepare::prepare(profile, owners, method);
+        let p = prepare::prepare_scanned(profile, owners, method, scanned);
         let (record_time, samples) = pending.and_then(|h| h.join().ok()).unwrap_or_else(outputs);
         let mut sink = ToSamples {
             owners,

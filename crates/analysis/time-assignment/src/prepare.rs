@@ -15,7 +15,7 @@ use std::sync::Arc;
 use kairos_model::{BranchKind, BranchRecord, FrameIdx, Profile, ThreadIdx};
 
 use crate::slots::ThreadSlots;
-use crate::snapshots::{first_interval, Order, Snapshots};
+use crate::snapshots::{first_interval, Order, Scan, Snapshots};
 use crate::{Method, Owners};
 
 /// Index of a function (name + module) in [`Prepared::names`]; 0 is `[unknown]`.
@@ -241,6 +241,21 @@ pub(crate) fn prepare<S: Owners + ?Sized>(
     samples: &S,
     method: Method,
 ) -> Prepared {
+    prepare_scanned(
+        profile,
+        samples,
+        method,
+        Snapshots::of(profile, samples.len()),
+    )
+}
+
+/// [`prepare`] with the one pass over the records ([`Snapshots::of`]) already made.
+pub(crate) fn prepare_scanned<S: Owners + ?Sized>(
+    profile: &Profile,
+    samples: &S,
+    method: Method,
+    (snaps, scan): (Snapshots, Scan),
+) -> Prepared {
     let (keep, links) = (method != Method::None, method == Method::Nesting);
     let mut keys = Keys {
         profile,
@@ -250,7 +265,6 @@ pub(crate) fn prepare<S: Owners + ?Sized>(
     };
     let mut notes = Vec::new();
 
-    let (snaps, scan) = Snapshots::of(profile, samples.len());
     let stray = scan.stray;
     if stray > 0 {
         notes.push(format!(

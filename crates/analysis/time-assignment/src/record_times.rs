@@ -7,6 +7,7 @@
 //! record's point in the derived samples (4 bytes), whose time column holds its time:
 //! the time is not kept twice.
 
+#[cfg(test)]
 use kairos_model::BranchRecord;
 
 /// Rows of branch records' points, looked up by the record's index in the profile's
@@ -28,21 +29,35 @@ const UNSET: u32 = u32::MAX;
 
 impl RecordTimes {
     /// Room for a row per new record of `branches`, none set yet.
+    #[cfg(test)]
     pub(crate) fn for_records(branches: &[BranchRecord]) -> RecordTimes {
-        let words = branches.len().div_ceil(64);
-        let (mut is_new, mut before) = (Vec::with_capacity(words), Vec::with_capacity(words));
+        let is_new: Vec<u64> = branches
+            .chunks(64)
+            .map(|chunk| {
+                chunk
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |w, (k, b)| w | (u64::from(b.is_new) << k))
+            })
+            .collect();
+        RecordTimes::from_bits(branches.len(), &is_new)
+    }
+
+    /// Room for a row per new record of `records` records, whose `is_new` flags are
+    /// the bits of `is_new` (bit k of word w: record 64 w + k), none set yet.
+    pub(crate) fn from_bits(records: usize, is_new: &[u64]) -> RecordTimes {
+        let is_new = is_new
+            .get(..records.div_ceil(64))
+            .unwrap_or(is_new)
+            .to_vec();
+        let mut before = Vec::with_capacity(is_new.len());
         let mut rank = 0u32;
-        for chunk in branches.chunks(64) {
-            let w = chunk
-                .iter()
-                .enumerate()
-                .fold(0u64, |w, (k, b)| w | (u64::from(b.is_new) << k));
-            is_new.push(w);
+        for w in &is_new {
             before.push(rank);
             rank = rank.saturating_add(w.count_ones());
         }
         RecordTimes {
-            records: branches.len(),
+            records,
             is_new,
             before,
             rows: vec![UNSET; rank as usize],

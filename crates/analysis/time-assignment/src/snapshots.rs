@@ -45,6 +45,8 @@ pub(crate) struct Scan {
     pub wide_cycles: bool,
     /// Records with `is_new`.
     pub new_records: u64,
+    /// Bit k of word w: record 64 w + k is new (what [`crate::RecordTimes`] is made of).
+    pub is_new: Vec<u64>,
 }
 
 /// Each sample's branch records (indices into the profile's branches), newest first
@@ -63,19 +65,27 @@ impl Snapshots {
         // One pass (records can be hundreds of millions, each read costs): counts,
         // whether they are in (sample, position) order, and what else is asked of all.
         let mut count = vec![0u32; n + 1];
-        let mut scan = Scan::default();
+        let mut scan = Scan {
+            is_new: Vec::with_capacity(b.len().div_ceil(64)),
+            ..Scan::default()
+        };
         let mut sorted = true;
         let mut prev = (0u32, 0u16);
-        for r in b {
-            let key = (r.sample, r.position);
-            sorted &= prev <= key;
-            prev = key;
-            scan.wide_cycles |= r.cycles.is_some_and(|c| c > u16::MAX as u32);
-            scan.new_records += u64::from(r.is_new);
-            match count.get_mut(r.sample as usize + 1) {
-                Some(c) if (r.sample as usize) < n => *c += 1,
-                _ => scan.stray += 1,
+        for chunk in b.chunks(64) {
+            let mut word = 0u64;
+            for (k, r) in chunk.iter().enumerate() {
+                let key = (r.sample, r.position);
+                sorted &= prev <= key;
+                prev = key;
+                scan.wide_cycles |= r.cycles.is_some_and(|c| c > u16::MAX as u32);
+                word |= u64::from(r.is_new) << k;
+                match count.get_mut(r.sample as usize + 1) {
+                    Some(c) if (r.sample as usize) < n => *c += 1,
+                    _ => scan.stray += 1,
+                }
             }
+            scan.new_records += u64::from(word.count_ones());
+            scan.is_new.push(word);
         }
         sorted &= scan.stray == 0;
         for i in 0..n {
