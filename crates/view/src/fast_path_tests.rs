@@ -123,7 +123,7 @@ fn lanes_match_the_map_per_sample() {
                 .collect::<Vec<_>>()
         };
         assert_eq!(got(&ix.thread_lanes), want_t, "n {n}");
-        assert_eq!(got(&ix.cpu_lanes), want_c, "n {n}");
+        assert_eq!(got(ix.cpu_lanes()), want_c, "n {n}");
     }
 }
 

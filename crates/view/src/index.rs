@@ -99,7 +99,9 @@ pub struct Index {
     fn_start: Vec<u32>,
     fn_list: Vec<u32>,
     pub thread_lanes: Vec<Lane>,
-    pub cpu_lanes: Vec<Lane>,
+    /// Built with the index for a result's own profile; for a derived one (several
+    /// points per sample: hundreds of megabytes of lanes) when first asked for.
+    cpu_lanes: std::sync::OnceLock<Vec<Lane>>,
     /// The samples, as columns (the profile's own vector is moved here, leaving it empty).
     pub samples: Samples,
     /// Function of each stack's leaf (NONE without one): per stack rather than per
@@ -147,6 +149,27 @@ impl Index {
         samples: Samples,
         totals: Totals,
         funcs: Arc<Functions>,
+    ) -> Index {
+        Index::build(profile, samples, totals, funcs, true)
+    }
+
+    /// [`Index::with_samples`] for a profile derived by a time-assignment method: its CPU
+    /// lanes are built when first asked for, not with the index.
+    pub fn derived(
+        profile: Profile,
+        samples: Samples,
+        totals: Totals,
+        funcs: Arc<Functions>,
+    ) -> Index {
+        Index::build(profile, samples, totals, funcs, false)
+    }
+
+    fn build(
+        profile: Profile,
+        samples: Samples,
+        totals: Totals,
+        funcs: Arc<Functions>,
+        cpu_lanes_now: bool,
     ) -> Index {
         let p = &profile;
         let mut node_of: FxHashMap<(u32, u32), u32> = FxHashMap::default();
@@ -208,8 +231,15 @@ impl Index {
             .iter()
             .map(|&n| node_func.get(n as usize).copied().unwrap_or(NONE))
             .collect();
-        let (thread_lanes, cpu_lanes) =
-            crate::lanes::build(p, &samples, &totals, &stack_func, funcs.len());
+        let cpu_lanes = std::sync::OnceLock::new();
+        let thread_lanes = if cpu_lanes_now {
+            let (threads, cpus) =
+                crate::lanes::build(p, &samples, &totals, &stack_func, funcs.len());
+            let _ = cpu_lanes.set(cpus);
+            threads
+        } else {
+            crate::lanes::threads(p, &samples, &totals, &stack_func, funcs.len())
+        };
         Index {
             profile: Arc::new(profile),
             funcs,
@@ -339,9 +369,21 @@ impl Index {
 
     pub fn lanes(&self, by_cpu: bool) -> &[Lane] {
         if by_cpu {
-            &self.cpu_lanes
+            self.cpu_lanes()
         } else {
             &self.thread_lanes
         }
+    }
+
+    /// The CPU lanes, built on first use for a derived profile.
+    pub fn cpu_lanes(&self) -> &[Lane] {
+        self.cpu_lanes.get_or_init(|| {
+            crate::lanes::cpus(
+                &self.samples,
+                &self.totals,
+                &self.stack_func,
+                self.funcs.len(),
+            )
+        })
     }
 }

@@ -64,13 +64,7 @@ pub fn build(
     stack_func: &[u32],
     nfuncs: usize,
 ) -> (Vec<Lane>, Vec<Lane>) {
-    let code = |i: usize| match samples.stack.get(i) {
-        Some(&s) if s != NONE => match stack_func.get(s as usize) {
-            Some(&f) if f != NONE => f.min(nfuncs as u32),
-            _ => nfuncs as u32,
-        },
-        _ => nfuncs as u32,
-    };
+    let code = coder(samples, stack_func, nfuncs);
     std::thread::scope(|s| {
         let cpus = s.spawn(|| cpu_lanes(samples, totals, nfuncs, &code));
         let threads = thread_lanes(p, samples, totals, nfuncs, &code);
@@ -79,6 +73,43 @@ pub fn build(
             .unwrap_or_else(|_| cpu_lanes(samples, totals, nfuncs, &code));
         (threads, cpus)
     })
+}
+
+/// Thread lanes alone (see [`build`]).
+pub fn threads(
+    p: &Profile,
+    samples: &Samples,
+    totals: &Totals,
+    stack_func: &[u32],
+    nfuncs: usize,
+) -> Vec<Lane> {
+    thread_lanes(
+        p,
+        samples,
+        totals,
+        nfuncs,
+        &coder(samples, stack_func, nfuncs),
+    )
+}
+
+/// CPU lanes alone (see [`build`]).
+pub fn cpus(samples: &Samples, totals: &Totals, stack_func: &[u32], nfuncs: usize) -> Vec<Lane> {
+    cpu_lanes(samples, totals, nfuncs, &coder(samples, stack_func, nfuncs))
+}
+
+/// The code a lane keeps for sample `i`: its leaf function, `nfuncs` without one.
+fn coder<'a>(
+    samples: &'a Samples,
+    stack_func: &'a [u32],
+    nfuncs: usize,
+) -> impl Fn(usize) -> u32 + Sync + 'a {
+    move |i: usize| match samples.stack.get(i) {
+        Some(&s) if s != NONE => match stack_func.get(s as usize) {
+            Some(&f) if f != NONE => f.min(nfuncs as u32),
+            _ => nfuncs as u32,
+        },
+        _ => nfuncs as u32,
+    }
 }
 
 /// One pass over dense per-thread slots (no map look-up per sample); every list is

@@ -231,7 +231,7 @@ impl Data {
             .map_err(|e| Error::Internal(format!("time assignment {method} failed: {e}")))?;
         // The derived points already are columns: indexed as they are.
         let totals = Totals::of(&d.samples, d.profile.threads.len(), d.profile.stacks.len());
-        let index = Arc::new(Index::with_samples(
+        let index = Arc::new(Index::derived(
             d.profile,
             d.samples,
             totals,

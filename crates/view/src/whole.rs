@@ -237,7 +237,7 @@ pub fn lane_parts<'a>(
     if let Some((Group::Cpu, id)) = only {
         // One CPU's group: that CPU's lane (a CPU lane holds every sample of its CPU).
         return Some(
-            ix.cpu_lanes
+            ix.cpu_lanes()
                 .iter()
                 .filter(|l| l.cpu == Some(id))
                 .map(within)

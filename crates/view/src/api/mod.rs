@@ -105,7 +105,7 @@ fn one(l: &crate::results::Loaded, d: &Data) -> Value {
                     "process": th.map(|t| t.process_name.clone()), "samples": lane.samples.len() })
         })
         .collect();
-    let cpus: Vec<u32> = d.base.cpu_lanes.iter().filter_map(|l| l.cpu).collect();
+    let cpus: Vec<u32> = d.base.cpu_lanes().iter().filter_map(|l| l.cpu).collect();
     json!({
         "id": l.id, "name": l.name, "path": l.path.display().to_string(), "ok": true, "error": null,
         "kind": m.kind, "command": command, "samples": d.base.samples.len(),

@@ -17,7 +17,7 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let lane = ix
         .thread_lanes
         .iter()
-        .chain(&ix.cpu_lanes)
+        .chain(ix.cpu_lanes())
         .find(|l| l.key == key)
         .ok_or_else(|| Error::NotFound(format!("lane {key} has no samples in this result")))?;
     let t = d.start_ns.saturating_add(q.num("t")?.unwrap_or(0));

@@ -111,7 +111,7 @@ mod tests {
             let ix = Index::new(p.clone(), Arc::new(Functions::new(&p)));
             let t = ix.times();
             let (a, b) = (t[0], t[t.len() - 1]);
-            let lanes: Vec<&Lane> = ix.cpu_lanes.iter().collect();
+            let lanes: Vec<&Lane> = ix.cpu_lanes().iter().collect();
             for (from, to) in [(a, b + 1), (a + (b - a) / 3, b - (b - a) / 5), (b, b + 1)] {
                 for tids in [vec![3], vec![9], vec![7], vec![3, 1], vec![1, 3, 9], vec![]] {
                     let sel = Sel {

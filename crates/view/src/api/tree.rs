@@ -180,7 +180,7 @@ fn groups(ix: &Index, sel: &crate::query::Sel, g: Group) -> Vec<Row> {
         Group::Thread => p.threads.len(),
         Group::Process => pids.len(),
         Group::Cpu => ix
-            .cpu_lanes
+            .cpu_lanes()
             .iter()
             .filter_map(|l| l.cpu)
             .max()
