@@ -22,7 +22,7 @@ pub(crate) struct Out<'a> {
 }
 
 enum To<'a> {
-    Inline(Merge<'a>),
+    Inline(Box<Merge<'a>>),
     Piped {
         batch: Vec<Point>,
         full: SyncSender<Vec<Point>>,
@@ -111,7 +111,7 @@ pub(crate) fn run<E>(
             });
         let Ok(merging) = merging else {
             let mut out = Out {
-                to: To::Inline(merge),
+                to: To::Inline(Box::new(merge)),
             };
             method(&mut out)?;
             return Ok(match out.to {
