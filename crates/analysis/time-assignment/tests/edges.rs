@@ -6,7 +6,7 @@ mod common;
 
 use common::{B, MS};
 use kairos_model::BranchKind;
-use kairos_time_assignment::{assign, to_profile, Method};
+use kairos_time_assignment::{assign, derive, derive_over, to_profile, Method};
 
 const OURS_AND_PAPER: [Method; 6] = [
     Method::None,
@@ -175,4 +175,41 @@ fn derived_profile_keeps_sample_stacks_and_adds_one_frame_stacks() {
         .collect();
     assert_eq!(leaves, [Some("f".to_string()), Some("main".to_string())]);
     assert_eq!(d.samples.iter().map(|s| s.weight).sum::<u64>(), MS);
+}
+
+/// Weights that are event counts (1 per sample) give derived weights in ns, far wider
+/// than any sample's: the derived columns widen as they go, and every method's derived
+/// profile, from samples as a vector or as columns, is the one `to_profile` gives.
+#[test]
+fn derived_columns_widen_and_match_to_profile_from_vector_or_columns() {
+    let mut b = B::new(16, false);
+    let (m, f) = (b.frame("main"), b.frame("f"));
+    for i in 1..=6u64 {
+        b.sample(
+            i * 3 * MS,
+            (i % 2) as u32,
+            Some(m),
+            1,
+            &[(Some(f), Some(m), BranchKind::Return, None, true)],
+        );
+    }
+    b.p.weight_event = Some("instructions".into());
+    let mut cols = kairos_model::SampleColumns::with_capacity(0, 0, 0, 0);
+    b.p.samples.iter().for_each(|&s| cols.push(s));
+    for meth in Method::ALL {
+        let Ok(a) = assign(&b.p, meth) else {
+            continue;
+        };
+        let want = to_profile(&b.p, &a);
+        let d = derive(&b.p, meth).unwrap();
+        let widest = (0..d.samples.len()).map(|i| d.samples.weight(i)).max();
+        assert!(widest > Some(255), "{meth}: {:?}", d.samples.weight);
+        assert_eq!(d.to_profile(), want, "{meth}");
+        let from_cols = derive_over(&b.p, &cols, meth).unwrap();
+        assert_eq!(from_cols.to_profile(), want, "{meth} from columns");
+        for pt in a.points.iter().filter(|p| p.record.is_some()) {
+            let r = pt.record.unwrap() as usize;
+            assert_eq!(d.record_time(r), Some(pt.time_ns), "{meth}");
+        }
+    }
 }
