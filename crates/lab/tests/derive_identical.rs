@@ -5,7 +5,7 @@
 
 use kairos_lab::{synthesize, ScaleOptions};
 use kairos_model::{Profile, SampleColumns};
-use kairos_time_assignment::{assign, derive, derive_over, to_profile, Method};
+use kairos_time_assignment::{assign, derive, derive_over, to_profile, Derived, Method};
 
 /// FNV-1a over the debug text of a value: every field, in order.
 fn digest(x: &impl std::fmt::Debug) -> u64 {
@@ -65,6 +65,16 @@ fn digests() -> Vec<(String, Method, u64, u64)> {
     out
 }
 
+/// What a derivation gives, in the form `assign` + `to_profile` is compared in.
+fn parts(d: Derived) -> (Profile, Vec<u64>, u64, Vec<String>) {
+    (
+        d.to_profile(),
+        d.record_time.to_vec(&d.samples.time),
+        d.points_per_sample.to_bits(),
+        d.notes,
+    )
+}
+
 #[test]
 fn derive_equals_assign_then_to_profile() {
     for (name, p) in cases() {
@@ -90,27 +100,13 @@ fn derive_equals_assign_then_to_profile() {
                     a.notes,
                 )
             });
-            let fast = derive(&p, m).map(|d| {
-                (
-                    d.to_profile(),
-                    d.record_time.to_vec(&d.samples.time),
-                    d.points_per_sample.to_bits(),
-                    d.notes,
-                )
-            });
+            let fast = derive(&p, m).map(parts);
             // The page keeps samples apart from the profile and gives them beside it.
             let bare = Profile {
                 samples: Vec::new(),
                 ..p.clone()
             };
-            let beside = derive_over(&bare, &p.samples, m).map(|d| {
-                (
-                    d.to_profile(),
-                    d.record_time.to_vec(&d.samples.time),
-                    d.points_per_sample.to_bits(),
-                    d.notes,
-                )
-            });
+            let beside = derive_over(&bare, &p.samples, m).map(parts);
             assert!(
                 fast == beside,
                 "{name}, {m}: samples given beside the profile change the result"
@@ -118,14 +114,7 @@ fn derive_equals_assign_then_to_profile() {
             // The page gives them as columns.
             let mut cols = SampleColumns::with_capacity(p.samples.len(), 0, 0, 0);
             p.samples.iter().for_each(|&s| cols.push(s));
-            let columns = derive_over(&bare, &cols, m).map(|d| {
-                (
-                    d.to_profile(),
-                    d.record_time.to_vec(&d.samples.time),
-                    d.points_per_sample.to_bits(),
-                    d.notes,
-                )
-            });
+            let columns = derive_over(&bare, &cols, m).map(parts);
             assert!(
                 fast == columns,
                 "{name}, {m}: samples given as columns change the result"
