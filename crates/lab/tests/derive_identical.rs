@@ -106,7 +106,7 @@ fn derive_equals_assign_then_to_profile() {
                 samples: Vec::new(),
                 ..p.clone()
             };
-            let beside = derive_over(&bare, &p.samples, m).map(parts);
+            let beside = derive_over(&bare, p.samples.as_slice(), m).map(parts);
             assert!(
                 fast == beside,
                 "{name}, {m}: samples given beside the profile change the result"

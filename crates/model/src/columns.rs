@@ -109,16 +109,10 @@ impl Narrow {
         } else {
             (1u64 << (8 * held as u32)) - 1
         };
+        // An empty column is a vector, so these pushes fit and never widen again.
         let mut wide = Narrow::empty(max.max(v), cap.max(len + 1));
         for i in 0..len {
-            let x = self.get(i);
-            match &mut wide {
-                Narrow::U8(w) => w.push(x as u8),
-                Narrow::U16(w) => w.push(x as u16),
-                Narrow::U32(w) => w.push(x as u32),
-                Narrow::U64(w) => w.push(x),
-                Narrow::Const(_) => {}
-            }
+            wide.push(i, self.get(i));
         }
         *self = wide;
     }
@@ -126,11 +120,6 @@ impl Narrow {
     /// Pages for `n` more rows written ahead (so that a later fill finds them resident),
     /// the column itself unchanged.
     pub fn reserve_touched(&mut self, n: usize) {
-        fn touch<T: Copy + Default>(x: &mut Vec<T>, n: usize) {
-            let len = x.len();
-            x.resize(len + n, T::default());
-            x.truncate(len);
-        }
         match self {
             Narrow::Const(_) => {}
             Narrow::U8(x) => touch(x, n),
@@ -139,6 +128,13 @@ impl Narrow {
             Narrow::U64(x) => touch(x, n),
         }
     }
+}
+
+/// Writes the pages of `n` more rows of `x` ahead, leaving its rows as they are.
+fn touch<T: Copy + Default>(x: &mut Vec<T>, n: usize) {
+    let len = x.len();
+    x.resize(len + n, T::default());
+    x.truncate(len);
 }
 
 /// Samples as columns, in the order given (time order for a profile's samples).
@@ -168,11 +164,8 @@ impl SampleColumns {
 
     /// Writes the pages of the next `n` rows ahead of time, as [`Narrow::reserve_touched`].
     pub fn reserve_touched(&mut self, n: usize) {
-        let len = self.time.len();
-        self.time.resize(len + n, 0);
-        self.time.truncate(len);
-        self.stack.resize(len + n, 0);
-        self.stack.truncate(len);
+        touch(&mut self.time, n);
+        touch(&mut self.stack, n);
         self.thread.reserve_touched(n);
         self.cpu.reserve_touched(n);
         self.weight.reserve_touched(n);

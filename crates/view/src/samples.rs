@@ -4,10 +4,9 @@
 //! sample vector from its end, giving its memory back as the columns fill, so loading
 //! never holds both whole.
 
+use kairos_model::columns::NO_STACK;
 use kairos_model::Sample;
 pub use kairos_model::{Narrow, SampleColumns};
-
-use crate::index::NONE;
 
 /// A mutable window of a [`Narrow`] column.
 enum NarrowMut<'a> {
@@ -78,7 +77,7 @@ impl Part<'_> {
     fn fill(mut self, src: &[Sample]) {
         for (i, s) in src.iter().enumerate() {
             self.time[i] = s.time_ns;
-            self.stack[i] = s.stack.unwrap_or(NONE);
+            self.stack[i] = s.stack.unwrap_or(NO_STACK);
             self.thread.set(i, s.thread as u64);
             self.cpu.set(i, s.cpu as u64);
             self.weight.set(i, s.weight);
@@ -130,7 +129,7 @@ pub fn take(src: &mut Vec<Sample>) -> Samples {
     // Zeroed vectors: pages are only committed as the fill below reaches them.
     let mut out = Samples {
         time: vec![0; n],
-        stack: vec![NONE; n],
+        stack: vec![NO_STACK; n],
         thread: Narrow::with(n, st.max[0], equal(st.max[0], st.min[0])),
         cpu: Narrow::with(n, st.max[1], equal(st.max[1], st.min[1])),
         weight: Narrow::with(n, st.max[2], equal(st.max[2], st.min[2])),

@@ -86,7 +86,7 @@ impl<S: Owners + ?Sized> Sink for ToSamples<'_, S> {
 
 /// Derives `method`'s profile of `profile` and the time of every branch record.
 pub fn derive(profile: &Profile, method: Method) -> Result<Derived, Error> {
-    derive_over(profile, &profile.samples, method)
+    derive_over(profile, profile.samples.as_slice(), method)
 }
 
 /// [`derive`] with the samples given beside the profile (whose own samples are then

@@ -73,7 +73,7 @@ pub struct Assignment {
 
 /// Gives every sample and every new branch record of `profile` a time and a weight.
 pub fn assign(profile: &Profile, method: Method) -> Result<Assignment, Error> {
-    let p = prepare::prepare(profile, &profile.samples, method);
+    let p = prepare::prepare(profile, profile.samples.as_slice(), method);
     let mut points = Vec::with_capacity(profile.samples.len() + profile.branches.len());
     let (notes, records) = run_sorted(&p, profile, method, &mut points)?;
     let points_per_sample = per_sample(&p, records);

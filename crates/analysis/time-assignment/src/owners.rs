@@ -24,16 +24,6 @@ impl Owners for [Sample] {
     }
 }
 
-impl Owners for Vec<Sample> {
-    fn len(&self) -> usize {
-        Vec::len(self)
-    }
-    #[inline]
-    fn get(&self, i: usize) -> Option<Sample> {
-        self.as_slice().get(i).copied()
-    }
-}
-
 impl Owners for SampleColumns {
     fn len(&self) -> usize {
         SampleColumns::len(self)

@@ -43,8 +43,6 @@ pub(crate) struct Scan {
     pub stray: u64,
     /// Whether some record's cycles exceed 16 bits.
     pub wide_cycles: bool,
-    /// Records with `is_new`.
-    pub new_records: u64,
     /// Bit k of word w: record 64 w + k is new (what [`crate::RecordTimes`] is made of).
     pub is_new: Vec<u64>,
 }
@@ -84,7 +82,6 @@ impl Snapshots {
                     _ => scan.stray += 1,
                 }
             }
-            scan.new_records += u64::from(word.count_ones());
             scan.is_new.push(word);
         }
         sorted &= scan.stray == 0;
