@@ -4,12 +4,12 @@
 //! at t_i and a record's point covers the execution that its branch ended.
 
 use crate::pipe::Out;
-use crate::prepare::Interval;
+use crate::prepare::Iv;
 use crate::Point;
 
 /// Appends the points of `iv` for `weights` (len = records + 1). All-zero or non-finite
 /// weights fall back to an equal split. Weights (ns) always sum to the interval length.
-pub(crate) fn split(iv: &Interval, weights: &[f64], out: &mut Out) {
+pub(crate) fn split(iv: Iv<'_>, weights: &[f64], out: &mut Out) {
     let n = iv.recs.len() + 1;
     let clean: Vec<f64> = (0..n)
         .map(|k| {

@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::ops::{Deref, Range};
-use std::sync::Arc;
 
 use kairos_model::{BranchKind, BranchRecord, FrameIdx, Profile, ThreadIdx};
 
@@ -67,49 +66,24 @@ impl Rec {
     }
 }
 
-/// An interval's records: a range of one vector shared by all intervals, so tens of
-/// millions of intervals do not each allocate their own.
-#[derive(Debug, Clone)]
-pub(crate) struct Recs {
-    all: Arc<Vec<Rec>>,
-    range: Range<u32>,
-}
-
-impl Deref for Recs {
-    type Target = [Rec];
-    fn deref(&self) -> &[Rec] {
-        self.all
-            .get(self.range.start as usize..self.range.end as usize)
-            .unwrap_or(&[])
-    }
-}
-
-impl<'a> IntoIterator for &'a Recs {
-    type Item = &'a Rec;
-    type IntoIter = std::slice::Iter<'a, Rec>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.deref().iter()
-    }
-}
-
-/// One sample and the interval it closes.
+/// One sample and the interval it closes. 40 bytes (one per sample, tens of millions at
+/// scale): what can be looked up is, through [`Iv`] (the thread from the slot, the
+/// leaf's function from its frame, the records from their range).
 #[derive(Debug, Clone)]
 pub(crate) struct Interval {
     /// Index of the sample in the profile's samples.
     pub sample: u32,
-    pub thread: ThreadIdx,
     /// Dense index of the thread (0..[`Prepared::n_threads`]), for per-thread tables.
     pub slot: u32,
     pub start: u64,
     pub end: u64,
+    /// [`NO_FRAME`] when the sample has no stack.
     leaf_frame: FrameIdx,
-    pub leaf_func: FnKey,
-    /// New records, oldest first.
-    pub recs: Recs,
+    /// The interval's new records in [`Prepared`]'s vector of all records.
+    rec_range: Range<u32>,
     /// True when no record can have been lost: the snapshot overlaps the previous one
     /// (it holds an old record) or the ring was not full.
     pub complete: bool,
-    has_leaf_frame: bool,
 }
 
 impl Interval {
@@ -119,14 +93,37 @@ impl Interval {
 
     /// Frame of the sample's leaf, None when it has no stack.
     pub fn leaf_frame(&self) -> Option<FrameIdx> {
-        self.has_leaf_frame.then_some(self.leaf_frame)
+        (self.leaf_frame != NO_FRAME).then_some(self.leaf_frame)
+    }
+}
+
+/// An interval with what [`Prepared`] keeps for it beside: what the methods read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Iv<'p> {
+    iv: &'p Interval,
+    /// New records, oldest first.
+    pub recs: &'p [Rec],
+    pub thread: ThreadIdx,
+    /// Function of the sample's leaf ([`UNKNOWN`] without one).
+    pub leaf_func: FnKey,
+}
+
+impl Deref for Iv<'_> {
+    type Target = Interval;
+    fn deref(&self) -> &Interval {
+        self.iv
     }
 }
 
 /// Everything the methods need, computed once.
 #[derive(Debug, Clone)]
 pub(crate) struct Prepared {
+    /// In sample time order; read through [`Prepared::ivs`] and [`Prepared::iv`].
     pub intervals: Vec<Interval>,
+    /// The new records of all intervals, each interval's a range.
+    recs: Vec<Rec>,
+    /// Thread of each slot.
+    threads: Vec<ThreadIdx>,
     /// Function names ("name (module)"), by key.
     pub names: Vec<String>,
     /// r_f: each function's share of all samples (self, by weight; by count if no weight).
@@ -147,6 +144,44 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
+    /// The intervals, in sample time order.
+    pub fn ivs(&self) -> impl ExactSizeIterator<Item = Iv<'_>> + Clone + '_ {
+        self.intervals.iter().map(move |iv| self.view(iv))
+    }
+
+    /// Interval `k`.
+    pub fn iv(&self, k: usize) -> Option<Iv<'_>> {
+        self.intervals.get(k).map(|iv| self.view(iv))
+    }
+
+    pub fn n_intervals(&self) -> usize {
+        self.intervals.len()
+    }
+
+    /// All new records, in the order of the intervals.
+    pub fn all_recs(&self) -> &[Rec] {
+        &self.recs
+    }
+
+    #[inline]
+    fn view<'p>(&'p self, iv: &'p Interval) -> Iv<'p> {
+        let r = &iv.rec_range;
+        Iv {
+            iv,
+            recs: self
+                .recs
+                .get(r.start as usize..r.end as usize)
+                .unwrap_or(&[]),
+            thread: self.threads.get(iv.slot as usize).copied().unwrap_or(0),
+            leaf_func: iv
+                .leaf_frame()
+                .and_then(|f| self.fn_of_frame.get(f as usize))
+                .copied()
+                .filter(|&k| k != FnKey::MAX)
+                .unwrap_or(UNKNOWN),
+        }
+    }
+
     /// Function executing in the segment that `r` ends (its frame's).
     #[inline]
     pub fn func(&self, r: &Rec) -> FnKey {
@@ -164,7 +199,7 @@ impl Prepared {
 
     /// The links of `iv`'s records (empty unless [`prepare`] was asked for them).
     pub fn links(&self, iv: &Interval) -> &[Link] {
-        let r = &iv.recs.range;
+        let r = &iv.rec_range;
         self.links
             .get(r.start as usize..r.end as usize)
             .unwrap_or(&[])
@@ -281,12 +316,11 @@ pub(crate) fn prepare_scanned<S: Owners + ?Sized>(
 
     let order = Order::of(samples);
     let first_len = first_interval(profile, samples, &order);
+    let mut by_func: Vec<(f64, f64)> = Vec::new();
     let mut slots = ThreadSlots::default();
+    let mut threads: Vec<ThreadIdx> = Vec::new();
     let mut last: Vec<Option<u64>> = Vec::new();
-    // (interval fields, range of its records), records in one vector for all.
-    // Intervals first share an empty record vector; the real one replaces it at the end
-    // (no second list of intervals while the records are gathered).
-    let none: Arc<Vec<Rec>> = Arc::new(Vec::new());
+    // Each interval's records are a range of one vector for all.
     let mut intervals: Vec<Interval> = Vec::with_capacity(samples.len());
     // At most one record per branch record; only the pages written become resident.
     let mut all_recs: Vec<Rec> = Vec::with_capacity(if keep { profile.branches.len() } else { 0 });
@@ -302,6 +336,9 @@ pub(crate) fn prepare_scanned<S: Owners + ?Sized>(
             continue;
         };
         let slot = slots.of(s.thread);
+        if slot as usize == threads.len() {
+            threads.push(s.thread);
+        }
         if last.len() <= slot as usize {
             last.resize(slot as usize + 1, None);
         }
@@ -318,6 +355,14 @@ pub(crate) fn prepare_scanned<S: Owners + ?Sized>(
             .and_then(|st| profile.stacks.get(st as usize))
             .map(|n| n.frame);
         let leaf_func = keys.of(leaf_frame);
+        // r_f, summed in sample time order: by weight, and by count should no sample
+        // have a weight.
+        let k = leaf_func as usize;
+        if by_func.len() <= k {
+            by_func.resize(k + 1, (0.0, 0.0));
+        }
+        by_func[k].0 += s.weight as f64;
+        by_func[k].1 += 1.0;
         let snap = snaps.get(si);
         // Read forward first (the records lie in memory in this order, so the hardware
         // streams them into cache; the walk below goes backwards and would miss).
@@ -382,28 +427,17 @@ pub(crate) fn prepare_scanned<S: Owners + ?Sized>(
             older = Some((b.kind, from, b.to_frame, to));
         }
         let complete = has_old || snap.len() < depth || snap.is_empty();
-        let recs = Recs {
-            all: none.clone(),
-            range: first_rec as u32..all_recs.len() as u32,
-        };
         intervals.push(Interval {
             sample: si as u32,
-            thread: s.thread,
             slot,
             start,
             end: s.time_ns,
-            leaf_frame: leaf_frame.unwrap_or(0),
-            has_leaf_frame: leaf_frame.is_some(),
-            leaf_func,
-            recs,
+            leaf_frame: leaf_frame.unwrap_or(NO_FRAME),
+            rec_range: first_rec as u32..all_recs.len() as u32,
             complete,
         });
     }
     all_recs.shrink_to_fit();
-    let all_recs = Arc::new(all_recs);
-    intervals
-        .iter_mut()
-        .for_each(|iv| iv.recs.all = all_recs.clone());
     if unknown_from > 0 {
         notes.push(format!(
             "{unknown_from} branch records have no known function at FROM"
@@ -416,22 +450,20 @@ pub(crate) fn prepare_scanned<S: Owners + ?Sized>(
         ));
     }
 
-    let mut shares = vec![0.0; keys.names.len()];
-    let by_weight = (0..samples.len()).any(|i| samples.get(i).is_some_and(|s| s.weight > 0));
-    for (si, iv) in order.iter().zip(&intervals) {
-        let w = if by_weight {
-            samples.get(si).map_or(0.0, |s| s.weight as f64)
-        } else {
-            1.0
-        };
-        shares[iv.leaf_func as usize] += w;
-    }
+    let by_weight = by_func.iter().any(|f| f.0 > 0.0);
+    let mut shares: Vec<f64> = by_func
+        .iter()
+        .map(|&(w, n)| if by_weight { w } else { n })
+        .collect();
+    shares.resize(keys.names.len(), 0.0);
     let total: f64 = shares.iter().sum();
     if total > 0.0 {
         shares.iter_mut().for_each(|x| *x /= total);
     }
     Prepared {
         intervals,
+        recs: all_recs,
+        threads,
         names: keys.names,
         shares,
         cycles_saturate,
@@ -451,6 +483,6 @@ mod tests {
     #[test]
     fn records_and_intervals_stay_small() {
         assert_eq!(std::mem::size_of::<Rec>(), 12);
-        assert_eq!(std::mem::size_of::<Interval>(), 56);
+        assert_eq!(std::mem::size_of::<Interval>(), 40);
     }
 }

@@ -32,7 +32,7 @@ use kairos_model::FrameIdx;
 
 use crate::methods::rate::{self, Rate};
 use crate::pipe::Out;
-use crate::prepare::{func_of, FnKey, Interval, Prepared, Rec};
+use crate::prepare::{func_of, FnKey, Iv, Prepared, Rec};
 use crate::Point;
 
 /// Coefficient of variation assumed for a full visit whose length is estimated.
@@ -61,7 +61,7 @@ impl Model {
         // not seen at all, so overflows make counts too low and lengths too long. Only
         // threads whose snapshots (almost) never overflowed are counted.
         let mut per_thread: Vec<(u64, u64)> = vec![(0, 0); p.n_threads];
-        for iv in &p.intervals {
+        for iv in p.ivs() {
             if let Some(e) = per_thread.get_mut(iv.slot as usize) {
                 e.0 += 1;
                 e.1 += u64::from(!iv.complete);
@@ -73,11 +73,11 @@ impl Model {
                 .is_some_and(|&(all, lost)| (lost as f64) <= MAX_OVERFLOWED * all as f64)
         };
         let (mut time, mut visits) = (vec![0.0; n], vec![0u64; n]);
-        for iv in p.intervals.iter().filter(|iv| trusted(iv.slot)) {
+        for iv in p.ivs().filter(|iv| trusted(iv.slot)) {
             if let Some(x) = time.get_mut(iv.leaf_func as usize) {
                 *x += iv.len() as f64;
             }
-            for r in &iv.recs {
+            for r in iv.recs {
                 if let Some(v) = visits.get_mut(p.func(r) as usize) {
                     *v += 1;
                 }
@@ -92,7 +92,7 @@ impl Model {
         if let Some(r) = rate {
             // Measured means replace estimates for functions whose visits never saturate.
             let mut acc = vec![(0.0, 0u64, false); n];
-            for rec in p.intervals.iter().flat_map(|iv| iv.recs.iter()) {
+            for rec in p.all_recs().iter() {
                 if let (Some(c), Some(a)) = (rec.cycles(), acc.get_mut(p.func(rec) as usize)) {
                     if p.cycles_saturate.is_some_and(|s| c >= s) {
                         a.2 = true;
@@ -206,7 +206,7 @@ fn fill(mu: &[f64], v: &[f64], t: f64, free: &mut Vec<bool>, x: &mut Vec<f64>) {
 /// Length of the gap, and the lengths of the stretches (oldest first, the tail last) of
 /// `iv` in `s.x`, given how long the head's visit had already run at the interval's
 /// start, when known.
-fn lengths(m: &Model, iv: &Interval, before: Option<f64>, s: &mut Scratch) -> f64 {
+fn lengths(m: &Model, iv: Iv<'_>, before: Option<f64>, s: &mut Scratch) -> f64 {
     let t = iv.len() as f64;
     let n = iv.recs.len();
     let Scratch { mu, v, x, free, .. } = s;
@@ -260,7 +260,7 @@ fn lengths(m: &Model, iv: &Interval, before: Option<f64>, s: &mut Scratch) -> f6
 /// (the full visit it ends, in its FROM function; 0 for the record ending the head),
 /// then the sample's tail at t_i. Returns the weight given like plain sampling.
 fn emit(
-    iv: &Interval,
+    iv: Iv<'_>,
     gap: f64,
     x: &[f64],
     own_head: bool,
@@ -323,7 +323,7 @@ fn emit(
 /// Per interval: whether it lies in a run of at least [`LONG_CHAIN`] consecutive
 /// complete intervals of its thread.
 fn long_chains(p: &Prepared) -> Vec<bool> {
-    let mut out = vec![false; p.intervals.len()];
+    let mut out = vec![false; p.n_intervals()];
     // Per thread: the intervals of its current run of complete ones.
     let mut runs: Vec<Vec<usize>> = vec![Vec::new(); p.n_threads];
     let close = |run: &mut Vec<usize>, out: &mut Vec<bool>| {
@@ -332,7 +332,7 @@ fn long_chains(p: &Prepared) -> Vec<bool> {
         }
         run.clear();
     };
-    for (i, iv) in p.intervals.iter().enumerate() {
+    for (i, iv) in p.ivs().enumerate() {
         let Some(run) = runs.get_mut(iv.slot as usize) else {
             continue;
         };
@@ -361,7 +361,7 @@ pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) {
     let mut open: Vec<Option<(FnKey, f64)>> = vec![None; p.n_threads];
     let long = long_chains(p);
     let mut s = Scratch::default();
-    for (i, iv) in p.intervals.iter().enumerate() {
+    for (i, iv) in p.ivs().enumerate() {
         let head = iv.recs.first().map_or(iv.leaf_func, |r| p.func(r));
         let before = open
             .get(iv.slot as usize)

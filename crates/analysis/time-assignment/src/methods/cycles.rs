@@ -18,10 +18,10 @@
 use crate::layout::{epsilon, share_or, split};
 use crate::methods::proportional;
 use crate::pipe::Out;
-use crate::prepare::{Interval, Prepared};
+use crate::prepare::{Iv, Prepared};
 use crate::{Error, Method};
 
-fn all_measured(iv: &Interval) -> bool {
+fn all_measured(iv: Iv<'_>) -> bool {
     !iv.recs.is_empty() && iv.recs.iter().all(|r| r.cycles().is_some())
 }
 
@@ -40,9 +40,8 @@ pub(crate) fn rate(p: &Prepared) -> Option<f64> {
     let sum = |complete_only: bool| {
         let (mut t, mut c) = (0.0, 0.0);
         for iv in p
-            .intervals
-            .iter()
-            .filter(|iv| all_measured(iv) && (iv.complete || !complete_only))
+            .ivs()
+            .filter(|iv| all_measured(*iv) && (iv.complete || !complete_only))
         {
             if iv
                 .recs
@@ -66,8 +65,7 @@ pub(crate) fn rate(p: &Prepared) -> Option<f64> {
 
 pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) -> Result<(), Error> {
     if !p
-        .intervals
-        .iter()
+        .ivs()
         .any(|iv| iv.recs.iter().any(|r| r.cycles().is_some()))
     {
         return Err(Error::MethodUnavailable {
@@ -84,7 +82,7 @@ pub(crate) fn run(p: &Prepared, out: &mut Out, notes: &mut Vec<String>) -> Resul
     let eps = epsilon(&p.shares);
     let (mut fallback, mut sat) = (0u64, 0u64);
     let mut carry: Vec<Option<f64>> = vec![None; p.n_threads]; // thread slot -> tail of its previous interval
-    for iv in &p.intervals {
+    for iv in p.ivs() {
         let t = iv.len() as f64;
         if iv.recs.is_empty() {
             split(iv, &[1.0], out);

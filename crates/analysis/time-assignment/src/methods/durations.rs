@@ -15,7 +15,7 @@
 
 use crate::layout::split;
 use crate::pipe::Out;
-use crate::prepare::{Interval, Prepared};
+use crate::prepare::{Iv, Prepared};
 
 /// Fraction of a segment's expected duration that lies inside the interval.
 pub(crate) const PARTIAL: f64 = 0.5;
@@ -23,7 +23,7 @@ pub(crate) const PARTIAL: f64 = 0.5;
 const PACK_LOST: bool = false;
 
 /// Factors of the segments of `iv`, oldest first, the tail last.
-pub(crate) fn factors(iv: &Interval) -> Vec<f64> {
+pub(crate) fn factors(iv: Iv<'_>) -> Vec<f64> {
     let n = iv.recs.len();
     (0..=n)
         .map(|k| {
@@ -42,11 +42,11 @@ pub(crate) fn factors(iv: &Interval) -> Vec<f64> {
 pub(crate) fn per_function(p: &Prepared) -> Vec<f64> {
     let n = p.n_funcs();
     let (mut w, mut visits) = (vec![0.0; n], vec![0.0; n]);
-    for iv in &p.intervals {
+    for iv in p.ivs() {
         if let Some(x) = w.get_mut(iv.leaf_func as usize) {
             *x += iv.len() as f64;
         }
-        for r in &iv.recs {
+        for r in iv.recs {
             if let Some(x) = visits.get_mut(p.func(r) as usize) {
                 *x += 1.0;
             }
@@ -68,13 +68,9 @@ pub(crate) fn per_function(p: &Prepared) -> Vec<f64> {
 }
 
 /// Scales durations so that, over complete intervals, expected and real lengths agree.
-pub(crate) fn calibrate(p: &Prepared, seg_d: impl Fn(&Interval) -> Vec<f64>) -> f64 {
+pub(crate) fn calibrate(p: &Prepared, seg_d: impl Fn(Iv<'_>) -> Vec<f64>) -> f64 {
     let (mut t, mut e) = (0.0, 0.0);
-    for iv in p
-        .intervals
-        .iter()
-        .filter(|iv| iv.complete && !iv.recs.is_empty())
-    {
+    for iv in p.ivs().filter(|iv| iv.complete && !iv.recs.is_empty()) {
         t += iv.len() as f64;
         e += seg_d(iv)
             .iter()
@@ -91,7 +87,7 @@ pub(crate) fn calibrate(p: &Prepared, seg_d: impl Fn(&Interval) -> Vec<f64>) -> 
 
 /// Places the points of `iv` given each segment's expected full duration `d` (oldest
 /// first, the tail last) and the calibration `scale`.
-pub(crate) fn place(iv: &Interval, d: &[f64], scale: f64, out: &mut Out) {
+pub(crate) fn place(iv: Iv<'_>, d: &[f64], scale: f64, out: &mut Out) {
     let mut w: Vec<f64> = d
         .iter()
         .zip(factors(iv))

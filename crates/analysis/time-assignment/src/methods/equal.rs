@@ -6,7 +6,7 @@ use crate::pipe::Out;
 use crate::prepare::Prepared;
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {
-    for iv in &p.intervals {
+    for iv in p.ivs() {
         split(iv, &vec![1.0; iv.recs.len() + 1], out);
     }
 }

@@ -17,7 +17,7 @@ use kairos_model::BranchKind;
 
 use crate::methods::{cycles, durations, segments};
 use crate::pipe::Out;
-use crate::prepare::{FnKey, Interval, Prepared};
+use crate::prepare::{FnKey, Iv, Prepared};
 
 type Ctx = (
     Option<(BranchKind, FnKey)>,
@@ -29,8 +29,8 @@ type Ctx = (
 const PRIOR: f64 = 2.0;
 const ITERATIONS: usize = 60;
 
-fn contexts(p: &Prepared, iv: &Interval) -> Vec<Ctx> {
-    let links = p.links(iv);
+fn contexts(p: &Prepared, iv: Iv<'_>) -> Vec<Ctx> {
+    let links = p.links(&iv);
     let mut v: Vec<Ctx> = iv
         .recs
         .iter()
@@ -52,8 +52,8 @@ pub(crate) fn run(p: &Prepared, out: &mut Out) {
     // Intern contexts and build the rows (interval -> (context, factor)).
     let mut ids: HashMap<Ctx, usize> = HashMap::new();
     let mut prior: Vec<f64> = Vec::new();
-    let mut keys: Vec<Vec<usize>> = Vec::with_capacity(p.intervals.len());
-    for iv in &p.intervals {
+    let mut keys: Vec<Vec<usize>> = Vec::with_capacity(p.n_intervals());
+    for iv in p.ivs() {
         let k = contexts(p, iv)
             .into_iter()
             .map(|c| {
@@ -67,7 +67,7 @@ pub(crate) fn run(p: &Prepared, out: &mut Out) {
     }
     if let Some(rho) = cycles::rate(p) {
         let mut acc = vec![(0.0, 0u32); prior.len()];
-        for (iv, k) in p.intervals.iter().zip(&keys) {
+        for (iv, k) in p.ivs().zip(&keys) {
             for (r, &c) in iv.recs.iter().zip(k) {
                 if let Some(cy) = r
                     .cycles()
@@ -85,8 +85,7 @@ pub(crate) fn run(p: &Prepared, out: &mut Out) {
         }
     }
     let rows: Vec<(usize, Vec<f64>)> = p
-        .intervals
-        .iter()
+        .ivs()
         .enumerate()
         .filter(|(_, iv)| iv.complete && !iv.recs.is_empty())
         .map(|(i, iv)| (i, durations::factors(iv)))
@@ -119,7 +118,7 @@ pub(crate) fn run(p: &Prepared, out: &mut Out) {
             }
         }
     }
-    for (iv, k) in p.intervals.iter().zip(&keys) {
+    for (iv, k) in p.ivs().zip(&keys) {
         let seg: Vec<f64> = k.iter().map(|&k| d[k]).collect();
         durations::place(iv, &seg, 1.0, out);
     }

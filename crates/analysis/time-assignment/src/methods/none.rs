@@ -5,7 +5,7 @@ use crate::prepare::Prepared;
 use crate::Point;
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {
-    for iv in &p.intervals {
+    for iv in p.ivs() {
         out.push(Point {
             time_ns: iv.end,
             thread: iv.thread,

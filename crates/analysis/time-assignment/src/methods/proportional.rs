@@ -4,10 +4,10 @@
 
 use crate::layout::{epsilon, share_or, split};
 use crate::pipe::Out;
-use crate::prepare::{Interval, Prepared};
+use crate::prepare::{Iv, Prepared};
 
 /// The weights of one interval (records oldest first, the sample last).
-pub(crate) fn weights(p: &Prepared, iv: &Interval) -> Vec<f64> {
+pub(crate) fn weights(p: &Prepared, iv: Iv<'_>) -> Vec<f64> {
     let eps = epsilon(&p.shares);
     iv.recs
         .iter()
@@ -18,7 +18,7 @@ pub(crate) fn weights(p: &Prepared, iv: &Interval) -> Vec<f64> {
 }
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {
-    for iv in &p.intervals {
+    for iv in p.ivs() {
         split(iv, &weights(p, iv), out);
     }
 }

@@ -24,7 +24,7 @@
 //! between any two short ones (the `spikes` and `transitions` samples) give no lower
 //! bound at all.
 
-use crate::prepare::{Interval, Prepared};
+use crate::prepare::{Iv, Prepared};
 
 /// Lower bounds needed before the rate counts as known.
 const MIN_LOWER_BOUNDS: usize = 3;
@@ -45,12 +45,12 @@ fn saturated(p: &Prepared, c: u32) -> bool {
 }
 
 /// Whether every new record has cycles.
-fn all_cycles(iv: &Interval) -> bool {
+fn all_cycles(iv: Iv<'_>) -> bool {
     iv.recs.iter().all(|r| r.cycles().is_some())
 }
 
 /// The cycles of the new records (all present, see [`all_cycles`]).
-fn cycles(iv: &Interval) -> impl Iterator<Item = u32> + '_ {
+fn cycles(iv: Iv<'_>) -> impl Iterator<Item = u32> + '_ {
     iv.recs.iter().map(|r| r.cycles().unwrap_or(0))
 }
 
@@ -61,9 +61,9 @@ pub(crate) fn learn(p: &Prepared) -> Option<Rate> {
         return None;
     }
     // Each interval with the next interval of its thread (None for the thread's last).
-    let mut next_of: Vec<Option<u32>> = vec![None; p.intervals.len()];
+    let mut next_of: Vec<Option<u32>> = vec![None; p.n_intervals()];
     let mut last: Vec<Option<u32>> = vec![None; p.n_threads];
-    for (k, iv) in p.intervals.iter().enumerate() {
+    for (k, iv) in p.ivs().enumerate() {
         if let Some(l) = last.get_mut(iv.slot as usize) {
             if let Some(prev) = l.replace(k as u32) {
                 next_of[prev as usize] = Some(k as u32);
@@ -71,7 +71,7 @@ pub(crate) fn learn(p: &Prepared) -> Option<Rate> {
         }
     }
     let (mut lower, mut upper) = (Vec::new(), Vec::new());
-    for (k, iv) in p.intervals.iter().enumerate() {
+    for (k, iv) in p.ivs().enumerate() {
         let t = iv.len() as f64;
         if t <= 0.0 || !all_cycles(iv) {
             continue;
@@ -80,7 +80,7 @@ pub(crate) fn learn(p: &Prepared) -> Option<Rate> {
         if inside > 0.0 {
             upper.push(t / inside);
         }
-        let Some(next) = next_of[k].and_then(|n| p.intervals.get(n as usize)) else {
+        let Some(next) = next_of[k].and_then(|n| p.iv(n as usize)) else {
             continue;
         };
         let first_next = next.recs.first().and_then(|r| r.cycles());

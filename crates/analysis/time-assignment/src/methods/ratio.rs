@@ -8,7 +8,7 @@ use crate::pipe::Out;
 use crate::prepare::Prepared;
 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {
-    for iv in &p.intervals {
+    for iv in p.ivs() {
         let t = iv.len() as f64;
         let mut w: Vec<f64> = iv
             .recs

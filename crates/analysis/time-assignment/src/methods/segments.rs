@@ -9,14 +9,14 @@
 
 use crate::methods::{cycles, durations};
 use crate::pipe::Out;
-use crate::prepare::{Interval, Prepared};
+use crate::prepare::{Iv, Prepared};
 
 /// Per-function durations: measured where cycles exist, sampled time / visits elsewhere.
 pub(crate) fn model(p: &Prepared) -> Vec<f64> {
     let mut d = durations::per_function(p);
     if let Some(rho) = cycles::rate(p) {
         let mut acc = vec![(0.0, 0u32); d.len()];
-        for r in p.intervals.iter().flat_map(|iv| iv.recs.iter()) {
+        for r in p.all_recs().iter() {
             if let (Some(c), Some(a)) = (r.cycles(), acc.get_mut(p.func(r) as usize)) {
                 if p.cycles_saturate.is_none_or(|s| c < s) {
                     a.0 += f64::from(c) * rho;
@@ -33,7 +33,7 @@ pub(crate) fn model(p: &Prepared) -> Vec<f64> {
     d
 }
 
-pub(crate) fn seg_durations(p: &Prepared, d: &[f64], iv: &Interval) -> Vec<f64> {
+pub(crate) fn seg_durations(p: &Prepared, d: &[f64], iv: Iv<'_>) -> Vec<f64> {
     let get = |f: u32| d.get(f as usize).copied().unwrap_or(0.0);
     iv.recs
         .iter()
@@ -45,7 +45,7 @@ pub(crate) fn seg_durations(p: &Prepared, d: &[f64], iv: &Interval) -> Vec<f64> 
 pub(crate) fn run(p: &Prepared, out: &mut Out) {
     let d = model(p);
     let scale = durations::calibrate(p, |iv| seg_durations(p, &d, iv));
-    for iv in &p.intervals {
+    for iv in p.ivs() {
         durations::place(iv, &seg_durations(p, &d, iv), scale, out);
     }
 }

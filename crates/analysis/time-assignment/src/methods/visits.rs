@@ -36,14 +36,14 @@ use kairos_model::ThreadIdx;
 use crate::layout::split;
 use crate::methods::segments;
 use crate::pipe::Out;
-use crate::prepare::{FnKey, Interval, Prepared};
+use crate::prepare::{FnKey, Iv, Prepared};
 
 /// Coefficient of variation assumed for a full visit's duration.
 const CV: f64 = 0.3;
 
 /// The stretch lengths of `iv` (oldest first, the tail last) given per-function d and,
 /// when known, how long the head's visit had already run before the interval began.
-pub(crate) fn lengths(p: &Prepared, d: &[f64], iv: &Interval, before: Option<f64>) -> Vec<f64> {
+pub(crate) fn lengths(p: &Prepared, d: &[f64], iv: Iv<'_>, before: Option<f64>) -> Vec<f64> {
     let mu_full = segments::seg_durations(p, d, iv);
     let n = mu_full.len();
     let t = iv.len() as f64;
@@ -107,7 +107,7 @@ pub(crate) fn run(p: &Prepared, out: &mut Out) {
     let d = segments::model(p);
     // Per thread: the sampled function and how long its visit has run at the sample.
     let mut open: HashMap<ThreadIdx, (FnKey, f64)> = HashMap::new();
-    for iv in &p.intervals {
+    for iv in p.ivs() {
         let prev = open.get(&iv.thread).copied();
         let head = iv.recs.first().map_or(iv.leaf_func, |r| p.func(r));
         let before = prev
