@@ -1,0 +1,456 @@
+//! The recording loop: polling the rings, copying every record into the perf.data file
+//! (`Sink`), counting samples, losses and throttling, and every way of ending (target
+//! exit, duration, signal, write error) draining the rings and finishing the file.
+
+use super::*;
+use crate::cpus::clock_ns;
+use crate::open::*;
+
+/// Record counting and writing, shared by the loop and the final drain.
+pub(crate) struct Sink {
+    pub(crate) writer: PerfDataWriter,
+    pub(crate) samples: u64,
+    pub(crate) lost: u64,
+    pub(crate) throttled: u64,
+    pub(crate) first_time: u64,
+    pub(crate) last_time: u64,
+    pub(crate) write_error: Option<String>,
+    pub(crate) hook: Option<sample_hook::Hook>,
+}
+
+pub(crate) const PERF_RECORD_LOST: u32 = 2;
+pub(crate) const PERF_RECORD_THROTTLE: u32 = 5;
+pub(crate) const PERF_RECORD_SAMPLE: u32 = 9;
+pub(crate) const PERF_RECORD_LOST_SAMPLES: u32 = 13;
+
+pub(crate) fn u64_at(b: &[u8], o: usize) -> u64 {
+    match b.get(o..o + 8) {
+        Some(s) => u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]),
+        None => 0,
+    }
+}
+
+impl Sink {
+    fn record(&mut self, rec: &[u8]) {
+        if self.write_error.is_some() {
+            return;
+        }
+        let ty = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]);
+        match ty {
+            PERF_RECORD_SAMPLE => {
+                self.samples += 1;
+                // Our sample layout: header, identifier, ip, pid/tid, time.
+                let t = u64_at(rec, 32);
+                if self.first_time == 0 || t < self.first_time {
+                    self.first_time = t;
+                }
+                self.last_time = self.last_time.max(t);
+                if let Some(h) = &self.hook {
+                    h.offer(rec);
+                }
+            }
+            // Both carry {u64 id, u64 lost} first.
+            PERF_RECORD_LOST | PERF_RECORD_LOST_SAMPLES => self.lost += u64_at(rec, 16),
+            PERF_RECORD_THROTTLE => self.throttled += 1,
+            _ => {}
+        }
+        if let Err(e) = self.writer.write_record(rec) {
+            self.write_error = Some(format!("writing the perf.data file failed: {e}"));
+        }
+    }
+
+    fn drain(&mut self, rings: &mut [Ring]) -> u64 {
+        let mut n = 0;
+        for r in rings.iter_mut() {
+            n += r.drain(&mut |rec| self.record(rec));
+        }
+        if n > 0 {
+            // As perf: mark a round so readers can sort and flush what came before.
+            self.record(&synth::finished_round_record());
+        }
+        n
+    }
+
+    fn progress(&self, start: Instant) -> Progress {
+        Progress {
+            samples: self.samples,
+            bytes: self.writer.data_bytes(),
+            lost_records: self.lost,
+            elapsed: start.elapsed(),
+        }
+    }
+}
+
+pub(crate) fn run(
+    opts: &CollectOptions,
+    file: std::fs::File,
+    cpus: &[i32],
+    signals: &Signals,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<CollectSummary, CollectError> {
+    let wall_start = Instant::now();
+    let mut writer =
+        PerfDataWriter::create(file).map_err(io_err("writing the perf.data header"))?;
+
+    // Launch: the child exists (blocked before exec) while the events are opened on it.
+    let mut child = match &opts.target {
+        Target::Launch { program, args } => {
+            Some(launch::spawn_waiting_with(program, args, &opts.env)?)
+        }
+        _ => None,
+    };
+    let pages = opts.ring_buffer_pages.max(1).next_power_of_two();
+    let ring_bytes = pages * ring::page_size();
+    let wakeup = (ring_bytes / 4).min(u32::MAX as usize) as u32;
+    let (events, event_reason, period, branch_records) =
+        open_with_branches(opts, child.as_ref().map(|c| c.pid), cpus, wakeup)?;
+
+    let mut rings = Vec::with_capacity(events.leaders.len());
+    for &l in &events.leaders {
+        let r = Ring::map(events.fds[l].as_raw_fd(), pages).map_err(|e| {
+            if e.raw_os_error() == Some(libc::EPERM) {
+                CollectError::Permission {
+                    paranoid: attr::paranoid(),
+                    detail: format!(
+                        "ring buffer of {} KiB per CPU exceeds kernel.perf_event_mlock_kb; use fewer pages",
+                        ring_bytes / 1024
+                    ),
+                }
+            } else {
+                CollectError::Io { context: format!("mapping a ring buffer of {} KiB", ring_bytes / 1024), source: e }
+            }
+        })?;
+        rings.push(r);
+    }
+    redirect_to_leaders(&events)?;
+
+    let mut ids = Vec::with_capacity(events.fds.len());
+    for fd in &events.fds {
+        let mut id = 0u64;
+        // SAFETY: fd is a perf event fd; id is a valid out pointer.
+        if unsafe { sys::ioctls::ID(fd.as_raw_fd(), &mut id) } != 0 {
+            return Err(io_err("reading an event id")(io::Error::last_os_error()));
+        }
+        ids.push(id);
+    }
+    let event_name = events.kind.name(events.include_kernel);
+    let include_kernel = events.include_kernel;
+    writer.add_attr(
+        attr::attr_bytes(&events.attr),
+        ids.clone(),
+        event_name.clone(),
+    );
+    // PMU fds are enabled, disabled and closed with the extra events'.
+    let (mut extra_fds, pmu_outcomes) = pmu::open_all(opts, &events, cpus, &mut writer)?;
+    let mut extra_outcomes = Vec::with_capacity(opts.extra_events.len());
+    for x in &opts.extra_events {
+        let enable_on_exec = matches!(opts.target, Target::Launch { .. });
+        let inherit = !matches!(opts.target, Target::SystemWide);
+        let mut a = x.attr(include_kernel, enable_on_exec, inherit);
+        match open_extra(&mut a, &events, cpus) {
+            Ok((fds, xids)) => {
+                writer.add_attr(attr::attr_bytes(&a), xids, x.name.clone());
+                extra_fds.extend(fds);
+                extra_outcomes.push(extra::ExtraOutcome {
+                    name: x.name.clone(),
+                    missing: None,
+                });
+            }
+            Err(why) => extra_outcomes.push(extra::ExtraOutcome {
+                name: x.name.clone(),
+                missing: Some(why),
+            }),
+        }
+    }
+    // The machine's online CPUs, not only those sampled (-C).
+    set_features(&mut writer, online_cpus().len().max(cpus.len()));
+    let recorded: Vec<extra::ExtraEvent> = opts
+        .extra_events
+        .iter()
+        .filter(|x| {
+            extra_outcomes
+                .iter()
+                .any(|o| o.name == x.name && o.missing.is_none())
+        })
+        .cloned()
+        .collect();
+    if recorded
+        .iter()
+        .any(|x| x.type_ == sys::bindings::PERF_TYPE_TRACEPOINT)
+    {
+        // perf refuses a file with tracepoints but no event formats.
+        if let Some(t) = extra::tracing_data(&recorded) {
+            writer.set_feature_raw(kairos_perf_data::HEADER_TRACING_DATA, t);
+        }
+    }
+
+    let hook = opts
+        .on_sample
+        .clone()
+        .map(|tx| sample_hook::Hook::new(tx, &events.attr, &ids));
+    let mut sink = Sink {
+        writer,
+        samples: 0,
+        lost: 0,
+        throttled: 0,
+        first_time: 0,
+        last_time: 0,
+        write_error: None,
+        hook,
+    };
+    let start_ns = monotonic_ns();
+    let trailer = IdTrailer {
+        time: start_ns,
+        id: ids.first().copied().unwrap_or(0),
+    };
+    // Side-band records of what exists already. Written before anything from the
+    // buffers, stamped with the start time.
+    if let Some(addr) = synth::kernel_text_address() {
+        sink.record(&synth::kernel_mmap_record(addr, trailer));
+    }
+    let mut synthesised = Vec::new();
+    let data_maps = matches!(opts.unwinding, Unwinding::Dwarf { .. }) || opts.data_mmaps;
+    match opts.target {
+        Target::Pid(pid) => synth::process_records(pid, data_maps, trailer, &mut synthesised),
+        Target::SystemWide => {
+            for pid in synth::all_pids() {
+                synth::process_records(pid, data_maps, trailer, &mut synthesised);
+            }
+        }
+        Target::Launch { .. } => {}
+    }
+    for r in &synthesised {
+        sink.record(r);
+    }
+
+    if let Some(h) = &opts.on_target {
+        let tids = match (&child, &opts.target) {
+            (Some(c), _) => vec![c.pid],
+            (None, Target::Pid(pid)) => target_hook::threads(*pid),
+            _ => Vec::new(),
+        };
+        for tid in tids {
+            (h.0)(tid).map_err(CollectError::TargetSetup)?;
+        }
+    }
+
+    // Start counting.
+    if let Some(c) = child.as_mut() {
+        c.release()?;
+    } else {
+        for fd in events.fds.iter().chain(&extra_fds) {
+            // SAFETY: enabling our own perf fd.
+            unsafe { sys::ioctls::ENABLE(fd.as_raw_fd(), 0) };
+        }
+    }
+
+    let leader_fds: Vec<RawFd> = events
+        .leaders
+        .iter()
+        .map(|&l| events.fds[l].as_raw_fd())
+        .collect();
+    let mut pollfds: Vec<libc::pollfd> = leader_fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // The duration is of collection proper: opening events and reading /proc for the
+    // side-band records can take long on a loaded machine and must not eat into it.
+    let deadline = opts.duration.map(|d| Instant::now() + d);
+    let mut last_progress = Instant::now();
+    let stop = loop {
+        // A launched child's exit does not wake poll(), so this bounds how late we notice it.
+        let mut timeout = Duration::from_millis(50);
+        if let Some(d) = deadline {
+            timeout = timeout.min(d.saturating_duration_since(Instant::now()));
+        }
+        // SAFETY: pollfds is a valid array of pollfd.
+        unsafe {
+            libc::poll(
+                pollfds.as_mut_ptr(),
+                pollfds.len() as libc::nfds_t,
+                timeout.as_millis() as i32,
+            )
+        };
+        for p in pollfds.iter_mut() {
+            // A hung-up event (its task is gone) would make poll return at once forever;
+            // stop polling it, but keep draining its buffer.
+            if p.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+                p.fd = -1;
+            }
+            p.revents = 0;
+        }
+        sink.drain(&mut rings);
+        if let Some(e) = &sink.write_error {
+            break StopReason::WriteError(e.clone());
+        }
+        if let Some(sig) = signals.received() {
+            break StopReason::Signal(sig);
+        }
+        if let Some(c) = child.as_mut() {
+            if c.try_wait().is_some() {
+                break StopReason::TargetExited;
+            }
+        }
+        if let Target::Pid(pid) = opts.target {
+            if !process_alive(pid) {
+                break StopReason::TargetExited;
+            }
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break StopReason::Duration;
+        }
+        if last_progress.elapsed() >= Duration::from_millis(250) {
+            last_progress = Instant::now();
+            on_progress(&sink.progress(wall_start));
+        }
+    };
+
+    let disable = |fds: &mut dyn Iterator<Item = &OwnedFd>| {
+        for fd in fds {
+            // SAFETY: disabling our own perf fd; no new records after this.
+            unsafe { sys::ioctls::DISABLE(fd.as_raw_fd(), 0) };
+        }
+    };
+    // When we, not the target, decided to stop (a signal to kairos, the duration, a write
+    // error), recording stops now, as perf record does: the target may take a while to
+    // end, or never end, and nothing it does after the stop belongs in the result.
+    let mut end_ns = None;
+    if stop != StopReason::TargetExited {
+        disable(&mut events.fds.iter().chain(&extra_fds));
+        end_ns = Some(monotonic_ns());
+    }
+    // Then end the program we launched (SIGTERM, SIGKILL after 2 s) and reap it. An
+    // attached process (-p) or the system (-a) is left running: there is no child.
+    let mut target_exit = None;
+    if let Some(c) = child.as_mut() {
+        let mut tick = || {
+            sink.drain(&mut rings);
+        };
+        target_exit = match stop {
+            StopReason::TargetExited => c.try_wait(),
+            StopReason::Signal(_) | StopReason::Duration | StopReason::WriteError(_) => {
+                c.terminate(Duration::from_secs(2), &mut tick)
+            }
+        };
+    }
+    disable(&mut events.fds.iter().chain(&extra_fds));
+    let end_ns = end_ns.unwrap_or_else(monotonic_ns);
+    sink.drain(&mut rings);
+    let mut stopped_by = stop;
+    if let Err(e) = sink.writer.flush_data() {
+        if sink.write_error.is_none() {
+            sink.write_error = Some(format!("writing the perf.data file failed: {e}"));
+        }
+    }
+    if let Some(e) = &sink.write_error {
+        if !matches!(stopped_by, StopReason::WriteError(_)) {
+            stopped_by = StopReason::WriteError(e.clone());
+        }
+    }
+    if sink.samples > 0 {
+        sink.writer.set_sample_time(sink.first_time, sink.last_time);
+    }
+    drop(rings);
+    drop(extra_fds);
+    drop(events);
+    let bytes = sink
+        .writer
+        .finish()
+        .map_err(io_err("finishing the perf.data file"))?;
+    if let Some(c) = child.as_mut() {
+        target_exit = target_exit.or_else(|| c.try_wait());
+    }
+    let pmu_only = pmu::replaces_timer(opts);
+    let summary = CollectSummary {
+        event_name: match pmu_only {
+            true => pmu_outcomes
+                .iter()
+                .map(|o| o.name.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            false => event_name,
+        },
+        event_reason,
+        sample_period: if pmu_only { 0 } else { period },
+        include_kernel,
+        samples: sink.samples,
+        lost_records: sink.lost,
+        throttled: sink.throttled,
+        ring_bytes: ring_bytes as u64,
+        bytes,
+        stopped_by,
+        target_exit,
+        start_monotonic_ns: start_ns,
+        end_monotonic_ns: end_ns,
+        wall_seconds: wall_start.elapsed().as_secs_f64(),
+        cpus: cpus.len(),
+        branch_records,
+        extra_events: extra_outcomes,
+        pmu_events: pmu_outcomes,
+    };
+    on_progress(&Progress {
+        samples: summary.samples,
+        bytes: summary.bytes,
+        lost_records: summary.lost_records,
+        elapsed: wall_start.elapsed(),
+    });
+    Ok(summary)
+}
+
+pub(crate) fn set_features(w: &mut PerfDataWriter, online: usize) {
+    // SAFETY: utsname is plain data; uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out pointer.
+    if unsafe { libc::uname(&mut u) } == 0 {
+        let field = |f: &[libc::c_char]| -> String {
+            let bytes: Vec<u8> = f
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        };
+        w.set_feature_string(StringFeature::Hostname, field(&u.nodename));
+        w.set_feature_string(StringFeature::OsRelease, field(&u.release));
+        w.set_feature_string(StringFeature::Arch, field(&u.machine));
+    }
+    w.set_feature_string(
+        StringFeature::Version,
+        format!("kairos {}", env!("CARGO_PKG_VERSION")),
+    );
+    let model = attr::cpu_model();
+    if !model.is_empty() {
+        w.set_feature_string(StringFeature::CpuDesc, model);
+    }
+    let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .map(|s| parse_cpu_list(&s).len())
+        .unwrap_or(online);
+    w.set_nr_cpus(possible.max(online) as u32, online as u32);
+    if let Some(kb) = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        s.lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+    }) {
+        w.set_total_mem_kb(kb);
+    }
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    w.set_cmdline(&args);
+    let mut res = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out pointer.
+    if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut res) } == 0 {
+        w.set_clockid_res_ns(res.tv_sec as u64 * 1_000_000_000 + res.tv_nsec as u64);
+    }
+    let tod = clock_ns(libc::CLOCK_REALTIME);
+    let mono = monotonic_ns();
+    w.set_clock_data(libc::CLOCK_MONOTONIC as u32, tod, mono);
+}
