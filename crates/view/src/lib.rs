@@ -24,6 +24,8 @@ mod memory;
 mod par;
 mod query;
 mod results;
+#[cfg(test)]
+mod results_tests;
 mod samples;
 mod token;
 mod totals;
@@ -121,14 +123,16 @@ impl Server {
             format!("127.0.0.1:{}", addr.port()),
             format!("localhost:{}", addr.port()),
         ];
+        let state = Arc::new(State {
+            results,
+            token,
+            host_names,
+        });
+        notes.extend(derive_ahead(&state));
         Ok(Server {
             listener,
             addr,
-            state: Arc::new(State {
-                results,
-                token,
-                host_names,
-            }),
+            state,
             notes,
         })
     }
@@ -149,6 +153,48 @@ impl Server {
             self.listener,
             Arc::new(move |req: &http::Request| route(&state, req)),
         );
+    }
+}
+
+/// Starts deriving the default branch method's profile of every result worth it (see
+/// [`results::Data::worth_deriving_ahead`]) on a background thread of the lowest
+/// priority, so that the page's first answers are not slowed and its method switch finds
+/// the profile ready, or being made. Returns what to say on the terminal.
+fn derive_ahead(state: &Arc<State>) -> Vec<String> {
+    let mut said = Vec::new();
+    for (i, r) in state.results.iter().enumerate() {
+        if !r.data.as_ref().is_ok_and(|d| d.worth_deriving_ahead()) {
+            continue;
+        }
+        let s = state.clone();
+        let started = std::thread::Builder::new()
+            .name("view-derive-ahead".into())
+            .spawn(move || {
+                lowest_priority();
+                if let Some(Ok(d)) = s.results.get(i).map(|r| &r.data) {
+                    // A failure is kept in the method's slot and said when the page asks.
+                    let _ = d.derived(kairos_time_assignment::Method::DEFAULT);
+                }
+            });
+        if started.is_ok() {
+            said.push(format!(
+                "{}: deriving the {} method's profile in the background, for the page's method switch",
+                r.name,
+                kairos_time_assignment::Method::DEFAULT
+            ));
+        }
+    }
+    said
+}
+
+/// Gives the calling thread the lowest scheduling priority (nice 19); on Linux a
+/// thread's nice value is its own. Failure only leaves the priority as it was.
+fn lowest_priority() {
+    // SAFETY: gettid takes no arguments; setpriority only reads its arguments, and
+    // PRIO_PROCESS with a thread id changes that thread alone.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS as _, tid, 19);
     }
 }
 

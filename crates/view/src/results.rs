@@ -1,10 +1,12 @@
 //! The results a `kairos view` serves: opened once at start, each either loaded (profile
 //! indexed, counters read) or holding the sentence that says why not, so a damaged result
 //! is shown on the page instead of stopping the server. Profiles derived by a
-//! time-assignment method are computed on first use and kept.
+//! time-assignment method are computed once, on first use or ahead of it (the default
+//! branch method, see [`Data::worth_deriving_ahead`]), and kept.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use kairos_analysis_system_overview::{tables as so_tables, Entry};
@@ -36,10 +38,21 @@ pub struct Data {
     /// Kernel entries of a system-overview result, or why they could not be read.
     pub counters: Option<Result<Vec<Entry>, String>>,
     pub notes: Vec<String>,
-    derived: Mutex<HashMap<Method, Arc<Derived>>>,
+    derived: Mutex<HashMap<Method, Slot>>,
+    /// Derivations run so far (at most one per method).
+    computed: AtomicUsize,
     /// The memory-access tables, read on first use.
     memory: OnceLock<Result<Arc<Memory>, String>>,
 }
+
+/// A method's derived profile, or why it could not be made: computed once, and waited
+/// for by every request that comes while it is being computed.
+type Slot = Arc<OnceLock<Result<Arc<Derived>, String>>>;
+
+/// Bytes deriving adds per branch record and per sample, measured at 10M samples with
+/// 16-deep records (bench/README.md): about 16 and 72.
+const AHEAD_BYTES_PER_RECORD: u64 = 16;
+const AHEAD_BYTES_PER_SAMPLE: u64 = 72;
 
 /// A profile as one method makes it.
 pub struct Derived {
@@ -69,7 +82,7 @@ impl Loaded {
 }
 
 impl Data {
-    fn open(path: &Path) -> Result<Data, String> {
+    pub(crate) fn open(path: &Path) -> Result<Data, String> {
         let dir = ResultDir::open(path).map_err(|e| {
             format!("cannot open result {}: {e}; give a directory made by `kairos collect` or `kairos import`", path.display())
         })?;
@@ -163,6 +176,7 @@ impl Data {
             counters,
             notes,
             derived: Mutex::new(HashMap::new()),
+            computed: AtomicUsize::new(0),
             memory: OnceLock::new(),
         })
     }
@@ -175,22 +189,44 @@ impl Data {
                 self.methods.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
             )));
         }
-        if let Some(d) = self
+        let slot = self
             .derived
             .lock()
             .map_err(|_| Error::Internal("a method cache lock".into()))?
-            .get(&method)
-        {
-            return Ok(d.clone());
+            .entry(method)
+            .or_default()
+            .clone();
+        // Computed outside the lock, so other methods and requests go on meanwhile; a
+        // request for the same method waits for the one computation (seconds and
+        // gigabytes at scale) rather than make a second.
+        slot.get_or_init(|| {
+            self.computed.fetch_add(1, Ordering::Relaxed);
+            self.compute(method).map(Arc::new).map_err(|e| match e {
+                Error::Internal(m) => m,
+                e => e.to_string(),
+            })
+        })
+        .clone()
+        .map_err(Error::Internal)
+    }
+
+    /// Whether the default branch method's profile should be derived before the page
+    /// asks for it (the method switch, and the record times the sample inspector shows
+    /// by default): the result has branch records, and what deriving adds is estimated
+    /// at no more than half the memory the machine has available.
+    pub fn worth_deriving_ahead(&self) -> bool {
+        if !self.methods.contains(&Method::DEFAULT) {
+            return false;
         }
-        // Computed outside the lock: other methods and requests go on meanwhile; two
-        // requests for the same new method may both compute it, which is only waste.
-        let d = Arc::new(self.compute(method)?);
-        let mut cache = self
-            .derived
-            .lock()
-            .map_err(|_| Error::Internal("a method cache lock".into()))?;
-        Ok(cache.entry(method).or_insert(d).clone())
+        let need = AHEAD_BYTES_PER_RECORD
+            .saturating_mul(self.base.profile.branches.len() as u64)
+            .saturating_add(AHEAD_BYTES_PER_SAMPLE.saturating_mul(self.base.samples.len() as u64));
+        available_memory().is_some_and(|avail| need.saturating_mul(2) <= avail)
+    }
+
+    /// How many derivations have run (each method at most once).
+    pub fn derivations(&self) -> usize {
+        self.computed.load(Ordering::Relaxed)
     }
 
     pub fn has_memory(&self) -> bool {
@@ -245,4 +281,12 @@ impl Data {
             notes: d.notes,
         })
     }
+}
+
+/// MemAvailable of /proc/meminfo in bytes; None when it cannot be read.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
 }
