@@ -156,35 +156,66 @@ impl Server {
     }
 }
 
-/// Starts deriving the default branch method's profile of every result worth it (see
-/// [`results::Data::worth_deriving_ahead`]) on a background thread of the lowest
-/// priority, so that the page's first answers are not slowed and its method switch finds
-/// the profile ready, or being made. Returns what to say on the terminal.
+/// Starts deriving the default branch method's profile of the results with branch
+/// records, in order, while their estimated needs together stay within half of the
+/// available memory (see [`results::Data::ahead_need`]), each on a background thread of
+/// the lowest priority, so that the page's first answers are not slowed and its method
+/// switch finds the profile ready, or being made. Returns what to say on the terminal.
 fn derive_ahead(state: &Arc<State>) -> Vec<String> {
+    let method = kairos_time_assignment::Method::DEFAULT;
+    let needs: Vec<Option<u64>> = state
+        .results
+        .iter()
+        .map(|r| r.data.as_ref().ok().and_then(|d| d.ahead_need()))
+        .collect();
+    let plan = ahead_plan(&needs, results::available_memory().unwrap_or(0));
     let mut said = Vec::new();
-    for (i, r) in state.results.iter().enumerate() {
-        if !r.data.as_ref().is_ok_and(|d| d.worth_deriving_ahead()) {
-            continue;
-        }
-        let s = state.clone();
-        let started = std::thread::Builder::new()
-            .name("view-derive-ahead".into())
-            .spawn(move || {
-                lowest_priority();
-                if let Some(Ok(d)) = s.results.get(i).map(|r| &r.data) {
-                    // A failure is kept in the method's slot and said when the page asks.
-                    let _ = d.derived(kairos_time_assignment::Method::DEFAULT);
-                }
-            });
-        if started.is_ok() {
-            said.push(format!(
-                "{}: deriving the {} method's profile in the background, for the page's method switch",
+    for (i, (r, ahead)) in state.results.iter().zip(plan).enumerate() {
+        match (ahead, needs[i]) {
+            (false, Some(need)) => said.push(format!(
+                "{}: the {method} method's profile is derived when the page first asks for it (about {} MiB; less than twice that is available)",
                 r.name,
-                kairos_time_assignment::Method::DEFAULT
-            ));
+                need >> 20
+            )),
+            (false, None) => {}
+            (true, _) => {
+                let s = state.clone();
+                let started = std::thread::Builder::new()
+                    .name("view-derive-ahead".into())
+                    .spawn(move || {
+                        lowest_priority();
+                        if let Some(Ok(d)) = s.results.get(i).map(|r| &r.data) {
+                            // A failure is kept in the method's slot and said when the
+                            // page asks.
+                            let _ = d.derived(method);
+                        }
+                    });
+                if started.is_ok() {
+                    said.push(format!(
+                        "{}: deriving the {method} method's profile in the background, for the page's method switch",
+                        r.name
+                    ));
+                }
+            }
         }
     }
     said
+}
+
+/// Which results to derive ahead: in order, those with a need while the needs taken stay
+/// within half of `available` bytes.
+fn ahead_plan(needs: &[Option<u64>], available: u64) -> Vec<bool> {
+    let mut budget = available / 2;
+    needs
+        .iter()
+        .map(|n| match n {
+            Some(n) if *n <= budget => {
+                budget -= n;
+                true
+            }
+            _ => false,
+        })
+        .collect()
 }
 
 /// Gives the calling thread the lowest scheduling priority (nice 19); on Linux a

@@ -2,7 +2,7 @@
 //! indexed, counters read) or holding the sentence that says why not, so a damaged result
 //! is shown on the page instead of stopping the server. Profiles derived by a
 //! time-assignment method are computed once, on first use or ahead of it (the default
-//! branch method, see [`Data::worth_deriving_ahead`]), and kept.
+//! branch method, see [`Data::ahead_need`]), and kept.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -210,18 +210,19 @@ impl Data {
         .map_err(Error::Internal)
     }
 
-    /// Whether the default branch method's profile should be derived before the page
-    /// asks for it (the method switch, and the record times the sample inspector shows
-    /// by default): the result has branch records, and what deriving adds is estimated
-    /// at no more than half the memory the machine has available.
-    pub fn worth_deriving_ahead(&self) -> bool {
-        if !self.methods.contains(&Method::DEFAULT) {
-            return false;
-        }
-        let need = AHEAD_BYTES_PER_RECORD
-            .saturating_mul(self.base.profile.branches.len() as u64)
-            .saturating_add(AHEAD_BYTES_PER_SAMPLE.saturating_mul(self.base.samples.len() as u64));
-        available_memory().is_some_and(|avail| need.saturating_mul(2) <= avail)
+    /// What deriving the default branch method's profile is estimated to add to memory,
+    /// in bytes; None for a result without branch records (its only method is `none`).
+    /// The server derives it ahead when the results' estimates together are at most half
+    /// of the memory available (see `derive_ahead` in lib.rs): the page's method switch,
+    /// and the record times its sample inspector shows by default, then find it made.
+    pub fn ahead_need(&self) -> Option<u64> {
+        self.methods.contains(&Method::DEFAULT).then(|| {
+            AHEAD_BYTES_PER_RECORD
+                .saturating_mul(self.base.profile.branches.len() as u64)
+                .saturating_add(
+                    AHEAD_BYTES_PER_SAMPLE.saturating_mul(self.base.samples.len() as u64),
+                )
+        })
     }
 
     /// How many derivations have run (each method at most once).
@@ -284,7 +285,7 @@ impl Data {
 }
 
 /// MemAvailable of /proc/meminfo in bytes; None when it cannot be read.
-fn available_memory() -> Option<u64> {
+pub(crate) fn available_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

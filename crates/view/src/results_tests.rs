@@ -68,8 +68,10 @@ fn only_a_result_with_branch_records_is_derived_ahead() {
     let dir = tempfile::tempdir().expect("tempdir");
     let plain = write(dir.path(), "plain", &sampled(2_000, false));
     let branches = write(dir.path(), "branches", &sampled(2_000, true));
-    assert!(!Data::open(&plain).expect("opens").worth_deriving_ahead());
-    assert!(Data::open(&branches).expect("opens").worth_deriving_ahead());
+    assert_eq!(Data::open(&plain).expect("opens").ahead_need(), None);
+    // 8,000 records and 2,000 samples.
+    let need = Data::open(&branches).expect("opens").ahead_need();
+    assert_eq!(need, Some(8_000 * 16 + 2_000 * 72));
 
     let server = crate::Server::start(&[plain, branches], Some(0), |_| {}).expect("starts");
     let said: Vec<&String> = server
@@ -93,4 +95,17 @@ fn only_a_result_with_branch_records_is_derived_ahead() {
     // The page's request finds it made.
     data(1).derived(Method::DEFAULT).expect("derived");
     assert_eq!(data(1).derivations(), 1);
+}
+
+#[test]
+fn results_are_derived_ahead_while_their_needs_fit_in_half_the_memory() {
+    use crate::ahead_plan;
+    assert_eq!(ahead_plan(&[], 100), Vec::<bool>::new());
+    // Half of 100 is 50: 30 fits, 30 more does not, 20 still does; none never.
+    assert_eq!(
+        ahead_plan(&[Some(30), None, Some(30), Some(20)], 100),
+        [true, false, false, true]
+    );
+    assert_eq!(ahead_plan(&[Some(1)], 0), [false]);
+    assert_eq!(ahead_plan(&[Some(0)], 0), [true]);
 }
