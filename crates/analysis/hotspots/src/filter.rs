@@ -13,6 +13,8 @@ pub struct Filter {
     pub time_range: Option<(u64, u64)>,
     /// Only these thread ids (TIDs); `None` = all.
     pub threads: Option<Vec<i32>>,
+    /// The names `--comm` gave, for the notes only: `threads` holds the TIDs they matched.
+    pub comms: Option<Vec<String>>,
     /// Only these process ids; `None` = all.
     pub pids: Option<Vec<i32>>,
     /// Only samples taken on these CPUs; `None` = all.
@@ -36,8 +38,11 @@ impl Filter {
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        if let Some(t) = &self.threads {
-            parts.push(format!("tids {}", ids(t)));
+        match (&self.comms, &self.threads) {
+            (Some(c), Some(t)) => parts.push(format!("comm {} (tids {})", c.join(","), ids(t))),
+            (Some(c), None) => parts.push(format!("comm {}", c.join(","))),
+            (None, Some(t)) => parts.push(format!("tids {}", ids(t))),
+            (None, None) => {}
         }
         if let Some(p) = &self.pids {
             parts.push(format!("pids {}", ids(p)));
@@ -272,15 +277,22 @@ mod tests {
     #[test]
     fn describes_filter() {
         assert_eq!(Filter::default().describe(), None);
-        let f = Filter {
+        let mut f = Filter {
             time_range: Some((1_000_000, 2_500_000)),
             threads: Some(vec![1, 2]),
+            comms: None,
             pids: Some(vec![3]),
             cpus: None,
         };
         assert_eq!(
             f.describe().as_deref(),
             Some("time 1.000-2.500 ms; tids 1,2; pids 3")
+        );
+        // --comm: the names given, and the threads they matched.
+        f.comms = Some(vec!["app".into(), "worker".into()]);
+        assert_eq!(
+            f.describe().as_deref(),
+            Some("time 1.000-2.500 ms; comm app,worker (tids 1,2); pids 3")
         );
     }
 }

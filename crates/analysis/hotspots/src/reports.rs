@@ -59,6 +59,7 @@ pub fn profile_report(req: &ReportRequest) -> Result<(), Failure> {
             .map(|r| parse_time_range(r, &profile))
             .transpose()?,
         threads: threads_of(&profile, &req.samples)?,
+        comms: req.samples.comms.clone(),
         pids: req.samples.pids.clone(),
         cpus: req.samples.cpus.clone(),
     };

@@ -208,6 +208,7 @@ fn hotspots_filtered_and_limited() {
     let f = Filter {
         time_range: Some((100 * MS, 150 * MS)),
         threads: None,
+        comms: None,
         pids: Some(vec![100]),
         cpus: None,
     };
