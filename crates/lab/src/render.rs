@@ -75,9 +75,9 @@ impl ScoreTable {
 
 /// A short human duration for notes (tables keep typed cells).
 pub(crate) fn dur(ns: u64) -> String {
-    if ns >= 1_000_000 && ns % 1_000_000 == 0 {
+    if ns >= 1_000_000 && ns.is_multiple_of(1_000_000) {
         format!("{} ms", ns / 1_000_000)
-    } else if ns >= 1_000 && ns % 1_000 == 0 {
+    } else if ns >= 1_000 && ns.is_multiple_of(1_000) {
         format!("{} us", ns / 1_000)
     } else {
         format!("{ns} ns")

@@ -119,7 +119,7 @@ impl Brancher {
             }
         }
         let u = (self.rng.next() >> 11) as f64 / (1u64 << 53) as f64;
-        let visits = if self.rng.next() % BURST_ONE_IN == 0 {
+        let visits = if self.rng.next().is_multiple_of(BURST_ONE_IN) {
             self.depth
         } else {
             (u * u * u * self.depth as f64 / 2.0) as usize

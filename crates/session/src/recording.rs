@@ -58,7 +58,7 @@ fn lost_note(lost: u64, ring_bytes: u64) -> Option<String> {
     }
     let kib = ring_bytes / 1024;
     let bigger = (2 * kib).max(4096);
-    let size = if bigger % 1024 == 0 {
+    let size = if bigger.is_multiple_of(1024) {
         format!("{}M", bigger / 1024)
     } else {
         format!("{bigger}K")

@@ -99,9 +99,9 @@ impl Stats {
         };
         for x in s {
             let v = [x.thread as u64, x.cpu as u64, x.weight];
-            for k in 0..3 {
-                st.max[k] = st.max[k].max(v[k]);
-                st.min[k] = st.min[k].min(v[k]);
+            for ((hi, lo), v) in st.max.iter_mut().zip(&mut st.min).zip(v) {
+                *hi = (*hi).max(v);
+                *lo = (*lo).min(v);
             }
         }
         st
@@ -139,6 +139,10 @@ pub fn take(src: &mut Vec<Sample>) -> Samples {
         let start = end.saturating_sub(STEP);
         // Two halves of the step on two threads when the step is whole.
         let mid = start + (end - start) / 2;
+        #[allow(
+            clippy::single_range_in_vec_init,
+            reason = "one range of the list, not a list of its numbers"
+        )]
         let ranges = if end - start == STEP {
             vec![start..mid, mid..end]
         } else {

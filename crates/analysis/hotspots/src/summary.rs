@@ -58,7 +58,7 @@ pub(crate) fn summary_and_rows<K: AsRef<str>, V: AsRef<str>>(
         .iter()
         .fold(0u64, |w, s| w.saturating_add(s.weight));
     let w = Weight::of(profile);
-    run.push(&w.total_label(), w.cell(weight));
+    run.push(w.total_label(), w.cell(weight));
     let pids: BTreeSet<i32> = profile.threads.iter().map(|t| t.pid).collect();
     run.push("Processes", Cell::UInt(pids.len() as u64));
     run.push("Threads", Cell::UInt(profile.threads.len() as u64));
