@@ -173,7 +173,7 @@ fn derive_ahead(state: &Arc<State>) -> Vec<String> {
     for (i, (r, ahead)) in state.results.iter().zip(plan).enumerate() {
         match (ahead, needs[i]) {
             (false, Some(need)) => said.push(format!(
-                "{}: the {method} method's profile is derived when the page first asks for it (about {} MiB; less than twice that is available)",
+                "{}: the {method} method's profile is derived when the page first asks for it (about {} MiB: more than is left of half the available memory)",
                 r.name,
                 need >> 20
             )),

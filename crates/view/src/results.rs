@@ -287,7 +287,5 @@ impl Data {
 /// MemAvailable of /proc/meminfo in bytes; None when it cannot be read.
 pub(crate) fn available_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kb.checked_mul(1024)
+    kairos_platform::parse::meminfo_field(&text, "MemAvailable")?.checked_mul(1024)
 }

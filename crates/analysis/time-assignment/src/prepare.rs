@@ -173,12 +173,7 @@ impl Prepared {
                 .get(r.start as usize..r.end as usize)
                 .unwrap_or(&[]),
             thread: self.threads.get(iv.slot as usize).copied().unwrap_or(0),
-            leaf_func: iv
-                .leaf_frame()
-                .and_then(|f| self.fn_of_frame.get(f as usize))
-                .copied()
-                .filter(|&k| k != FnKey::MAX)
-                .unwrap_or(UNKNOWN),
+            leaf_func: func_of_frame(&self.fn_of_frame, iv.leaf_frame()),
         }
     }
 
@@ -209,7 +204,14 @@ impl Prepared {
 /// [`Prepared::func`] from the table it reads.
 #[inline]
 pub(crate) fn func_of(fn_of_frame: &[FnKey], r: &Rec) -> FnKey {
-    r.frame()
+    func_of_frame(fn_of_frame, r.frame())
+}
+
+/// The function of a frame from the table [`Prepared::fn_of_frame`] gives; [`UNKNOWN`]
+/// without a frame or for one never seen.
+#[inline]
+fn func_of_frame(fn_of_frame: &[FnKey], frame: Option<FrameIdx>) -> FnKey {
+    frame
         .and_then(|f| fn_of_frame.get(f as usize))
         .copied()
         .filter(|&k| k != FnKey::MAX)
