@@ -16,6 +16,12 @@
 //! - Moving a slot is one MODIFY_ATTRIBUTES with `disabled = 0` per parent event; the
 //!   kernel applies it to the inherited children. In our tests it never missed a window
 //!   nor left a hit of the old address behind; DISABLE, MODIFY, ENABLE did as well.
+//! - Under a hypervisor a trap can arrive without DR6 saying which slot fired; the kernel
+//!   then sends the thread SIGTRAP, which kills it (KVM here: about one trap in 30,000-
+//!   90,000, in bursts, whatever we do to the events; `perf record -e mem:ADDR:w` too). So
+//!   a [`Watcher`] traces its target with a helper process that drops those signals
+//!   (`guard.rs`): the target cannot be traced by anyone else meanwhile. The calibration
+//!   on our own thread catches them with a handler instead ([`calibrate`]).
 //! - RW breakpoints do not say whether the access wrote; a W breakpoint on the same bytes
 //!   ("companion") fires in the same trap for writes only, which tells them apart exactly,
 //!   at the price of a second slot.
@@ -24,6 +30,7 @@ pub mod calibrate;
 mod classify;
 mod error;
 mod events;
+mod guard;
 mod records;
 pub mod rotate;
 pub mod schedule;

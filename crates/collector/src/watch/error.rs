@@ -39,6 +39,22 @@ pub enum WatchError {
          (or with CAP_PERFMON) or set it to 2 or less"
     )]
     PerfRestricted { pid: i32, paranoid: i32 },
+    /// Another tracer (a debugger, strace) holds the process: our guard, which keeps stray
+    /// watchpoint traps from killing it, cannot attach (see `guard.rs`).
+    #[error(
+        "process {pid} is traced by process {tracer} (a debugger or strace): watchpoints need to trace it themselves, \
+         so that a trap the machine delivers without saying which watchpoint fired (a SIGTRAP) does not kill it; \
+         detach that tracer, then retry"
+    )]
+    Traced { pid: i32, tracer: i32 },
+    /// PTRACE_SEIZE refused by Yama: the guard (see `guard.rs`) is a helper process, not
+    /// an ancestor of the target, so ptrace_scope 1 already forbids it to an ordinary user.
+    #[error(
+        "watchpoints on process {pid} need to trace it, so that a trap the machine delivers without saying which \
+         watchpoint fired (a SIGTRAP) does not kill it, and kernel.yama.ptrace_scope = {scope} forbids that here: \
+         run as root (or with CAP_SYS_PTRACE), or set kernel.yama.ptrace_scope to 0"
+    )]
+    PtraceRestricted { pid: i32, scope: i32 },
     #[error("process {pid} is gone")]
     ProcessGone { pid: i32 },
     /// EMFILE/ENFILE: one descriptor per (thread, CPU, slot) of the threads running at open.
@@ -87,6 +103,17 @@ impl WatchError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ptrace_refusals_say_what_to_do() {
+        let e = WatchError::PtraceRestricted { pid: 7, scope: 1 };
+        assert!(
+            e.to_string().contains("kernel.yama.ptrace_scope = 1"),
+            "{e}"
+        );
+        let e = WatchError::Traced { pid: 7, tracer: 9 };
+        assert!(e.to_string().contains("traced by process 9"), "{e}");
+    }
 
     #[test]
     fn errnos_map_to_sentences() {

@@ -3,6 +3,7 @@
 
 use super::classify::classify;
 use super::events::{bp_attr, Events};
+use super::guard::Guard;
 use super::records::{Drained, RawHit};
 use super::{Hit, Losses, Watch, WatchError, WatchKind, WatchTarget};
 
@@ -70,7 +71,12 @@ pub fn plan_slots(
 
 pub struct Watcher {
     target: WatchTarget,
+    /// Declared before `guard`, so dropped first: the guard detaches only once no event
+    /// is left to trap.
     events: Events,
+    /// Traces the target while we watch it, so that a trap the machine delivers without
+    /// saying which slot fired does not kill it with SIGTRAP (see `guard.rs`).
+    guard: Guard,
     warning: Option<WatchError>,
     mode: RearmMode,
     /// Per slot: what it holds now, and what it held before (for samples still in flight
@@ -86,7 +92,9 @@ pub struct Watcher {
 impl Watcher {
     /// Reserves up to `max_slots` (1-4) debug registers in every thread of the target.
     /// When a debugger holds some, opens fewer and says so in [`Watcher::warning`]; when it
-    /// holds all of them, fails with [`WatchError::SlotsTaken`].
+    /// holds all of them, fails with [`WatchError::SlotsTaken`]. Then a helper process
+    /// starts tracing the target until the watcher is dropped (see `guard.rs`); a tracer
+    /// already there is [`WatchError::Traced`].
     pub fn open(target: WatchTarget, max_slots: usize) -> Result<Watcher, WatchError> {
         let pid = target.pid;
         let wanted = max_slots.clamp(1, 4);
@@ -138,9 +146,12 @@ impl Watcher {
         }
         let n = events.slots();
         let rings = crate::online_cpus().len();
+        // Before anything is armed: from the first trap on, the target must be protected.
+        let guard = Guard::start(pid)?;
         Ok(Watcher {
             target,
             events,
+            guard,
             warning,
             mode: RearmMode::Modify,
             cur: vec![None; n],
@@ -286,6 +297,13 @@ impl Watcher {
     }
     pub fn losses(&self) -> Losses {
         self.losses
+    }
+    /// Traps that reached the target as a SIGTRAP, which the guard dropped (see
+    /// `guard.rs`): a machine that delivered a trap without saying which watchpoint fired
+    /// (DR6 empty, seen under KVM), whose hit is missing. Not in [`Losses`], which counts
+    /// what the kernel recorded and we could not read.
+    pub fn stray_traps(&self) -> u64 {
+        self.guard.absorbed()
     }
 
     fn collect(&mut self, flush: bool) -> usize {

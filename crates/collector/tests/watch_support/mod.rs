@@ -71,6 +71,8 @@ pub struct Target {
 #[derive(Debug, Default)]
 pub struct Outcome {
     pub tid: HashMap<String, i32>,
+    /// `int1` instructions the main thread executed.
+    pub int1: u64,
     pub iters: HashMap<String, u64>,
     pub cpu_ns: HashMap<String, u64>,
 }
@@ -91,8 +93,14 @@ fn hex(s: &str) -> u64 {
 impl Target {
     /// Starts the target; it waits for [`Target::go`].
     pub fn start(mode: &str, when: &str, secs: f64) -> Target {
+        Target::start_with(mode, when, secs, &[])
+    }
+
+    /// [`Target::start`] with the target's optional arguments (INT1S).
+    pub fn start_with(mode: &str, when: &str, secs: f64, extra: &[&str]) -> Target {
         let mut child = Command::new(target_binary())
             .args([mode, when, &secs.to_string()])
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -140,6 +148,7 @@ impl Target {
                 ["iters", name, v] => {
                     o.iters.insert(name.to_string(), v.parse().unwrap());
                 }
+                ["int1", "main", v] => o.int1 = v.parse().unwrap(),
                 ["cpu", name, v] => {
                     o.cpu_ns.insert(name.to_string(), v.parse().unwrap());
                 }
