@@ -31,10 +31,65 @@ pub struct EntryExitCost {
     /// A page fault: the fault event back to user mode, plus the next fault to its
     /// exceptions:page_fault_user.
     pub fault_ns: Option<u64>,
+    /// Half the range of the figures of the threads measured (0 with one thread).
+    pub syscall_spread_ns: u64,
+    pub fault_spread_ns: u64,
 }
 
-const SYSCALLS: usize = 1000;
-const PAGES: usize = 512;
+/// Threads [`entry_exit_cost_on_threads`] measures on.
+pub const CALIBRATION_THREADS: usize = 5;
+
+/// [`entry_exit_cost`] measured on `threads` fresh threads in turn: the median of their
+/// figures, and half their range as the spread. The same code costs up to half as much
+/// again on one thread as on another (seen on a KVM guest: a thread keeps its figure for
+/// its life, about 310 or 500 ns a system call), so one thread's figure is a draw, not
+/// the machine's cost. Fails as the first thread fails.
+pub fn entry_exit_cost_on_threads(
+    events: &[ExtraEvent],
+    include_kernel: bool,
+    threads: usize,
+) -> Result<EntryExitCost, CollectError> {
+    let mut got: Vec<EntryExitCost> = Vec::new();
+    for _ in 0..threads.max(1) {
+        let events = events.to_vec();
+        let one = std::thread::Builder::new()
+            .name("kairos-calibrate".into())
+            .spawn(move || entry_exit_cost(&events, include_kernel))
+            .map_err(|source| CollectError::Io {
+                context: "starting a calibration thread".into(),
+                source,
+            })?
+            .join()
+            .map_err(|_| CollectError::Io {
+                context: "a calibration thread".into(),
+                source: io::Error::other("it panicked"),
+            })??;
+        got.push(one);
+    }
+    let summary = |pick: fn(&EntryExitCost) -> Option<u64>| {
+        let mut v: Vec<u64> = got.iter().filter_map(pick).collect();
+        v.sort_unstable();
+        let median = v.get(v.len() / 2).copied();
+        let spread = match (v.first(), v.last()) {
+            (Some(lo), Some(hi)) => (hi - lo) / 2,
+            _ => 0,
+        };
+        (median, spread)
+    };
+    let (syscall_ns, syscall_spread_ns) = summary(|c| c.syscall_ns);
+    let (fault_ns, fault_spread_ns) = summary(|c| c.fault_ns);
+    Ok(EntryExitCost {
+        syscall_ns,
+        fault_ns,
+        syscall_spread_ns,
+        fault_spread_ns,
+    })
+}
+
+const SYSCALLS: usize = 4000;
+const WARM_UP: usize = 1000;
+const PAGES: usize = 1024;
+const WARM_UP_PAGES: usize = 256;
 /// Pages of the calibration ring (1 MiB, as each CPU's ring of the recording).
 const RING_PAGES: usize = 256;
 /// Fewer gaps than this give no figure.
@@ -122,11 +177,12 @@ pub fn entry_exit_cost(
         }
     };
     if has(Role::SysEnter) && has(Role::SysExit) {
+        record(&fds, &mut ring, &ids, || syscalls(WARM_UP));
         let recs = record(&fds, &mut ring, &ids, || syscalls(SYSCALLS));
         cost.syscall_ns = median_gap(&recs, Role::SysExit, Role::SysEnter);
     }
     if has(Role::FaultEntry) && has(Role::FaultDone) {
-        let len = PAGES * ring::page_size();
+        let len = (WARM_UP_PAGES + PAGES) * ring::page_size();
         // SAFETY: a fresh private anonymous mapping, unmapped below.
         let p = unsafe {
             libc::mmap(
@@ -144,11 +200,15 @@ pub fn entry_exit_cost(
             // SAFETY: advising our own mapping.
             unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
             let base = p as *mut u8;
-            let recs = record(&fds, &mut ring, &ids, || {
-                for i in 0..PAGES {
+            let touch = |pages: std::ops::Range<usize>| {
+                for i in pages {
                     // SAFETY: inside the mapping; a volatile write so the touch happens.
                     unsafe { base.add(i * ring::page_size()).write_volatile(1) };
                 }
+            };
+            record(&fds, &mut ring, &ids, || touch(0..WARM_UP_PAGES));
+            let recs = record(&fds, &mut ring, &ids, || {
+                touch(WARM_UP_PAGES..WARM_UP_PAGES + PAGES)
             });
             // SAFETY: unmapping what we mapped.
             unsafe { libc::munmap(p, len) };

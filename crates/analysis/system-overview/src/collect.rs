@@ -71,9 +71,10 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
 
     // What the timed pairs cannot see (entry and exit paths, the closing event's own
     // recording), measured now with the same events, before the target runs.
-    let calibration = kairos_collector::calibrate::entry_exit_cost(
+    let calibration = kairos_collector::calibrate::entry_exit_cost_on_threads(
         &extras,
         kairos_collector::attr::kernel_permitted(),
+        kairos_collector::calibrate::CALIBRATION_THREADS,
     );
     let mut opts = CollectOptions::new(target, dir.path().join(PERF_DATA));
     opts.interval_us = req.knobs.u64("sampling-interval-us");

@@ -16,7 +16,7 @@ use crate::{build, kernel_time, reports, tables, EventNames};
 const FAULT_TIME_METHOD: &str = "paired per thread: exceptions:page_fault_user/kernel (fired on entry to the page-fault handler) to the next minor-faults/major-faults software event of the same mode (a fault in an interrupt that never completes does not take it), which the kernel emits at the end of handle_mm_fault (mm_account_fault). This kernel has no kprobe PMU or kprobe_events, so a kprobe/kretprobe on handle_mm_fault is not possible; the pair covers the fault handling proper, not the exception entry and exit code around it.";
 
 /// How the entry and exit paths are measured, for the manifest.
-const ENTRY_EXIT_METHOD: &str = "no event marks the kernel entry before sys_enter/page_fault_user nor the return to user mode after sys_exit/minor-faults (nor the recording of that closing event): before the target runs, kairos makes 1000 getppid calls and touches 512 fresh pages on its own thread with the same events, and takes the median gap from each closing event to the next opening one as the cost per system call and per page fault; where the recorded threads themselves make system calls or take faults back to back, the median of those gaps (under twice the calibrated cost, nothing in between) replaces it, as the cost varies with the machine's load; each completed system call and fault is credited that much, never more than the time to the thread's next event";
+const ENTRY_EXIT_METHOD: &str = "no event marks the kernel entry before sys_enter/page_fault_user nor the return to user mode after sys_exit/minor-faults (nor the recording of that closing event): before the target runs, kairos makes 4000 getppid calls and touches 1024 fresh pages (after a warm-up) on each of several fresh threads of its own with the same events, and takes the median gap from each closing event to the next opening one as that thread's cost per system call and per page fault; the median over the threads is the cost, half their range its spread (a thread keeps its own figure, up to half as much again as another's). Each thread of the target also shows its untimed kernel time in its cpu-clock samples: those in kernel mode, and those in user mode right where the kernel returned to (an interrupt held back by the way out), less the timed time. The two estimates are weighted by the inverse of their variances and laid over the gaps between entries in proportion to the calibrated cost, never more than a gap";
 
 pub(crate) fn finish(
     dir: &mut ResultDir,
@@ -46,7 +46,7 @@ pub(crate) fn finish(
         let mut so = serde_json::json!({ "fault_time": FAULT_TIME_METHOD, "syscall_time": "paired per thread: raw_syscalls:sys_enter to the next sys_exit", "interrupt_time": "paired per CPU: irq:irq_handler_entry/exit and irq_vectors:local_timer_entry/exit", "entry_exit_method": ENTRY_EXIT_METHOD });
         match &calibration {
             Ok(c) => {
-                so["entry_exit_ns"] = serde_json::json!({ "syscall": c.syscall_ns, "fault": c.fault_ns });
+                so["entry_exit_ns"] = serde_json::json!({ "syscall": c.syscall_ns, "fault": c.fault_ns, "syscall_spread": c.syscall_spread_ns, "fault_spread": c.fault_spread_ns });
             }
             Err(e) => m.notes.push(format!("kernel entry and exit paths not measured ({e}): the measured kernel share leaves them out")),
         }

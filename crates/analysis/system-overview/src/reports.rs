@@ -133,8 +133,7 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(
             }
         }
     }
-    let used = kernel_time::observed_cost(profile, entries, cost);
-    let ktime = kernel_time::per_thread(profile, entries, &used);
+    let ktime = kernel_time::per_thread(profile, entries, cost);
     let measured = |t: Option<&ThreadKernelTime>| t.map_or(0, ThreadKernelTime::total_ns);
     let all_measured: u64 = ktime.values().map(ThreadKernelTime::total_ns).sum();
     let all_paths: u64 = ktime.values().map(|k| k.paths_ns).sum();
@@ -166,12 +165,19 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(
     kt.push("Page-fault handling (measured)", Cell::ns(all.fault_ns));
     kt.push("System calls (measured)", Cell::ns(all.sys_ns));
     kt.push("Interrupts (measured)", Cell::ns(all.irq_ns));
-    if cost.syscall_ns == 0 && cost.fault_ns == 0 {
+    let held: u64 = ktime.values().map(|k| k.paths.held_samples).sum();
+    let sampled = ktime.values().any(|k| k.paths.sampled_ns.is_some());
+    if cost.syscall_ns == 0 && cost.fault_ns == 0 && !sampled {
         kt.push("Entry and exit paths", Cell::text("not measured"));
     } else {
-        kt.push("Entry and exit paths", Cell::ns(all_paths));
-        kt.push("  per system call", Cell::ns(used.syscall_ns));
-        kt.push("  per page fault", Cell::ns(used.fault_ns));
+        kt.push("Entry and exit paths (estimated)", Cell::ns(all_paths));
+        if cost.syscall_ns > 0 || cost.fault_ns > 0 {
+            kt.push("  calibrated per system call", Cell::ns(cost.syscall_ns));
+            kt.push("  calibrated per page fault", Cell::ns(cost.fault_ns));
+        }
+        if sampled {
+            kt.push("  samples held back to the return", Cell::UInt(held));
+        }
     }
     kt.push(
         "Kernel share (measured, of CPU time)",
@@ -223,7 +229,7 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(
         ]);
     }
     t.push_note("Page faults: faults handle_mm_fault completed (minor-faults + major-faults), what `perf stat -e page-faults` counts; fault-handler entries (exceptions tracepoints) also include faults on kernel addresses and faults that end in an error.");
-    t.push_note("Kernel sampled: share of cpu-clock samples taken in kernel mode. Kernel measured: page-fault, system-call and interrupt time, each measured from its entry to its exit event (overlaps counted once, time switched out left out), plus the kernel's way in and out around each fault and system call that no event times (cost per entry measured at collection and in the recording; a way out that ended in a preemption or a held-back timer interrupt counted whole), as a share of the thread's CPU time.");
+    t.push_note("Kernel sampled: share of cpu-clock samples taken in kernel mode. Kernel measured: page-fault, system-call and interrupt time, each measured from its entry to its exit event (overlaps counted once, time switched out left out), plus the kernel's way in and out around each fault and system call that no event times, estimated from the cost per entry calibrated at collection and from where the thread's own samples landed (a sample taken in user mode right where the kernel returned to was held back by the way out: kernel time), the two weighted by their uncertainty (a way out that ended in a preemption counted whole), as a share of the thread's CPU time.");
     doc.push_table(t);
     doc
 }
@@ -237,11 +243,7 @@ pub fn kernel_entries(
 ) -> Table {
     let t0 = origin(profile, entries);
     let bucket_ns = bucket_ns.max(1);
-    let kt = kernel_time::per_thread(
-        profile,
-        entries,
-        &kernel_time::observed_cost(profile, entries, cost),
-    );
+    let kt = kernel_time::per_thread(profile, entries, cost);
     let mut buckets: BTreeMap<u64, Tally> = BTreeMap::new();
     for e in entries {
         buckets
@@ -386,11 +388,7 @@ pub fn timeline(
     let mut doc = Document::new("Timeline");
     let t0 = origin(profile, entries);
     let bucket_ns = bucket_ns.max(1);
-    let kt = kernel_time::per_thread(
-        profile,
-        entries,
-        &kernel_time::observed_cost(profile, entries, cost),
-    );
+    let kt = kernel_time::per_thread(profile, entries, cost);
     let mut buckets: BTreeMap<u64, Tally> = BTreeMap::new();
     for e in entries {
         buckets

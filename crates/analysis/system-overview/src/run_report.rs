@@ -54,5 +54,7 @@ pub(crate) fn path_cost(dir: &ResultDir) -> PathCost {
     PathCost {
         syscall_ns: ns("syscall"),
         fault_ns: ns("fault"),
+        syscall_spread_ns: ns("syscall_spread"),
+        fault_spread_ns: ns("fault_spread"),
     }
 }
