@@ -259,3 +259,76 @@ fn measured_kernel_share_agrees_with_the_programs_own_timing() {
     }
     eprintln!("(mode, spin, exact, measured, sampled): {seen:?}");
 }
+
+/// The number after the ":" of the summary line starting with `key`.
+fn summary_count(summary: &str, key: &str) -> u64 {
+    let line = summary
+        .lines()
+        .find(|l| l.trim_start().starts_with(key))
+        .unwrap_or_else(|| panic!("no {key} line:\n{summary}"));
+    line.rsplit(':')
+        .next()
+        .unwrap()
+        .trim()
+        .replace(',', "")
+        .parse()
+        .unwrap_or_else(|_| panic!("not a count: {line}"))
+}
+
+/// Our own footprint is not the program's: every cpu-clock sample's walk of the user
+/// stack takes a page fault in kernel mode (the frame pointer at the end of the chain
+/// leads nowhere), shaped like the program's own EFAULT reads. `kfaults` makes 20,000
+/// of those and 2,000 user faults while sampled at 10 kHz: the kernel-mode entries are
+/// the program's 20,000 (and the dynamic loader's few), the sampler's are counted apart.
+#[test]
+fn faults_of_our_own_sampling_are_left_out_and_counted() {
+    let prog = sample("kfaults");
+    let tmp = tempdir();
+    let dir = tmp.path().join("kf");
+    let s = kairos(&[
+        "collect",
+        "system-overview",
+        "-q",
+        "-r",
+        path_str(&dir),
+        "-k",
+        "sampling-interval-us=100",
+        "--",
+        path_str(&prog),
+        "20000",
+        "2000",
+        "300",
+    ])
+    .ok()
+    .stdout;
+    assert!(s.contains("kfaults: kernel 20000 efault 20000 user 2000"), "{s}");
+    let kernel = summary_count(&s, "Fault-handler entries from kernel mode:");
+    let own = summary_count(&s, "Left out: faults of the recording's own stack walks:");
+    let samples: u64 = s
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Events:")?.trim().strip_prefix("cpu-clock:"))
+        .and_then(|r| r.trim().split(' ').next())
+        .map(|n| n.replace(',', "").parse().unwrap())
+        .unwrap_or_else(|| panic!("no cpu-clock count:\n{s}"));
+    eprintln!("kernel-mode entries {kernel}, left out {own}, samples {samples}");
+    assert!(
+        (20_000..20_050).contains(&kernel),
+        "kernel-mode fault entries {kernel}, the program made 20,000:\n{s}"
+    );
+    assert!(
+        samples > 1000 && own * 10 >= samples * 9 && own <= samples,
+        "{own} left out for {samples} samples:\n{s}"
+    );
+    // The page-faults report says so, and `report summary` agrees.
+    let r = kairos(&["report", "page-faults", "-r", path_str(&dir)])
+        .ok()
+        .stdout;
+    assert!(r.contains(&format!("{own} page faults taken while kairos read")), "{r}");
+    let r = kairos(&["report", "summary", "-r", path_str(&dir)])
+        .ok()
+        .stdout;
+    assert_eq!(
+        summary_count(&r, "Fault-handler entries from kernel mode:"),
+        kernel
+    );
+}

@@ -249,6 +249,9 @@ struct State {
     /// Whether each attr's samples are also side samples (kernel entries of a timer profile).
     side_attrs: Vec<bool>,
     side: Vec<side::PendingSide>,
+    /// Whether any attr gives side samples, and which of them nest in a sample.
+    track_nesting: bool,
+    nesting: side::Nesting,
     access_attrs: Vec<Option<AccessSource>>,
     accesses: access::Accesses,
     /// The fixed period of each attr (`perf record -c N`), for samples without PERIOD.
@@ -292,6 +295,8 @@ impl State {
                 .collect(),
             side_attrs: side::side_attrs(file),
             side: Vec::new(),
+            track_nesting: side::side_attrs(file).iter().any(|&b| b),
+            nesting: side::Nesting::default(),
             access_attrs: access::access_attrs(file),
             accesses: access::Accesses::new(file),
             fixed_periods: file
@@ -373,7 +378,7 @@ impl State {
             return;
         }
         match records.at(pos).next_into(sample) {
-            Some(Ok(Next::Sample)) => self.sample(sample),
+            Some(Ok(Next::Sample)) => self.sample(sample, Some(pos)),
             Some(Ok(Next::Record(r))) => self.record(*r),
             Some(Err(e)) => *failed = Some((pos, e.to_string())),
             None => {}
@@ -384,7 +389,7 @@ impl State {
         // Records that change a process's mappings give it a new generation, so that the
         // cached conversions of its chains and addresses no longer apply (chains.rs).
         match record {
-            Record::Sample(s) => self.sample(&s),
+            Record::Sample(s) => self.sample(&s, None),
             Record::Comm(c) => {
                 if c.exec {
                     self.generations.bump(c.pid);
@@ -455,7 +460,8 @@ impl State {
         i
     }
 
-    fn sample(&mut self, s: &kairos_perf_data::Sample<'_>) {
+    /// `pos`: the record's position in the file, where known (for [`side::Nesting`]).
+    fn sample(&mut self, s: &kairos_perf_data::Sample<'_>, pos: Option<usize>) {
         if matches!(
             s.misc & PERF_RECORD_MISC_CPUMODE_MASK,
             PERF_RECORD_MISC_GUEST_KERNEL | PERF_RECORD_MISC_GUEST_USER
@@ -469,10 +475,15 @@ impl State {
         let stack = self.stack_of(s, pid);
         let cpu = s.cpu.unwrap_or(0);
         let thread = self.thread(pid, tid, cpu);
+        // Only a recording with side samples has records that may nest in a sample.
+        let nested = match pos {
+            Some(pos) if self.track_nesting => self.nesting.nested(cpu, tid, pos),
+            _ => false,
+        };
         if self.side_attrs.get(s.attr_index).copied().unwrap_or(false) {
             let object = s.addr.map(|a| side::object_of(&self.table, pid, a));
             self.side
-                .push(side::PendingSide::new(s, thread, stack, object));
+                .push(side::PendingSide::new(s, thread, stack, object, nested));
         }
         // Without PERIOD in the sample (`-c N`), every sample stands for the attr's period.
         let fixed = self.fixed_periods.get(s.attr_index).copied().flatten();

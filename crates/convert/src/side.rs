@@ -26,6 +26,9 @@ pub struct SideSample {
     pub object: Option<MemoryObject>,
     /// The first field of a tracepoint's payload (syscall number, IRQ number, vector).
     pub payload: Option<i64>,
+    /// Written while another sample of the same thread was being taken: the kernel's
+    /// own work for the recording, not the program's (see [`Nesting`]).
+    pub nested: bool,
 }
 
 /// A mapping as the recording knew it when the fault happened.
@@ -49,6 +52,7 @@ impl PendingSide {
         thread: ThreadIdx,
         raw_stack: Option<u32>,
         object: Option<MemoryObject>,
+        nested: bool,
     ) -> Self {
         // Tracepoint payloads start with the 8-byte common header (type, flags,
         // preempt_count, pid); the event's first field follows. The first field of
@@ -73,8 +77,50 @@ impl PendingSide {
                 addr: s.addr,
                 object,
                 payload,
+                nested,
             },
             raw_stack,
+        }
+    }
+}
+
+/// Records written while another record of the same thread was being prepared. A sample
+/// takes its time stamp first, then its call chain and user stack, and only then is
+/// written to the ring: a page fault of that walk (the kernel reading a frame pointer
+/// that leads nowhere, once per sample at the end of the chain) fires its own events
+/// in between, so they are written before the sample but stamped after it. Replayed in
+/// time order, a record whose file position is below that of a record of the same CPU
+/// and thread replayed before it is such a nested one: the recording's footprint, not
+/// the program's behaviour.
+#[derive(Default)]
+pub(crate) struct Nesting {
+    /// Per CPU: the thread of the last record and the highest file position since it
+    /// took the CPU.
+    last: Vec<Option<(i32, usize)>>,
+}
+
+impl Nesting {
+    /// Whether the record at file position `pos` of thread `tid` on `cpu`, replayed now,
+    /// was written inside another's preparation.
+    pub(crate) fn nested(&mut self, cpu: u32, tid: i32, pos: usize) -> bool {
+        let i = cpu as usize;
+        if i >= self.last.len() {
+            if i > 1 << 16 {
+                return false;
+            }
+            self.last.resize(i + 1, None);
+        }
+        let slot = &mut self.last[i];
+        match slot {
+            Some((t, highest)) if *t == tid => {
+                let nested = pos < *highest;
+                *highest = (*highest).max(pos);
+                nested
+            }
+            _ => {
+                *slot = Some((tid, pos));
+                false
+            }
         }
     }
 }
@@ -160,5 +206,29 @@ pub(crate) fn object_of(table: &ProcessTable, pid: i32, addr: u64) -> MemoryObje
         name: name.into(),
         start: below.map_or(0, |b| b.end),
         end: above.map_or(u64::MAX, |a| a.start),
+    }
+}
+
+#[cfg(test)]
+mod nesting_tests {
+    use super::Nesting;
+
+    /// In time order: a sample written at position 10, then a fault of its stack walk
+    /// stamped later but written before it (8), a second one (9), then the thread's next
+    /// records written after (11, 12); another thread on the CPU starts afresh.
+    #[test]
+    fn records_written_before_an_earlier_sample_are_nested() {
+        let mut n = Nesting::default();
+        assert!(!n.nested(1, 7, 10));
+        assert!(n.nested(1, 7, 8));
+        assert!(n.nested(1, 7, 9));
+        assert!(!n.nested(1, 7, 11));
+        assert!(!n.nested(1, 7, 12));
+        // Other CPUs and threads do not nest in it.
+        assert!(!n.nested(0, 7, 5));
+        assert!(!n.nested(1, 8, 3));
+        assert!(!n.nested(1, 8, 4));
+        // A CPU number from a damaged file is not a reason to allocate.
+        assert!(!n.nested(u32::MAX, 7, 1));
     }
 }

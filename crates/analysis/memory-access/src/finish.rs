@@ -201,6 +201,9 @@ fn complete(
             m.notes.push(n.clone());
         }
     }
+    if faults.recording_faults > 0 {
+        m.notes.push(format!("first touch leaves out {} page faults taken while kairos read a sample's call stack (the recording's own, not the program's)", faults.recording_faults));
+    }
     let mut extra = m.extra.get(EXTRA).cloned().unwrap_or_else(|| json!({}));
     extra[crate::numa::KEY] = serde_json::to_value(&numa_summary).unwrap_or_default();
     extra["unresolved"] = json!(c.unresolved_accesses);

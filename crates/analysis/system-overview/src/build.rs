@@ -69,7 +69,25 @@ fn kernel_address(a: u64) -> bool {
     (a as i64) < 0
 }
 
-/// Turns time-sorted side samples into kernel entries (sorted by time).
+/// Fault-handler entries that the recording itself caused: page faults taken while a
+/// sample's call chain or user stack was being read (the kernel's walk reads a frame
+/// pointer that leads nowhere at the end of every chain), written inside that sample
+/// (`SideSample::nested`). [`build`] leaves them out; this counts them.
+pub fn recording_faults(side: &[SideSample], names: &EventNames) -> u64 {
+    side.iter()
+        .filter(|s| {
+            s.nested
+                && matches!(
+                    names.kind(s.attr),
+                    Kind::FaultUserEntry | Kind::FaultKernelEntry
+                )
+        })
+        .count() as u64
+}
+
+/// Turns time-sorted side samples into kernel entries (sorted by time). Records written
+/// while a sample was being taken (the recording's own faults, [`recording_faults`]) are
+/// left out.
 pub fn build(side: &[SideSample], names: &EventNames) -> Vec<Entry> {
     let mut out: Vec<Entry> = Vec::new();
     // Fault entries nest: the cpu-clock sample's walk of the user stack, in the timer
@@ -101,7 +119,7 @@ pub fn build(side: &[SideSample], names: &EventNames) -> Vec<Entry> {
         object_end: 0,
         detail: s.payload,
     };
-    for s in side {
+    for s in side.iter().filter(|s| !s.nested) {
         match names.kind(s.attr) {
             k @ (Kind::FaultUserEntry | Kind::FaultKernelEntry) => {
                 let cause = if k == Kind::FaultUserEntry {
@@ -217,6 +235,7 @@ mod tests {
             addr: None,
             object: None,
             payload: None,
+            nested: false,
         }
     }
 
@@ -272,6 +291,13 @@ mod tests {
             (e[1].cause, e[1].duration_ns, e[1].completed),
             (Cause::KernelFault, None, false)
         );
+        // The same fault written inside the sample being taken is the recording's own.
+        let mut own = side(3, 120, 1, k);
+        own.nested = true;
+        let v2 = vec![side(2, 100, 1, k), own, side(1, 150, 1, 0x401000)];
+        assert_eq!(build(&v2, &names).len(), 1);
+        assert_eq!(recording_faults(&v2, &names), 1);
+        assert_eq!(recording_faults(&v, &names), 0);
         // A kernel-mode fault that completes (copy_to_user in a system call) still pairs.
         let v = vec![side(3, 100, 1, k), side(1, 130, 1, k)];
         assert_eq!(build(&v, &names)[0].duration_ns, Some(30));

@@ -56,7 +56,9 @@ pub(crate) fn finish(
     session::warn_write_error(&summary.stopped_by);
     let convert = session::convert_options(kallsyms);
     let (profile, side, events) = session::convert_result_with_side(dir, &convert, quiet)?;
-    let mut entries = build(&side, &EventNames::new(&events));
+    let names = EventNames::new(&events);
+    let own = crate::recording_faults(&side, &names);
+    let mut entries = build(&side, &names);
     kernel_time::time_switches(&mut entries, &switch_ins(dir, &profile));
     let (name, file, rows, bytes) = tables::write(&dir.tables_path(), &entries)
         .map_err(|e| Failure::failed(format!("{e}; check free disk space and permissions")))?;
@@ -66,12 +68,13 @@ pub(crate) fn finish(
         rows,
         bytes,
     });
-    record_counts(dir, &entries);
+    record_counts(dir, &entries, own);
     session::save(dir)?;
     let doc = reports::summary(
         &profile,
         &entries,
         &crate::run_report::path_cost(dir),
+        own,
         &session::meta(dir),
     );
     print!("{}", doc.to_text());
@@ -87,7 +90,7 @@ pub(crate) fn finish(
 /// Headline counts in the manifest, so `kairos compare` and other tools read them
 /// without the tables: completed page faults (what `perf stat -e page-faults` counts) and
 /// kernel entries by cause.
-fn record_counts(dir: &mut ResultDir, entries: &[crate::Entry]) {
+fn record_counts(dir: &mut ResultDir, entries: &[crate::Entry], recording_faults: u64) {
     let mut by_cause: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
     let mut faults = 0u64;
     for e in entries {
@@ -98,6 +101,10 @@ fn record_counts(dir: &mut ResultDir, entries: &[crate::Entry]) {
     {
         so.insert("page_faults".into(), faults.into());
         so.insert("kernel_entries".into(), serde_json::json!(by_cause));
+        so.insert(
+            crate::run_report::RECORDING_FAULTS.into(),
+            recording_faults.into(),
+        );
     }
 }
 

@@ -28,7 +28,7 @@ pub mod tables;
 
 pub use spec::SPEC;
 
-pub use build::{build, EventNames};
+pub use build::{build, recording_faults, EventNames};
 pub use kernel_time::PathCost;
 
 /// Why the thread entered the kernel.

@@ -108,6 +108,7 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(
     profile: &Profile,
     entries: &[Entry],
     cost: &PathCost,
+    recording_faults: u64,
     meta: &[(K, V)],
 ) -> Document {
     let mut doc = Document::new("System overview");
@@ -152,6 +153,10 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(
         Cell::UInt(all.kernel_faults),
     );
     run.push("Major page faults", Cell::UInt(all.major));
+    run.push(
+        "Left out: faults of the recording's own stack walks",
+        Cell::UInt(recording_faults),
+    );
     run.push("System calls", Cell::UInt(all.syscalls));
     run.push("Interrupts", Cell::UInt(all.irqs));
     run.push("Context switches", Cell::UInt(all.switches));
@@ -282,7 +287,12 @@ pub fn kernel_entries(
 }
 
 /// `page-faults`: faults by the function of the faulting code and by memory object.
-pub fn page_faults(profile: &Profile, entries: &[Entry], limit: Option<usize>) -> Document {
+pub fn page_faults(
+    profile: &Profile,
+    entries: &[Entry],
+    recording_faults: u64,
+    limit: Option<usize>,
+) -> Document {
     let mut doc = Document::new("Page faults");
     #[derive(Default)]
     struct Acc {
@@ -338,6 +348,9 @@ pub fn page_faults(profile: &Profile, entries: &[Entry], limit: Option<usize>) -
             Cell::ns(a.ns),
             Cell::ns(a.ns / a.faults.max(1)),
         ]);
+    }
+    if recording_faults > 0 {
+        t.push_note(format!("{recording_faults} page faults taken while kairos read a sample's call stack are the recording's own and left out (the kernel's walk of the user stack ends on a frame pointer that leads nowhere, about once per sample)."));
     }
     doc.push_table(t);
     let mut t = Table::new(vec![

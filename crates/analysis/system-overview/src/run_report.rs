@@ -21,8 +21,9 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
     let bucket_ns = req.bucket_ns(|| reports::default_bucket_ns(&profile, &entries))?;
     let limit = req.row_limit();
     let cost = path_cost(&dir);
+    let own = recording_faults(&dir);
     let doc: Document = match req.report.as_str() {
-        "summary" => reports::summary(&profile, &entries, &cost, &session::meta(&dir)),
+        "summary" => reports::summary(&profile, &entries, &cost, own, &session::meta(&dir)),
         "kernel-entries" => {
             let mut d = Document::new("Kernel entries");
             d.push_table(reports::kernel_entries(
@@ -30,7 +31,7 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
             ));
             d
         }
-        "page-faults" => reports::page_faults(&profile, &entries, limit),
+        "page-faults" => reports::page_faults(&profile, &entries, own, limit),
         _ => reports::timeline(&profile, &entries, &cost, bucket_ns, limit),
     };
     print!("{}", doc.render(format));
@@ -38,6 +39,21 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
         session::print_notes(&dir);
     }
     Ok(())
+}
+
+/// The manifest key (in `system_overview`) of the page faults the recording itself caused
+/// and that the entries leave out.
+pub(crate) const RECORDING_FAULTS: &str = "recording_faults";
+
+/// The page faults the recording caused itself, left out of the entries (0 for results
+/// made before they were told apart).
+pub(crate) fn recording_faults(dir: &ResultDir) -> u64 {
+    dir.manifest()
+        .extra
+        .get("system_overview")
+        .and_then(|so| so.get(RECORDING_FAULTS))
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0)
 }
 
 /// The entry and exit path costs measured at collection (zero for results without them).

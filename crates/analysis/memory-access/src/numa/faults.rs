@@ -37,6 +37,9 @@ pub struct Faults {
     pub faults: Vec<Fault>,
     /// The events read, e.g. "exceptions:page_fault_user"; empty when none was recorded.
     pub events: Vec<String>,
+    /// Faults left out as the recording's own: taken while a sample's call stack was
+    /// read (`kairos_convert::SideSample::nested`).
+    pub recording_faults: u64,
     pub notes: Vec<String>,
 }
 
@@ -89,6 +92,7 @@ pub fn read(perf_data: &Path, c: &Conversion) -> Faults {
         return out;
     }
     let stacks = stacks_by_sample(c);
+    let own = recording_own(c);
     let mut damaged = None;
     for r in file.records() {
         let s = match r {
@@ -117,6 +121,10 @@ pub fn read(perf_data: &Path, c: &Conversion) -> Faults {
             continue;
         }
         let (time_ns, tid) = (s.time.unwrap_or(0), s.tid.unwrap_or(0).max(0) as u32);
+        if own.contains(&(time_ns, tid)) {
+            out.recording_faults += 1;
+            continue;
+        }
         out.faults.push(Fault {
             time_ns,
             pid: s.pid.unwrap_or(0).max(0) as u32,
@@ -161,6 +169,22 @@ fn stacks_by_sample(c: &Conversion) -> HashMap<(u64, u32), u32> {
         }
     }
     m
+}
+
+/// (time, tid) of the records the converter found written inside a sample being taken:
+/// the faults of the kernel's walk of the user stack, not the program's.
+fn recording_own(c: &Conversion) -> std::collections::HashSet<(u64, u32)> {
+    let tid = |t: u32| {
+        c.profile
+            .threads
+            .get(t as usize)
+            .map_or(0, |t| t.tid.max(0) as u32)
+    };
+    c.side_samples
+        .iter()
+        .filter(|s| s.nested)
+        .map(|s| (s.time_ns, tid(s.thread)))
+        .collect()
 }
 
 /// `init_arrays (triad.c:40) <- main (triad.c:88)`, innermost first, at most `depth` frames.
