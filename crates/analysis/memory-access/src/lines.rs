@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::objects::Location;
+use crate::objects::{Location, ObjectKind};
 use crate::{line_bytes, AccessSample, Source, LINE_BYTES};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -92,22 +92,63 @@ impl Line {
         out
     }
 
-    /// For false sharing: what to do, naming each thread's bytes as object offsets.
-    pub fn fix(&self) -> Option<String> {
-        if self.verdict != Verdict::FalseSharing {
-            return None;
-        }
-        // The threads that share the line at the same time: one whose accesses all fall
-        // outside every other thread's span (the main thread freeing the block after the
-        // join) needs no line of its own.
-        let parts: Vec<String> = self
-            .threads
+    /// The threads that share the line at the same time: one whose accesses all fall
+    /// outside every other thread's span (the main thread freeing the block after the
+    /// join) needs no line of its own.
+    fn concurrent(&self) -> Vec<&ThreadUse> {
+        self.threads
             .iter()
             .filter(|t| {
                 self.threads
                     .iter()
                     .any(|o| o.tid != t.tid && o.overlaps_in_time(t))
             })
+            .collect()
+    }
+
+    /// Bytes into a cache line at which the object (the instance this line belongs to)
+    /// starts: 0 when it is 64-byte aligned.
+    pub fn object_misalignment(&self) -> u64 {
+        (-self.object_offset).rem_euclid(LINE_BYTES as i64) as u64
+    }
+
+    /// Whether the object's alignment alone makes the sharing: each thread's bytes fall
+    /// in 64-byte slices of the object (offsets 0-63, 64-127, ...) no other thread
+    /// touches, so the data is already laid out a line apart and only the object's start,
+    /// some bytes into a line, makes the slices straddle lines.
+    pub fn sharing_from_alignment(&self) -> bool {
+        if self.object_misalignment() == 0 {
+            return false;
+        }
+        let slices = |t: &ThreadUse| -> std::collections::BTreeSet<i64> {
+            Line::ranges(t.touched())
+                .iter()
+                .flat_map(|&(a, b)| {
+                    let lo = self.object_offset + i64::from(a);
+                    let hi = self.object_offset + i64::from(b);
+                    lo.div_euclid(LINE_BYTES as i64)..=hi.div_euclid(LINE_BYTES as i64)
+                })
+                .collect()
+        };
+        let users = self.concurrent();
+        let sets: Vec<_> = users.iter().map(|t| slices(t)).collect();
+        sets.len() >= 2
+            && sets
+                .iter()
+                .enumerate()
+                .all(|(i, a)| sets.iter().skip(i + 1).all(|b| a.is_disjoint(b)))
+    }
+
+    /// For false sharing: what to do, naming each thread's bytes as object offsets and,
+    /// when the object's start is the cause, how to align it for its kind (a heap block
+    /// is aligned by its allocation call, not by padding its type).
+    pub fn fix(&self, kind: ObjectKind) -> Option<String> {
+        if self.verdict != Verdict::FalseSharing {
+            return None;
+        }
+        let parts: Vec<String> = self
+            .concurrent()
+            .iter()
             .map(|t| {
                 let r: Vec<String> = Line::ranges(t.touched())
                     .iter()
@@ -122,10 +163,22 @@ impl Line {
                 format!("bytes {} (thread {})", r.join(","), t.tid)
             })
             .collect();
-        Some(format!(
-            "give each thread's data its own 64-byte line (pad to 64 bytes or align with alignas(64)): {}",
-            parts.join("; ")
-        ))
+        let parts = parts.join("; ");
+        let m = self.object_misalignment();
+        let heap_align = "allocate the block 64-byte aligned: aligned_alloc(64, size) or posix_memalign(&p, 64, size) in C; in C++ alignas(64) on the element type, which new T[n] honours since C++17 (std::vector needs an aligned allocator before that)";
+        Some(if self.sharing_from_alignment() {
+            match kind {
+                ObjectKind::Heap => format!("each thread's data is already 64 bytes apart in the block, but the block starts {m} bytes into a cache line (malloc and calloc align to 16 bytes): {heap_align}. Padding the type does not move the block: {parts}"),
+                ObjectKind::Static => format!("each thread's data is already 64 bytes apart in the variable, but the variable starts {m} bytes into a cache line: declare it alignas(64) (or __attribute__((aligned(64)))): {parts}"),
+                _ => format!("each thread's data is already 64 bytes apart in the object, but the object starts {m} bytes into a cache line: align its start to 64 bytes: {parts}"),
+            }
+        } else {
+            match kind {
+                ObjectKind::Heap if m != 0 => format!("give each thread's data its own 64-byte line: pad each thread's part to a multiple of 64 bytes, and since the block starts {m} bytes into a line, {heap_align}: {parts}"),
+                ObjectKind::Heap => format!("give each thread's data its own 64-byte line: pad each thread's part to a multiple of 64 bytes, and keep the block 64-byte aligned (this run's was, but malloc guarantees only 16: aligned_alloc(64, size) or posix_memalign in C, alignas(64) on the element type in C++17): {parts}"),
+                _ => format!("give each thread's data its own 64-byte line (pad to 64 bytes or align with alignas(64)): {parts}"),
+            }
+        })
     }
 }
 

@@ -82,7 +82,15 @@ pub fn cache_lines(d: &AccessData, limit: Option<usize>) -> Document {
                 Cell::Empty
             },
             Cell::text(names.join(", ")),
-            Cell::text(l.fix().unwrap_or_default()),
+            Cell::text(
+                l.fix(
+                    d.built
+                        .objects
+                        .get(l.object as usize)
+                        .map_or(crate::objects::ObjectKind::Unknown, |o| o.kind),
+                )
+                .unwrap_or_default(),
+            ),
         ];
         if watched {
             row.splice(

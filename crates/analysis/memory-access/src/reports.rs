@@ -178,7 +178,10 @@ pub fn summary(d: &AccessData, meta: &[(String, String)], top: usize) -> Documen
             Cell::text(d.built.objects[l.object as usize].name.clone()),
             Cell::text(l.verdict.name()),
             Cell::UInt(l.threads.len() as u64),
-            Cell::text(l.fix().unwrap_or_default()),
+            Cell::text(
+                l.fix(d.built.objects[l.object as usize].kind)
+                    .unwrap_or_default(),
+            ),
         ];
         if watched {
             row.insert(4, Cell::text(confirmed(l)));
@@ -197,7 +200,12 @@ pub fn summary(d: &AccessData, meta: &[(String, String)], top: usize) -> Documen
 /// One sentence per false-sharing line: the object, each thread's bytes, and the fix.
 pub(crate) fn fix_notes(d: &AccessData, lines: &[&Line], t: &mut Table) {
     for l in lines.iter().filter(|l| l.verdict == Verdict::FalseSharing) {
-        if let Some(fix) = l.fix() {
+        let kind = d
+            .built
+            .objects
+            .get(l.object as usize)
+            .map_or(crate::objects::ObjectKind::Unknown, |o| o.kind);
+        if let Some(fix) = l.fix(kind) {
             let by = if l.confirmed == Some(Verdict::FalseSharing) {
                 " (confirmed by watchpoints)"
             } else {

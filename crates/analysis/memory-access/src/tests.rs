@@ -135,7 +135,7 @@ fn disjoint_writers_at_the_same_time_are_false_sharing() {
     assert_eq!(l.verdict, Verdict::FalseSharing);
     assert_eq!(l.threads.len(), 2);
     assert_eq!(l.object_offset, 0);
-    let fix = l.fix().expect("a fix for false sharing");
+    let fix = l.fix(ObjectKind::Heap).expect("a fix for false sharing");
     assert!(
         fix.contains("bytes 0..7 (thread 1); bytes 8..15 (thread 2)"),
         "{fix}"
@@ -185,7 +185,7 @@ fn reading_what_others_wrote_after_they_ended_is_not_sharing() {
     let l = verdict_of(&s);
     assert_eq!(l.verdict, Verdict::FalseSharing);
     // The fix is about the workers; the main thread came after them.
-    let fix = l.fix().unwrap();
+    let fix = l.fix(ObjectKind::Heap).unwrap();
     assert!(
         fix.contains("(thread 2)") && fix.contains("(thread 3)") && !fix.contains("(thread 1)"),
         "{fix}"
@@ -246,4 +246,71 @@ fn a_damaged_block_size_is_scanned_not_indexed() {
     let mut out = Vec::new();
     m.owners(1, 0x2000, 0x3000, (0, 10), &mut out);
     assert_eq!(out, vec![loc.object]);
+}
+
+/// A line where thread `a` writes `ra` and thread `b` writes `rb` (line bytes) at the same
+/// time, in an object whose first byte is `object_offset` bytes before the line's.
+fn shared_line(object_offset: i64, ra: (u8, u8), rb: (u8, u8)) -> Line {
+    let mask = |(x, y): (u8, u8)| (x..=y).fold(0u64, |m, i| m | 1 << i);
+    let user = |tid, r| crate::lines::ThreadUse {
+        tid,
+        write_mask: mask(r),
+        stores: 10,
+        first_ns: 100,
+        last_ns: 200,
+        ..Default::default()
+    };
+    Line {
+        addr: 0x10_0040,
+        object: 0,
+        object_offset,
+        threads: vec![user(1, ra), user(2, rb)],
+        functions: Default::default(),
+        samples: 20,
+        weight: 20,
+        hitm: 0,
+        verdict: Verdict::FalseSharing,
+        watch: Vec::new(),
+        watch_hits: 0,
+        confirmed: None,
+    }
+}
+
+/// phoenix's linear_regression: 64-byte per-thread structs in a calloc'd block that starts
+/// 32 bytes into a line. The line at block offsets 32..95 holds thread 1's bytes 32..63 and
+/// thread 2's 64..95: their data is already a line apart, the block's start is the cause,
+/// and padding would change nothing.
+#[test]
+fn a_block_that_starts_inside_a_line_is_fixed_by_aligning_the_allocation() {
+    let l = shared_line(32, (0, 31), (32, 63));
+    assert_eq!(l.object_misalignment(), 32);
+    assert!(l.sharing_from_alignment());
+    let fix = l.fix(ObjectKind::Heap).unwrap();
+    assert!(
+        fix.contains("starts 32 bytes into a cache line")
+            && fix.contains("aligned_alloc(64, size)")
+            && fix.contains("posix_memalign")
+            && fix.contains("bytes 32..63 (thread 1); bytes 64..95 (thread 2)"),
+        "{fix}"
+    );
+    assert!(!fix.contains("pad each"), "{fix}");
+    let fix = l.fix(ObjectKind::Static).unwrap();
+    assert!(fix.contains("alignas(64)") && !fix.contains("aligned_alloc"), "{fix}");
+}
+
+/// Threads 8 bytes apart: their data shares a line whatever the start; padding is the
+/// fix, and a heap block also needs an aligned allocation when it starts inside a line.
+#[test]
+fn interleaved_data_is_fixed_by_padding_and_a_heap_block_by_alignment_too() {
+    let l = shared_line(0, (0, 7), (8, 15));
+    assert!(!l.sharing_from_alignment());
+    let fix = l.fix(ObjectKind::Static).unwrap();
+    assert!(fix.contains("pad to 64 bytes or align with alignas(64)"), "{fix}");
+    let l = shared_line(32, (0, 7), (8, 15));
+    assert!(!l.sharing_from_alignment());
+    let fix = l.fix(ObjectKind::Heap).unwrap();
+    assert!(
+        fix.contains("pad each thread's part") && fix.contains("starts 32 bytes into a line") && fix.contains("aligned_alloc(64, size)"),
+        "{fix}"
+    );
 }

@@ -117,7 +117,7 @@ fn line(m: &Memory, l: &Line, share: f64) -> Value {
         "object_offset": l.object_offset, "verdict": l.verdict.name(),
         "samples": l.samples, "share": share, "weight": l.weight, "hitm": l.hitm,
         "loads": l.threads.iter().map(|t| t.loads).sum::<u64>(), "stores": l.threads.iter().map(|t| t.stores).sum::<u64>(),
-        "functions": names, "fix": l.fix(), "threads_total": l.threads.len(), "grid": grid,
+        "functions": names, "fix": l.fix(m.object_kind(l.object)), "threads_total": l.threads.len(), "grid": grid,
     })
 }
 

@@ -188,6 +188,7 @@ fn triad() -> Case {
         faults: Faults {
             faults,
             events: vec!["exceptions:page_fault_user".into()],
+            recording_faults: 0,
             notes: vec![],
         },
         placement,
