@@ -120,6 +120,8 @@ pub fn convert_options() -> ConvertOptions {
             debug_dirs: Vec::new(),
             perf_map_dirs: Vec::new(),
             kallsyms: Some(nowhere.join("kallsyms")),
+            // No build-id caches, no debuginfod, no running processes either.
+            ..SymbolizerOptions::hermetic()
         },
         kernel_symbols: true,
     }

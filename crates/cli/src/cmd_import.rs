@@ -95,6 +95,7 @@ pub fn run(args: ImportArgs) -> CliResult {
             debug_dirs: or_default(&args.debug_dirs, "/usr/lib/debug"),
             perf_map_dirs: or_default(&args.perf_map_dirs, "/tmp"),
             kallsyms,
+            ..SymbolizerOptions::default()
         },
         kernel_symbols,
     };

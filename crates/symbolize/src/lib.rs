@@ -9,19 +9,30 @@
 //!    addresses for the kernel and perf maps) become frames, outermost function first and
 //!    inlined callees after it.
 //!
+//! Which file is read for a recorded binary (symfs, a running process's own root, the
+//! path, perf's build-id caches, debuginfod) is decided by the [`Locator`] (`locate.rs`),
+//! which the converter uses as well.
+//!
 //! Nothing here panics or fails on missing or corrupt files: the result is empty and
 //! [`Symbolizer::notes`] says why, once per module.
 
 mod addr_table;
+pub mod buildid_cache;
 mod debug_file;
+mod debuginfod;
 mod demangle;
 mod elf_info;
 pub mod kallsyms;
+mod locate;
 pub mod perf_map;
+mod process_view;
 mod symbolizer;
 mod symtab_names;
 
+pub use debuginfod::DebuginfodOptions;
 pub use elf_info::{file_offset_to_elf_vaddr, ElfInfo, LoadSegment};
+pub use locate::{Located, Locator, Origin, ProcessMapping};
+pub use process_view::View;
 pub use symbolizer::{Symbolizer, SymbolizerOptions};
 
 /// Which object an address belongs to; decides how its addresses are read.
@@ -32,6 +43,16 @@ pub enum ModuleKey {
     Elf {
         path: String,
         build_id: Option<String>,
+    },
+    /// An ELF file recorded as `path` that the converter already found elsewhere
+    /// ([`Locator::binary`]: in a process's root, a build-id cache, debuginfod): `file` is
+    /// read instead of searching again, checked against `build_id`; `root` is where the
+    /// recorded path lives (for `.gnu_debuglink` targets beside it).
+    ElfAt {
+        path: String,
+        build_id: Option<String>,
+        file: std::path::PathBuf,
+        root: Option<std::path::PathBuf>,
     },
     /// The kernel; absolute addresses, resolved through kallsyms.
     Kernel,
@@ -63,4 +84,6 @@ pub enum SymbolizeError {
     },
     #[error("{path} is not a valid ELF file: {reason}")]
     BadElf { path: String, reason: String },
+    #[error("cannot unpack {path}: {reason}")]
+    Archive { path: String, reason: String },
 }

@@ -14,8 +14,10 @@ use blazesym::symbolize::{Input, Symbolized};
 
 use crate::elf_info::LoadSegment;
 use crate::kallsyms::Kallsyms;
+use crate::locate::Locator;
 use crate::perf_map::PerfMap;
 use crate::symtab_names::SymtabNames;
+use crate::DebuginfodOptions;
 use crate::{ModuleKey, SymFrame};
 
 mod load;
@@ -32,6 +34,29 @@ pub struct SymbolizerOptions {
     pub perf_map_dirs: Vec<PathBuf>,
     /// A kallsyms file (e.g. the copy in a result directory); `None` reads `/proc/kallsyms`.
     pub kallsyms: Option<PathBuf>,
+    /// perf build-id caches, searched in order by build id (an unpacked `perf archive`,
+    /// `~/.debug`); default [`crate::buildid_cache::default_dirs`].
+    pub buildid_dirs: Vec<PathBuf>,
+    /// debuginfod servers and client cache; default from the environment, as elfutils.
+    pub debuginfod: DebuginfodOptions,
+    /// Read binaries of processes that still run here through `/proc/PID/root` and
+    /// `/proc/PID/map_files` (containers, deleted files). Only used with a process's
+    /// mapping at hand ([`crate::Locator::binary`]), and checked by build id or by the
+    /// process still mapping that path at the recorded address.
+    pub processes: bool,
+}
+
+impl SymbolizerOptions {
+    /// Only what is named here: no build-id caches, no debuginfod, no running processes
+    /// (for tests and for runs that must not depend on this machine's files).
+    pub fn hermetic() -> Self {
+        SymbolizerOptions {
+            buildid_dirs: Vec::new(),
+            debuginfod: DebuginfodOptions::none(),
+            processes: false,
+            ..SymbolizerOptions::default()
+        }
+    }
 }
 
 impl Default for SymbolizerOptions {
@@ -41,6 +66,9 @@ impl Default for SymbolizerOptions {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             perf_map_dirs: vec![PathBuf::from("/tmp")],
             kallsyms: None,
+            buildid_dirs: crate::buildid_cache::default_dirs(),
+            debuginfod: DebuginfodOptions::from_env(),
+            processes: true,
         }
     }
 }
@@ -69,6 +97,7 @@ pub struct Symbolizer {
     blaze: blazesym::symbolize::Symbolizer,
     /// Lookups in symbol tables only (modules without DWARF).
     symtab: SymtabNames,
+    locator: Locator,
     modules: HashMap<ModuleKey, Module>,
     notes: Vec<String>,
 }
@@ -84,6 +113,7 @@ impl Symbolizer {
             .set_debug_dirs(Some(Vec::<PathBuf>::new()))
             .build();
         Self {
+            locator: Locator::new(&opts),
             opts,
             blaze,
             symtab: SymtabNames::new(),

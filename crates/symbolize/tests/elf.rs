@@ -15,7 +15,7 @@ use kairos_symbolize::{
 fn opts(debug_dirs: Vec<PathBuf>) -> SymbolizerOptions {
     SymbolizerOptions {
         debug_dirs,
-        ..SymbolizerOptions::default()
+        ..SymbolizerOptions::hermetic()
     }
 }
 
@@ -226,11 +226,12 @@ fn missing_and_corrupt_files_give_empty_results_and_notes() {
     }
     let notes = sym.notes();
     assert!(
-        notes[0].starts_with("no symbols for /no/such/binary: file not found"),
+        notes[0].starts_with("no symbols for /no/such/binary: /no/such/binary not found"),
         "{notes:?}"
     );
     assert!(
-        notes[1].ends_with("corrupt: not a valid ELF file (Invalid ELF section header entry size)"),
+        notes[1]
+            .ends_with("corrupt is not a valid ELF file: Invalid ELF section header entry size"),
         "{notes:?}"
     );
     assert_eq!(

@@ -1,80 +1,118 @@
-//! Choosing and opening a module's symbol source, once per module: the ELF file (or a
-//! verified separate debug file, under `--symfs`), kallsyms, or a perf map.
+//! Choosing and opening a module's symbol source, once per module: the ELF file found by
+//! the [`crate::Locator`] (or given by the converter), or a verified separate debug file;
+//! kallsyms; or a perf map.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{Module, Symbolizer};
 use crate::elf_info::ElfInfo;
 use crate::kallsyms::Kallsyms;
+use crate::locate::{Located, Origin};
 use crate::perf_map::{self, PerfMap};
-use crate::{debug_file, ModuleKey, SymbolizeError};
+use crate::ModuleKey;
 
 impl Symbolizer {
     pub(super) fn load(&mut self, module: &ModuleKey) -> Module {
         match module {
-            ModuleKey::Elf { path, build_id } => self.load_elf(path, build_id.as_deref()),
+            ModuleKey::Elf { path, build_id } => self.load_elf(path, build_id.as_deref(), None),
+            ModuleKey::ElfAt {
+                path,
+                build_id,
+                file,
+                root,
+            } => self.load_elf(path, build_id.as_deref(), Some((file, root.as_deref()))),
             ModuleKey::Kernel => self.load_kernel(),
             ModuleKey::PerfMap { pid } => self.load_perf_map(*pid),
             ModuleKey::Anonymous => Module::Nothing,
         }
     }
 
-    fn load_elf(&mut self, name: &str, want_id: Option<&str>) -> Module {
-        let binary = match &self.opts.symfs {
-            Some(root) => root.join(name.trim_start_matches('/')),
-            None => PathBuf::from(name),
+    /// The binary: the file the converter found (`at`), else the locator's search.
+    fn find_binary(
+        &mut self,
+        name: &str,
+        want_id: Option<&str>,
+        at: Option<(&Path, Option<&Path>)>,
+        why: &mut Vec<String>,
+    ) -> Option<Located> {
+        let Some((file, root)) = at else {
+            return match self.locator.binary(name, want_id, None) {
+                Ok(found) => {
+                    if !found.skipped.is_empty() {
+                        self.notes.push(format!(
+                            "{name}: read {} {}; skipped {}",
+                            found.file.display(),
+                            found.origin,
+                            found.skipped.join("; ")
+                        ));
+                    }
+                    Some(found)
+                }
+                Err(reasons) => {
+                    why.extend(reasons);
+                    None
+                }
+            };
         };
-        let want_id = want_id.map(str::to_ascii_lowercase);
-        let mut why = Vec::new();
-        let info = match ElfInfo::open(&binary) {
-            Ok(info) => match (&want_id, &info.build_id) {
+        match ElfInfo::open(file) {
+            Ok(info) => match (want_id, info.build_id.as_deref()) {
                 (Some(want), Some(have)) if want != have => {
                     why.push(format!(
-                        "{} has build id {have}, recording wants {want}",
-                        binary.display()
+                        "{} has build id {have}, the recording has {want}",
+                        file.display()
                     ));
                     None
                 }
-                _ => Some(info),
+                _ => Some(Located {
+                    file: file.to_path_buf(),
+                    info,
+                    origin: Origin::Path,
+                    root: root.map(Path::to_path_buf),
+                    skipped: Vec::new(),
+                }),
             },
-            Err(SymbolizeError::Io { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
-                why.push("file not found".to_string());
+            Err(e) => {
+                why.push(e.to_string());
                 None
             }
-            Err(SymbolizeError::Io { source, .. }) => {
-                why.push(format!("cannot read {}: {source}", binary.display()));
-                None
-            }
-            Err(SymbolizeError::BadElf { reason, .. }) => {
-                why.push(format!("not a valid ELF file ({reason})"));
-                None
-            }
-        };
-        if let Some(info) = info.as_ref().filter(|i| i.has_debug_info) {
+        }
+    }
+
+    fn load_elf(
+        &mut self,
+        name: &str,
+        want_id: Option<&str>,
+        at: Option<(&PathBuf, Option<&Path>)>,
+    ) -> Module {
+        let want_id = want_id
+            .map(str::to_ascii_lowercase)
+            .filter(|w| !w.is_empty());
+        let mut why = Vec::new();
+        let at = at.map(|(f, r)| (f.as_path(), r));
+        let binary = self.find_binary(name, want_id.as_deref(), at, &mut why);
+        if let Some(b) = binary.as_ref().filter(|b| b.info.has_debug_info) {
             return Module::Elf {
-                path: binary,
+                path: b.file.clone(),
                 dwarf: true,
-                segments: info.load_segments.clone(),
+                segments: b.info.load_segments.clone(),
             };
         }
-        let build_id = want_id.or_else(|| info.as_ref().and_then(|i| i.build_id.clone()));
-        let link = info.as_ref().and_then(|i| i.debuglink.as_ref());
-        let (found, rejected) =
-            debug_file::find(&binary, build_id.as_deref(), link, &self.opts.debug_dirs);
+        let build_id = want_id.or_else(|| binary.as_ref().and_then(|b| b.info.build_id.clone()));
+        let (found, rejected) = self
+            .locator
+            .debug_file(name, build_id.as_deref(), binary.as_ref());
         why.extend(rejected);
-        match (found, info) {
+        match (found, binary) {
             (Some(found), _) if found.info.has_debug_info || found.info.has_symbols() => {
                 // objcopy --only-keep-debug keeps the program headers, so its segments
                 // are the binary's.
                 Module::Elf {
-                    path: found.path,
+                    path: found.file,
                     dwarf: found.info.has_debug_info,
                     segments: found.info.load_segments,
                 }
             }
-            (_, Some(info)) if info.has_symbols() => {
+            (_, Some(b)) if b.info.has_symbols() => {
                 let why = if why.is_empty() {
                     String::new()
                 } else {
@@ -82,9 +120,9 @@ impl Symbolizer {
                 };
                 self.notes.push(format!("no debug info for {name}: function names from its symbol table, no lines or inlines{why}"));
                 Module::Elf {
-                    path: binary,
+                    path: b.file,
                     dwarf: false,
-                    segments: info.load_segments,
+                    segments: b.info.load_segments,
                 }
             }
             _ => {
