@@ -99,20 +99,22 @@ pub fn run(args: ImportArgs) -> CliResult {
         },
         kernel_symbols,
     };
-    // The summary's function rows are made while the tables are written (not for a
-    // recording of data accesses, whose summary is another).
-    let mut functions = None;
-    let c =
+    // Every recording is a sampled profile; the memory-access analysis claims the memory
+    // recordings among them (its one decision), whose summary is its own. The summary's
+    // function rows are made while the tables are written, for the others.
+    let (mut functions, mut memory) = (None, None);
+    let mut c =
         session::convert_result_full(&mut dir, &opts, &background, args.quiet, &mut |p, acc| {
-            if acc.is_empty() {
+            memory = kairos_analysis_memory_access::claim(&p.events, acc);
+            if memory.is_none() {
                 functions = kairos_analysis_hotspots::summary_rows(p);
             }
         })?;
-    if !c.data_accesses.is_empty() {
-        // Samples with data addresses (perf mem, --user-regs): a memory-access recording.
-        kairos_analysis_memory_access::finish_import(&mut dir, &c, &features)?;
-    } else {
-        kairos_analysis_hotspots::print_summary_from(&dir, &c.profile, functions);
+    match &memory {
+        Some(claim) => {
+            kairos_analysis_memory_access::finish_import(&mut dir, &mut c, &features, claim)?
+        }
+        None => kairos_analysis_hotspots::print_summary_from(&dir, &c.profile, functions),
     }
     // The process ends next: freeing a large profile object by object would only cost time.
     std::mem::forget(c);

@@ -75,30 +75,34 @@ pub(crate) struct Pending {
 
 /// Per attr: what kind of accesses its samples give, if any. A timer that samples the
 /// user registers without a stack copy (`perf record --user-regs`, `kairos collect
-/// memory-access`) is address sampling; with a stack copy it is DWARF unwinding.
+/// memory-access`) is address sampling; with a stack copy it is DWARF unwinding. A
+/// timer's ADDR is always 0 (the kernel records no address for it; perf asks for ADDR
+/// and DATA_SRC with `--call-graph dwarf` whatever the event), so it gives none there.
+/// Whether the accesses make a memory recording is the memory-access analysis's call.
 pub(crate) fn access_attrs(file: &PerfFile) -> Vec<Option<AccessSource>> {
     file.attrs()
         .iter()
-        .map(|a| {
-            let st = a.attr.sample_type;
-            if st & PERF_SAMPLE_ADDR != 0 && st & PERF_SAMPLE_DATA_SRC != 0 {
-                // `perf record -d` asks every event for both; only a PMU's samples fill
-                // the source (and the weight with a latency).
-                Some(if is_pmu(a.attr.type_) {
-                    AccessSource::Pmu
-                } else {
-                    AccessSource::Event
-                })
-            } else if st & PERF_SAMPLE_REGS_USER != 0
-                && st & PERF_SAMPLE_STACK_USER == 0
-                && crate::is_timer(&a.attr)
-            {
-                Some(AccessSource::Registers)
-            } else {
-                None
-            }
-        })
+        .map(|a| access_source(&a.attr))
         .collect()
+}
+
+/// What kind of accesses the samples of one attr give (see [`access_attrs`]).
+fn access_source(attr: &kairos_perf_data::EventAttr) -> Option<AccessSource> {
+    let st = attr.sample_type;
+    let timer = crate::is_timer(attr);
+    if st & PERF_SAMPLE_ADDR != 0 && st & PERF_SAMPLE_DATA_SRC != 0 && !timer {
+        // `perf record -d` asks every event for both; only a PMU's samples fill the
+        // source (and the weight with a latency).
+        Some(if is_pmu(attr.type_) {
+            AccessSource::Pmu
+        } else {
+            AccessSource::Event
+        })
+    } else if st & PERF_SAMPLE_REGS_USER != 0 && st & PERF_SAMPLE_STACK_USER == 0 && timer {
+        Some(AccessSource::Registers)
+    } else {
+        None
+    }
 }
 
 /// Whether events of this perf type come from a hardware PMU: all but the software,
@@ -335,7 +339,48 @@ pub(crate) fn finish(pending: Vec<Pending>, stacks: &[Option<StackIdx>]) -> Vec<
 
 #[cfg(test)]
 mod tests {
-    use super::is_pmu;
+    use super::{access_source, is_pmu, AccessSource};
+    use kairos_perf_data::{
+        EventAttr, PERF_SAMPLE_ADDR, PERF_SAMPLE_DATA_SRC, PERF_SAMPLE_REGS_USER,
+        PERF_SAMPLE_STACK_USER, PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE,
+    };
+
+    fn attr(type_: u32, config: u64, sample_type: u64) -> EventAttr {
+        EventAttr {
+            type_,
+            config,
+            sample_type,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_timer_has_no_data_address_whatever_perf_asked_for() {
+        // perf record --call-graph dwarf -e cpu-clock: ADDR and DATA_SRC come with the
+        // registers and the stack copy; the kernel leaves ADDR 0 for a timer.
+        let dwarf = PERF_SAMPLE_ADDR
+            | PERF_SAMPLE_DATA_SRC
+            | PERF_SAMPLE_REGS_USER
+            | PERF_SAMPLE_STACK_USER;
+        assert_eq!(access_source(&attr(PERF_TYPE_SOFTWARE, 0, dwarf)), None);
+        // Registers without a stack copy are address sampling, with or without ADDR.
+        let regs = PERF_SAMPLE_ADDR | PERF_SAMPLE_DATA_SRC | PERF_SAMPLE_REGS_USER;
+        assert_eq!(
+            access_source(&attr(PERF_TYPE_SOFTWARE, 1, regs)),
+            Some(AccessSource::Registers)
+        );
+        // A fault's address is the kernel's; a hardware event's is the PMU's.
+        let d = PERF_SAMPLE_ADDR | PERF_SAMPLE_DATA_SRC;
+        assert_eq!(
+            access_source(&attr(PERF_TYPE_SOFTWARE, 2, d)),
+            Some(AccessSource::Event)
+        );
+        assert_eq!(
+            access_source(&attr(PERF_TYPE_HARDWARE, 0, d)),
+            Some(AccessSource::Pmu)
+        );
+        assert_eq!(access_source(&attr(PERF_TYPE_HARDWARE, 0, 0)), None);
+    }
 
     #[test]
     fn only_hardware_types_are_pmus() {

@@ -92,27 +92,18 @@ pub(crate) fn finish(
     Ok(())
 }
 
-/// `kairos import` of a recording with data addresses (`perf mem record`, or cpu-clock
-/// with `--user-regs` and no stack copy): the result becomes a memory-access result.
+/// `kairos import` of a memory recording, as [`crate::claim::claim`] decided (`perf mem
+/// record`, load latency, IBS, SPE, faults with `-d`, or cpu-clock with `--user-regs` and
+/// no stack copy): the result becomes a memory-access result, which keeps the sampled
+/// profile's reports. Only the claimed events' accesses are attributed.
 pub fn finish_import(
     dir: &mut ResultDir,
-    c: &Conversion,
+    c: &mut Conversion,
     header: &kairos_perf_data::Features,
+    claim: &crate::claim::Claim,
 ) -> Result<(), Failure> {
-    let has = |s: kairos_convert::AccessSource| c.data_accesses.iter().any(|a| a.source == s);
-    let (source, reason) = if has(kairos_convert::AccessSource::Pmu) {
-        (
-            Source::Pmu,
-            "imported: the recording's samples carry data addresses and sources (PEBS or IBS)",
-        )
-    } else if has(kairos_convert::AccessSource::Event) {
-        (
-            Source::Event,
-            "imported: a software event's samples carry data addresses (perf record -d): no access direction, level or latency, so each counts as a load",
-        )
-    } else {
-        (Source::Registers, "imported: timer samples with user registers and no stack copy, decoded as address samples")
-    };
+    claim.keep_own(&mut c.data_accesses);
+    let (source, reason) = (claim.source, claim.reason);
     let m = dir.manifest_mut();
     m.kind = Some(crate::SPEC.name.into());
     m.notes.push("heap blocks are named by their mapping: an imported recording has no allocation tracker files".into());

@@ -8,6 +8,7 @@ pub mod bandwidth;
 pub mod bandwidth_report;
 pub mod blocks;
 pub mod build;
+pub mod claim;
 mod collect;
 mod finish;
 pub mod lines;
@@ -27,6 +28,7 @@ pub mod totals;
 mod watch;
 pub mod watch_table;
 
+pub use claim::{claim, Claim};
 pub use finish::{finish_import, load};
 pub use spec::SPEC;
 

@@ -1,4 +1,5 @@
-//! `kairos report NAME -r DIR` on a memory-access result.
+//! `kairos report NAME -r DIR` on a memory-access result: its own reports, and those of
+//! the sampled profile (hotspots, top-down, timeline) through the hotspots analysis.
 
 use kairos_analysis_api::{Failure, ReportRequest};
 use kairos_report::{Document, Format};
@@ -6,8 +7,14 @@ use kairos_session as session;
 
 use crate::{reports, SPEC};
 
+/// The reports of the sampled profile every memory recording also is.
+const PROFILE_REPORTS: [&str; 3] = ["hotspots", "top-down", "timeline"];
+
 pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
     req.check(&SPEC)?;
+    if PROFILE_REPORTS.contains(&req.report.as_str()) {
+        return kairos_analysis_hotspots::profile_report(req);
+    }
     let format = session::report_format(req)?;
     let (dir, data) = crate::finish::open(&req.result_dir)?;
     let limit = req.row_limit();
