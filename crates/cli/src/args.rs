@@ -135,6 +135,10 @@ pub struct ImportArgs {
     /// Directory of separate debug files (default /usr/lib/debug).
     #[arg(long = "debug-dir")]
     pub debug_dirs: Vec<PathBuf>,
+    /// perf build-id cache to search by build id, or a `perf archive` tarball (unpacked
+    /// for the import); before ~/.debug, which is always searched. Repeatable.
+    #[arg(long = "buildid-dir", value_name = "DIR|TARBALL")]
+    pub buildid_dirs: Vec<PathBuf>,
     /// kallsyms file for kernel symbols (default /proc/kallsyms when the file was recorded on this kernel).
     #[arg(long)]
     pub kallsyms: Option<PathBuf>,

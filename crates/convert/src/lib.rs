@@ -270,7 +270,7 @@ impl State {
             leaves: Vec::new(),
             table: ProcessTable::default(),
             raw: RawStacks::default(),
-            elves: ElfCache::new(opts.symbolizer.symfs.clone()),
+            elves: ElfCache::new(&opts.symbolizer, Some(file)),
             threads: Vec::new(),
             thread_index: HashMap::default(),
             samples: Vec::new(),

@@ -128,6 +128,7 @@ impl State {
             );
             f.module = Some(module);
             f.module_offset = offset;
+            self.notes.extend(self.elves.take_notes());
         }
         self.raw.frame(f)
     }
@@ -151,25 +152,25 @@ fn resolve_user(
         return (m, addr);
     }
     let file_offset = addr.wrapping_sub(map.start).wrapping_add(map.pgoff);
-    let info = elves.get(path);
-    if info.is_none() && !path.starts_with('[') && perf_maps.exists(pid) {
+    let recorded_id = elves.build_id_of(map);
+    let found = if path.starts_with('[') {
+        None
+    } else {
+        elves.located(pid, map)
+    };
+    if found.is_none() && !path.starts_with('[') && perf_maps.exists(pid) {
         let name = format!("{path} [perf-{pid}.map]");
         return (raw.module(&name, None, ModuleKey::PerfMap { pid }), addr);
     }
-    let build_id = map
-        .build_id
-        .clone()
-        .or_else(|| info.and_then(|i| i.build_id.clone()));
+    let info = found.map(|l| &l.info);
+    let build_id = recorded_id.or_else(|| info.and_then(|i| i.build_id.clone()));
     let vaddr = info
         .and_then(|i| kairos_symbolize::file_offset_to_elf_vaddr(i, file_offset))
         .unwrap_or(file_offset);
     let key = if path.starts_with('[') {
         ModuleKey::Anonymous
     } else {
-        ModuleKey::Elf {
-            path: path.to_string(),
-            build_id: build_id.clone(),
-        }
+        crate::elf_cache::module_key(path, build_id.clone(), found)
     };
     (raw.module(path, build_id.as_deref(), key), vaddr)
 }

@@ -175,25 +175,25 @@ impl DwarfUnwinder {
         if !executable || !mapping.path.starts_with('/') || mapping.path.starts_with("/memfd:") {
             return;
         }
-        let Some(info) = elves.get(&mapping.path).cloned() else {
+        let Some(found) = elves.located(pid, mapping).cloned() else {
             return;
         };
+        let info = &found.info;
         if let (Some(recorded), Some(on_disk)) = (&mapping.build_id, &info.build_id) {
             if recorded != on_disk {
                 // Another build than the one that ran: its CFI would describe other code.
                 return;
             }
         }
-        let Some(base_avma) = base_avma(&info, mapping) else {
+        let Some(base_avma) = base_avma(info, mapping) else {
             return;
         };
+        // Keyed by the file found: one path may name two files (two containers).
         let sections = self
             .files
-            .entry(mapping.path.clone())
+            .entry(found.file.display().to_string())
             .or_insert_with(|| {
-                elves
-                    .map(&mapping.path)
-                    .and_then(|bytes| UnwindSections::read(&bytes))
+                crate::elf_cache::map_file(&found).and_then(|bytes| UnwindSections::read(&bytes))
             })
             .clone();
         let Some(sections) = sections else { return };

@@ -255,7 +255,11 @@ fn mmap(c: &mut Cursor<'_>, v2: bool, misc: u16, sample_id: Option<SampleId>) ->
         let mut uc = Cursor::new(u);
         if misc & PERF_RECORD_MISC_MMAP_BUILD_ID != 0 {
             let size = f(uc.u8(), "mmap2.build_id")?.min(20) as usize;
-            m.build_id = u.get(4..4 + size).map(<[u8]>::to_vec);
+            // The kernel sets the flag with size 0 when it could not read the id.
+            m.build_id = u
+                .get(4..4 + size)
+                .filter(|id| !id.is_empty())
+                .map(<[u8]>::to_vec);
         } else {
             m.inode = Some(Inode {
                 maj: f(uc.u32(), "mmap2.maj")?,

@@ -91,6 +91,46 @@ pub fn unpack_archive(tarball: &Path, dest: &Path) -> Result<(), SymbolizeError>
     }
 }
 
+/// A `perf archive` tarball unpacked into a temporary directory, removed when dropped.
+pub struct UnpackedArchive {
+    dir: tempfile::TempDir,
+}
+
+impl UnpackedArchive {
+    pub fn new(tarball: &Path) -> Result<Self, SymbolizeError> {
+        let dir = tempfile::Builder::new()
+            .prefix("kairos-buildid-")
+            .tempdir()
+            .map_err(|e| io_err(Path::new("a temporary directory"), e))?;
+        unpack_archive(tarball, dir.path())?;
+        Ok(UnpackedArchive { dir })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// Build-id caches as given (`--buildid-dir`): directories as they are, tarballs
+/// unpacked (keep the returned archives while the caches are read).
+pub fn open_dirs(
+    given: &[PathBuf],
+) -> Result<(Vec<PathBuf>, Vec<UnpackedArchive>), SymbolizeError> {
+    let mut dirs = Vec::new();
+    let mut archives = Vec::new();
+    for g in given {
+        let meta = std::fs::metadata(g).map_err(|e| io_err(g, e))?;
+        if meta.is_dir() {
+            dirs.push(g.clone());
+        } else {
+            let a = UnpackedArchive::new(g)?;
+            dirs.push(a.path().to_path_buf());
+            archives.push(a);
+        }
+    }
+    Ok((dirs, archives))
+}
+
 fn io_err(path: &Path, source: std::io::Error) -> SymbolizeError {
     SymbolizeError::Io {
         path: path.display().to_string(),
@@ -178,6 +218,12 @@ mod tests {
         unpack_archive(&tarball, dest.path()).unwrap();
         let elf = &elf_candidates(dest.path(), ID, "/usr/bin/x")[0];
         assert_eq!(std::fs::read(elf).unwrap(), b"not really elf");
+
+        // As --buildid-dir takes them: a directory as it is, a tarball unpacked.
+        let (dirs, kept) = open_dirs(&[dest.path().to_path_buf(), tarball.clone()]).unwrap();
+        assert_eq!(dirs[0], dest.path());
+        assert_eq!(dirs[1], kept[0].path());
+        assert!(elf_candidates(&dirs[1], ID, "/usr/bin/x")[0].is_file());
 
         // Not a tarball: a typed error, no panic.
         let junk = src.path().join("junk.tar.bz2");

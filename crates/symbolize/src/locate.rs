@@ -212,11 +212,23 @@ impl Locator {
                 return Ok(l);
             }
         }
-        // The process's own view first when it differs from ours.
-        if let (Some(p), Some(true)) = (process, view.as_ref().map(|v| v.foreign)) {
+        // The process's own view first when it differs from ours. Without a build id to
+        // check, only a process that still maps that path at the recorded address is
+        // taken to be the recorded one (a pid of another machine's recording may name a
+        // process of this one), through map_files below.
+        let foreign = view.as_ref().is_some_and(|v| v.foreign);
+        if let (Some(p), true, Some(_)) = (process, foreign, want) {
             if let Some(file) = self.views.in_root(p.pid, name) {
                 let root = self.views.root(p.pid);
                 if let Some(l) = seen.take(file, want, Origin::ProcessRoot { pid: p.pid }, root) {
+                    return Ok(l);
+                }
+            }
+        }
+        if let (Some(p), true, None) = (process, foreign, want) {
+            if let Some(file) = self.views.map_file(p.pid, p.start, path) {
+                let root = self.views.root(p.pid);
+                if let Some(l) = seen.take(file, want, Origin::MapFiles { pid: p.pid }, root) {
                     return Ok(l);
                 }
             }
@@ -229,7 +241,11 @@ impl Locator {
         // A file the process still maps, though deleted or replaced on disk since.
         if let (Some(p), Some(_)) = (process, &view) {
             if let Some(file) = self.views.map_file(p.pid, p.start, path) {
-                let root = self.views.root(p.pid);
+                let root = if foreign {
+                    self.views.root(p.pid)
+                } else {
+                    None
+                };
                 if let Some(l) = seen.take(file, want, Origin::MapFiles { pid: p.pid }, root) {
                     return Ok(l);
                 }

@@ -69,6 +69,11 @@ impl Views {
     /// `path` inside the root of process `pid`, through a held handle of that root.
     pub(crate) fn in_root(&mut self, pid: i32, path: &str) -> Option<PathBuf> {
         let rel = relative(path)?;
+        Some(self.root(pid)?.join(rel))
+    }
+
+    /// The root of process `pid` (opened and held on the first call), if it can be read.
+    pub(crate) fn root(&mut self, pid: i32) -> Option<PathBuf> {
         if !self.roots.contains_key(&pid) {
             let proc_root = PathBuf::from(format!("/proc/{pid}/root"));
             let root = match File::open(&proc_root) {
@@ -77,11 +82,6 @@ impl Views {
             };
             self.roots.insert(pid, root);
         }
-        Some(self.roots.get(&pid)?.as_ref()?.join(rel))
-    }
-
-    /// The root of process `pid` as [`Views::in_root`] reads it, if it was opened.
-    pub(crate) fn root(&self, pid: i32) -> Option<PathBuf> {
         self.roots.get(&pid).cloned().flatten()
     }
 
