@@ -11,6 +11,8 @@ command -v objcopy >/dev/null || need_apt+=(binutils)
 command -v uftrace >/dev/null || need_apt+=(uftrace)
 # The memory-consumption tests compare the allocation tracker with valgrind DHAT.
 command -v valgrind >/dev/null || need_apt+=(valgrind)
+# Symbols from debuginfod are tested against elfutils' own server.
+command -v debuginfod >/dev/null || need_apt+=(debuginfod)
 # The page of `kairos view` is TypeScript built with npm packages, and its tests drive
 # Debian's Chromium headless (never a downloaded browser).
 command -v npm >/dev/null || need_apt+=(nodejs npm)
