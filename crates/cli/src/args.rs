@@ -72,6 +72,15 @@ pub struct CollectArgs {
     pub cpus: Option<CpuList>,
     #[command(flatten)]
     pub perf: PerfArgs,
+    /// Launch the program with malloc's huge pages: hugetlb (2 MiB pool pages,
+    /// GLIBC_TUNABLES=glibc.malloc.hugetlb=2) or thp (transparent huge pages, =1), set in
+    /// the program's environment only; the result says whether it really got them.
+    #[arg(long = "hugepages", value_name = "hugetlb|thp")]
+    pub hugepages: Option<String>,
+    /// With --hugepages=hugetlb: make sure this many 2 MiB pages are free in the pool while
+    /// the program runs (restored afterwards; see `kairos report hugepages`).
+    #[arg(long = "reserve", value_name = "N")]
+    pub reserve: Option<String>,
     /// Program to launch and its arguments (after `--`).
     #[arg(last = true)]
     pub program: Vec<String>,

@@ -1,6 +1,7 @@
 //! `kairos collect ANALYSIS`: the analysis is looked up in the registry, its knobs are
 //! checked against its declaration, and its own collect entry point does the rest. The
-//! cache knobs (`-k cache-group=...`) hold for every analysis and are handled here.
+//! cache knobs (`-k cache-group=...`) and `--hugepages` hold for every analysis and are
+//! handled here: set up before, undone and recorded into the result after.
 
 use kairos_analyses::CollectRequest;
 
@@ -26,18 +27,29 @@ pub fn run(args: CollectArgs) -> CliResult {
         cpus: args.cpus.clone().map(|c| c.0),
         on_target: None,
     };
+    let launches = !req.program.is_empty();
+    let huge = crate::collect_hugepages::start(
+        args.hugepages.as_deref(),
+        args.reserve.as_deref(),
+        launches,
+    )?;
     let cache = crate::collect_cache::start(&cache_knobs, req.system_wide, req.pid)?;
-    let Some(cache) = cache else {
+    if cache.is_none() && huge.is_none() {
         return Ok((spec.collect)(&req)?);
-    };
-    req.on_target = cache.step.clone();
+    }
+    req.on_target = on_target(
+        cache.as_ref().and_then(|c| c.step.clone()),
+        huge.as_ref().map(|h| h.watch.clone()),
+    );
     // The result's name is fixed now (an empty directory the analysis fills), so that the
-    // cache recording can join it afterwards.
+    // cache and huge-page recordings can join it afterwards.
     let reserved = req.result_dir.is_none();
     if reserved {
         let path = kairos_result::next_result_dir(std::path::Path::new("."), spec.result_suffix);
         if let Err(e) = std::fs::create_dir(&path) {
-            cache.finish(None)?;
+            let undone = cache.map(|c| c.finish(None));
+            let _ = huge.map(|h| h.finish(None));
+            undone.transpose()?;
             return Err(UserError::failed(format!("cannot create the result directory {}: {e}; check the current directory is writable", path.display())));
         }
         req.result_dir = Some(path);
@@ -48,7 +60,32 @@ pub fn run(args: CollectArgs) -> CliResult {
         let _ = std::fs::remove_dir(p);
     }
     // Undone and recorded whether the collection succeeded or not.
-    let finished = cache.finish(req.result_dir.as_deref());
+    let dir = req.result_dir.as_deref();
+    let huge_done = huge.map(|h| h.finish(dir)).transpose();
+    let cache_done = cache.map(|c| c.finish(dir)).transpose();
     collected?;
-    finished
+    huge_done?;
+    cache_done.map(|_| ())
+}
+
+/// The step run on the target before it is measured: the cache group's, then the start of
+/// the huge-page watch.
+fn on_target(
+    cache: Option<kairos_analyses::TargetStep>,
+    huge: Option<std::sync::Arc<crate::hugepage_setup::Watch>>,
+) -> Option<kairos_analyses::TargetStep> {
+    if huge.is_none() {
+        return cache;
+    }
+    Some(kairos_analyses::TargetStep(std::sync::Arc::new(
+        move |pid| {
+            if let Some(c) = &cache {
+                (c.0)(pid)?;
+            }
+            if let Some(w) = &huge {
+                w.start(pid);
+            }
+            Ok(())
+        },
+    )))
 }

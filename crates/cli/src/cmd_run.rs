@@ -11,11 +11,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::Args;
-use kairos_analysis_hugepages::pool::{self, PoolCounts, PoolReading};
-use kairos_analysis_hugepages::{parse_glibc, pool_file, MIB2};
-use kairos_platform::Prober;
-
 use crate::error::{CliResult, UserError};
+use crate::hugepage_setup::{self, pool_now, Mode};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -59,13 +56,6 @@ pub struct RunArgs {
     pub program: Vec<String>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Mode {
-    None,
-    Hugetlb,
-    Thp,
-}
-
 /// A signal that asked Kairos to stop (SIGTERM, SIGHUP); 0 when none. Ctrl-C is ignored
 /// by Kairos itself: it reaches the target (same process group), which ends, and Kairos
 /// then restores the pool as on any exit.
@@ -75,137 +65,24 @@ extern "C" fn on_signal(sig: libc::c_int) {
     STOP.store(sig, Ordering::SeqCst);
 }
 
-/// The pool size Kairos changed, restored when dropped: on success, on error returns,
-/// and when the target could not start.
-struct PoolGuard {
-    file: String,
-    old: u64,
-}
-
-impl Drop for PoolGuard {
-    fn drop(&mut self) {
-        match std::fs::write(&self.file, format!("{}\n", self.old)) {
-            Ok(()) => eprintln!(
-                "kairos: huge-page pool restored to {} pages ({})",
-                self.old, self.file
-            ),
-            Err(e) => eprintln!(
-                "kairos: could not restore {} to {} ({e}); do it by hand: echo {} > {}",
-                self.file, self.old, self.old, self.file
-            ),
-        }
-    }
-}
-
-fn meminfo(key: &str) -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
-    kairos_platform::parse::meminfo_field(&s, key)
-}
-
-fn pool_now() -> Option<PoolCounts> {
-    PoolCounts::from_meminfo(&std::fs::read_to_string("/proc/meminfo").ok()?)
-}
-
-fn read_u64(path: &str) -> Option<u64> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-/// Reserves so that `n` 2 MiB pages are free; changes nothing when it cannot.
-fn reserve(n: u64) -> CliResult<Option<PoolGuard>> {
-    let file = pool_file(MIB2);
-    let old = read_u64(&file).ok_or_else(|| {
-        UserError::failed(format!(
-            "cannot read {file}: this kernel has no hugetlbfs pool; nothing was changed"
-        ))
-    })?;
-    // Free pages already promised to another process's mappings (HugePages_Rsvd) are not
-    // free for this program.
-    let free = pool_now().map_or(0, |p| p.free.saturating_sub(p.rsvd));
-    if free >= n {
-        println!(
-            "Huge-page pool: {free} pages free already (nr_hugepages {old}), nothing to reserve"
-        );
-        return Ok(None);
-    }
-    let want = old + (n - free);
-    if let Err(e) = std::fs::write(&file, format!("{want}\n")) {
-        let why = if e.kind() == std::io::ErrorKind::PermissionDenied {
-            "reserving huge pages needs root (or write access to that file)".to_string()
-        } else {
-            e.to_string()
-        };
-        return Err(UserError::failed(format!("cannot reserve {n} huge pages: writing {want} to {file} failed ({why}); nothing was changed")));
-    }
-    let guard = PoolGuard {
-        file: file.clone(),
-        old,
-    };
-    let got = read_u64(&file).unwrap_or(old);
-    if got < want {
-        let mem = meminfo("MemFree")
-            .map(|k| format!("{} MiB", k / 1024))
-            .unwrap_or_else(|| "unknown".into());
-        drop(guard);
-        return Err(UserError::failed(format!(
-            "cannot reserve {n} huge pages: the kernel gave {} of the {} pages asked for (free memory {mem}, too little \
-             or too fragmented for 2 MiB pages; try `echo 3 > /proc/sys/vm/drop_caches` or a smaller N); the pool was put back to {old}",
-            got.saturating_sub(old),
-            want - old
-        )));
-    }
-    println!("Huge-page pool: nr_hugepages {old} -> {got} ({n} pages free for the program)");
-    Ok(Some(guard))
-}
-
-/// A number from a `Key:   1234 kB` line of a /proc file.
-fn proc_kb(path: &str, key: &str) -> Option<u64> {
-    let s = std::fs::read_to_string(path).ok()?;
-    kairos_platform::parse::meminfo_field(&s, key)
-}
-
 pub fn run(args: RunArgs) -> CliResult {
     if args.cache_ways.is_some() || args.lock {
         return crate::cmd_run_cache::run(args);
     }
-    let mode = match args.hugepages.as_str() {
-        "hugetlb" => Mode::Hugetlb,
-        "thp" => Mode::Thp,
-        "none" => Mode::None,
-        other => return Err(UserError::usage(format!("--hugepages '{other}' is not a mode; give hugetlb (the 2 MiB pool), thp (transparent huge pages) or none"))),
-    };
-    let reserve_n = match args.reserve.as_deref() {
-        None => None,
-        Some(s) => match s.parse::<u64>() {
-            Ok(n) if n > 0 && n <= 1 << 24 => Some(n),
-            _ => return Err(UserError::usage(format!("--reserve '{s}' must be a number of 2 MiB pages from 1 to 16777216, e.g. --reserve 52 (see `kairos report hugepages`)"))),
-        },
-    };
-    if reserve_n.is_some() && mode != Mode::Hugetlb {
-        return Err(UserError::usage(
-            "--reserve applies to --hugepages=hugetlb only: transparent huge pages need no pool",
-        ));
-    }
+    let mode = Mode::parse(&args.hugepages)?;
+    let reserve_n = hugepage_setup::parse_reserve(args.reserve.as_deref(), mode)?;
     let Some(first) = args.program.first() else {
         return Err(UserError::usage("nothing to run: give a program after `--`, e.g. `kairos run --hugepages=hugetlb -- ./app`"));
     };
     require_program(first)?;
-    let glibc_text = kairos_platform::LiveProber.glibc_version();
-    if mode != Mode::None
-        && !matches!(glibc_text.as_deref().and_then(parse_glibc), Some((2, m)) if m >= 35)
-    {
-        return Err(UserError::failed(format!(
-            "glibc {} has no glibc.malloc.hugetlb tunable (it needs 2.35 or newer; libhugetlbfs's HUGETLB_MORECORE does nothing \
-             since 2.34), so Kairos cannot switch malloc to huge pages here; see `kairos report hugepages` for what works",
-            glibc_text.as_deref().unwrap_or("(not found)")
-        )));
-    }
+    hugepage_setup::require_glibc(mode)?;
     let mut dir = match &args.result_dir {
         Some(p) => Some(kairos_session::create_result_dir(Some(p), "run")?),
         None => None,
     };
 
     // From here on every exit path drops the guard, which restores the pool.
-    let guard = match reserve_n.map(reserve).transpose() {
+    let guard = match reserve_n.map(hugepage_setup::reserve).transpose() {
         Ok(g) => g.flatten(),
         Err(e) => {
             if let Some(d) = dir.take() {
@@ -214,22 +91,13 @@ pub fn run(args: RunArgs) -> CliResult {
             return Err(e);
         }
     };
-    if mode == Mode::Hugetlb && reserve_n.is_none() && meminfo("HugePages_Free").unwrap_or(0) == 0 {
+    if mode == Mode::Hugetlb && reserve_n.is_none() && hugepage_setup::meminfo("HugePages_Free").unwrap_or(0) == 0 {
         eprintln!("kairos: warning: the 2 MiB pool has no free pages, so malloc will fall back to 4 KiB pages; give --reserve N (see `kairos report hugepages`)");
     }
-    let tunable = match mode {
-        Mode::Hugetlb => Some("glibc.malloc.hugetlb=2"),
-        Mode::Thp => Some("glibc.malloc.hugetlb=1"),
-        Mode::None => None,
-    };
+    let tunable = mode.tunable();
     let mut cmd = Command::new(first);
     cmd.args(&args.program[1..]);
-    if let Some(t) = tunable {
-        // Keep other tunables the user set; ours goes last so it wins.
-        let v = match std::env::var("GLIBC_TUNABLES") {
-            Ok(old) if !old.is_empty() => format!("{old}:{t}"),
-            _ => t.to_string(),
-        };
+    if let Some(v) = hugepage_setup::tunables_for_target(mode) {
         println!("Environment: GLIBC_TUNABLES={v}");
         cmd.env("GLIBC_TUNABLES", v);
     }
@@ -241,8 +109,6 @@ pub fn run(args: RunArgs) -> CliResult {
     }
     let pool_before = pool_now().unwrap_or_default();
     let pool_free_before = pool_before.free;
-    let page_kb = meminfo("Hugepagesize").unwrap_or(2048);
-    let mut readings: Vec<PoolReading> = Vec::new();
     let started = Instant::now();
     let child = match cmd.spawn() {
         Ok(c) => c,
@@ -256,12 +122,7 @@ pub fn run(args: RunArgs) -> CliResult {
         }
     };
     let pid = child.id() as libc::pid_t;
-    let (status_path, smaps_path) = (
-        format!("/proc/{pid}/status"),
-        format!("/proc/{pid}/smaps_rollup"),
-    );
-    let maps_path = format!("/proc/{pid}/smaps");
-    let (mut samples, mut hugetlb_peak, mut thp_peak) = (0u64, 0u64, 0u64);
+    let mut seen = hugepage_setup::Seen::default();
     let mut wstatus: libc::c_int = 0;
     // SAFETY: rusage is plain data, filled by wait4.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -272,27 +133,7 @@ pub fn run(args: RunArgs) -> CliResult {
         if r == pid || r < 0 {
             break;
         }
-        // The pool first, the program second (see pool::lost_to_others).
-        let pool_then = pool_now();
-        let mapped = std::fs::read_to_string(&maps_path)
-            .ok()
-            .and_then(|t| pool::smaps_huge(&t, page_kb));
-        if let (Some(h), t) = (
-            proc_kb(&status_path, "HugetlbPages"),
-            proc_kb(&smaps_path, "AnonHugePages"),
-        ) {
-            samples += 1;
-            hugetlb_peak = hugetlb_peak.max(h);
-            thp_peak = thp_peak.max(t.unwrap_or(0));
-            // No mapping listed: the program is exiting; its pages are on their way back.
-            if let (Some(pool), Some((mapped_kb, held_kb))) = (pool_then, mapped) {
-                readings.push(PoolReading {
-                    pool,
-                    mapped_kb,
-                    held_kb,
-                });
-            }
-        }
+        hugepage_setup::read_once(pid, &mut seen);
         let sig = STOP.load(Ordering::SeqCst);
         if sig != 0 && !forwarded {
             // SAFETY: signals our own child.
@@ -321,6 +162,8 @@ pub fn run(args: RunArgs) -> CliResult {
         "  Page faults:            {} ({minflt} minor, {majflt} major)",
         minflt + majflt
     );
+    let (samples, hugetlb_peak, thp_peak) =
+        (seen.samples, seen.hugetlb_peak_kb, seen.thp_peak_kb);
     println!("  /proc samples (50 ms):  {samples}");
     println!(
         "  HugetlbPages, peak:     {hugetlb_peak} kB ({} pages of 2 MiB)",
@@ -336,31 +179,14 @@ pub fn run(args: RunArgs) -> CliResult {
         }
         _ => {}
     }
-    let mut warnings = Vec::new();
-    if samples == 0 {
-        warnings.push(format!(
-            "the target exited after {:.0} ms, before Kairos could read /proc/{pid} once: whether it used huge pages is not verified",
-            elapsed * 1e3
-        ));
-    } else if mode == Mode::Hugetlb && hugetlb_peak == 0 {
-        warnings.push(format!(
-            "huge pages were NOT used: /proc/{pid}/status never showed HugetlbPages (pool had {pool_free_before} free pages; \
-             malloc uses them only for blocks of 2 MiB or more, and falls back to 4 KiB pages when the pool is short)"
-        ));
-    } else if mode == Mode::Thp && thp_peak == 0 {
-        warnings.push(
-            "transparent huge pages were NOT used: AnonHugePages stayed 0 (check /sys/kernel/mm/transparent_hugepage/enabled is not \
-             'never'; malloc advises only blocks of 2 MiB or more)"
-                .to_string(),
-        );
-    } else if mode == Mode::Hugetlb {
-        let lost = pool::lost_to_others(pool_before, &readings, page_kb);
-        if lost > 0 {
-            warnings.push(format!(
-                "the pool lost {lost} pages while the program ran that the program neither held nor had reserved; another process used the pool"
-            ));
-        }
-    }
+    let warnings = hugepage_setup::warnings(
+        mode,
+        Some(pid),
+        &seen,
+        pool_free_before,
+        pool_before,
+        elapsed,
+    );
     for w in &warnings {
         eprintln!("kairos: warning: {w}");
     }

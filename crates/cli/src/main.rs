@@ -15,7 +15,10 @@ mod cmd_run;
 mod cmd_run_cache;
 mod cmd_view;
 mod collect_cache;
+mod collect_hugepages;
 mod error;
+mod hugepage_setup;
+mod own_env;
 mod knobs;
 mod mmap_pages;
 mod perf_options;
@@ -24,6 +27,7 @@ mod run_llc;
 use crate::args::Command;
 
 fn main() {
+    own_env::keep_tunables_for_the_target();
     // Reports are often piped into `head`; a closed pipe is not an error worth a panic.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);

@@ -283,3 +283,82 @@ fn pool_pages_taken_by_another_process_are_told_apart_from_the_programs() {
         "the 2 pages taken meanwhile were not reported:\n{stderr}"
     );
 }
+
+/// Pages `kairos collect` recorded the target holding at its peak (manifest `hugepages`).
+fn hugetlb_peak_pages(result: &std::path::Path) -> u64 {
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(result.join("manifest.json")).unwrap())
+            .unwrap();
+    m["hugepages"]["hugetlb_peak_kb"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no hugepages readings in {m}"))
+        / 2048
+}
+
+/// One command collects a program on huge pages (`--hugepages=hugetlb --reserve N`), and
+/// the setting reaches the target only: with the pool holding exactly the 52 pages
+/// `matrix 2100` needs, the program gets all 52 both ways, also when the user puts
+/// GLIBC_TUNABLES in front of kairos (whose own malloc would otherwise take two and leave
+/// the program's last array on 4 KiB pages).
+#[test]
+fn collect_with_huge_pages_gives_them_to_the_target_only() {
+    let _turn = pool_turn();
+    let dir = tempdir();
+    let matrix = sample("matrix");
+    let m = matrix.to_str().unwrap();
+    let restore = Restore(
+        std::fs::read_to_string(POOL)
+            .expect("this kernel has no hugetlb pool (/proc/sys/vm/nr_hugepages)"),
+    );
+    let r = kairos_in(
+        dir.path(),
+        &[
+            "collect", "hotspots", "-q", "--hugepages=hugetlb", "--reserve", "52", "-r", "opt",
+            "--", m, "2100", "interchange",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("GLIBC_TUNABLES=glibc.malloc.hugetlb=2") && !r.stderr.contains("NOT used"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert_eq!(hugetlb_peak_pages(&dir.path().join("opt")), 52);
+    assert_eq!(std::fs::read_to_string(POOL).unwrap(), restore.0, "the pool was not restored");
+
+    // The pool at exactly 52 free pages, and the tunable in kairos's own environment.
+    let free = |k: &str| {
+        std::fs::read_to_string("/proc/meminfo")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix(k)?.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let total: u64 = restore.0.trim().parse().unwrap();
+    std::fs::write(POOL, format!("{}\n", total - free("HugePages_Free:") + 52)).unwrap();
+    assert_eq!(free("HugePages_Free:"), 52, "could not set the pool to 52 free pages");
+    let out = std::process::Command::new(common::kairos_bin())
+        .args(["collect", "hotspots", "-q", "-r", "env", "--", m, "2100", "interchange"])
+        .current_dir(dir.path())
+        .env("GLIBC_TUNABLES", "glibc.malloc.hugetlb=2")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        hugetlb_peak_pages(&dir.path().join("env")),
+        52,
+        "the program did not get every page of the pool: {err}"
+    );
+    // Bad combinations are one sentence each and change nothing.
+    for (args, want) in [
+        (vec!["collect", "hotspots", "--hugepages=thp", "--reserve", "3", "--", "true"], "--reserve applies to --hugepages=hugetlb"),
+        (vec!["collect", "hotspots", "--reserve", "3", "--", "true"], "--reserve goes with --hugepages=hugetlb"),
+        (vec!["collect", "hotspots", "--hugepages=hugetlb", "-a", "-d", "1"], "applies to a program Kairos launches"),
+        (vec!["collect", "hotspots", "--hugepages=big", "--", "true"], "is not a mode"),
+    ] {
+        let r = kairos_in(dir.path(), &args);
+        assert!(r.code != 0 && r.stderr.contains(want), "{args:?}: {}", r.stderr);
+    }
+}

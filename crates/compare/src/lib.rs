@@ -17,6 +17,12 @@ pub struct Facts {
     pub samples: Option<u64>,
     /// Percent of time in kernel mode, and what it was measured from.
     pub kernel_share: Option<(f64, &'static str)>,
+    /// Why the result has no kernel-time share that means anything (its samples leave
+    /// kernel mode out: `cpu-clock:u`).
+    pub kernel_share_not_measured: Option<String>,
+    /// Why the result's run time says nothing of the program's speed (an emulated NUMA
+    /// machine, whose nodes are equally fast).
+    pub timing_caveat: Option<String>,
     pub page_faults: Option<u64>,
     pub major_faults: Option<u64>,
     pub kernel_entries: BTreeMap<String, u64>,
@@ -56,6 +62,21 @@ impl Facts {
             samples: m.counts.map(|c| c.samples).filter(|&s| s > 0),
             ..Default::default()
         };
+        let cpu = m.host.as_ref().and_then(|h| h.cpu_model.as_deref());
+        let numa_emulated = m
+            .extra
+            .get("memory_access")
+            .and_then(|ma| ma.get("numa"))
+            .and_then(|n| n.get("emulated"))
+            .and_then(Value::as_bool)
+            == Some(true);
+        if numa_emulated || cpu.is_some_and(|c| c.contains("QEMU TCG")) {
+            f.timing_caveat = Some("not comparable: recorded on an emulated machine (QEMU TCG), whose NUMA nodes are equally fast; a NUMA fix changes where pages are there but not how long the program runs: compare run times on real sockets".into());
+        }
+        let user_only = m
+            .event
+            .as_ref()
+            .is_some_and(|e| user_only_event(&e.name));
         if let Some(p) = m.extra.get("process") {
             f.page_faults = match (u(p, "minor_faults"), u(p, "major_faults")) {
                 (Some(a), b) => Some(a + b.unwrap_or(0)),
@@ -142,6 +163,11 @@ impl Facts {
                     dir.path().display()
                 )),
             }
+        } else if user_only && f.kernel_share.is_none() {
+            f.kernel_share_not_measured = Some(format!(
+                "not measured: its samples ({}) leave kernel mode out",
+                m.event.as_ref().map_or("", |e| e.name.as_str())
+            ));
         } else if m.table("samples").is_some() && f.kernel_share.is_none() {
             match kairos_result::read_profile_of_event(dir, None) {
                 Ok(p) => {
@@ -167,6 +193,22 @@ impl Facts {
         }
         (f, notes)
     }
+}
+
+/// Whether a perf event name's modifiers leave kernel mode out: `cpu-clock:u`,
+/// `cycles:upp`, `cpu/mem-loads/u` (perf's spellings; `:uk` and `:k` count the kernel).
+pub fn user_only_event(name: &str) -> bool {
+    let mods = match name.rsplit_once(':') {
+        Some((_, m)) => m,
+        None => match name.rsplit_once('/') {
+            Some((head, m)) if head.contains('/') => m,
+            _ => "",
+        },
+    };
+    !mods.is_empty()
+        && mods.chars().all(|c| "ukhHGIpPSDWe".contains(c))
+        && mods.contains('u')
+        && !mods.contains('k')
 }
 
 /// "8.1x fewer", "5.6% shorter", "same": how B differs from A. `less`/`more` are the
@@ -217,11 +259,15 @@ pub fn compare(a: &Facts, b: &Facts) -> Table {
         };
     let (ea, eb) = (a.elapsed_s, b.elapsed_s);
     let secs = |v: Option<f64>| v.map(|s| Cell::float(s, 3)).unwrap_or_else(na);
+    let caveat = a.timing_caveat.as_ref().or(b.timing_caveat.as_ref());
     let (d, r, w) = match (ea, eb) {
         (Some(x), Some(y)) => (
             Cell::float(y - x, 3),
             ratio(x, y),
-            Cell::text(phrase(x, y, "shorter", "longer")),
+            match caveat {
+                Some(c) => Cell::text(c.split(':').next().unwrap_or("not comparable")),
+                None => Cell::text(phrase(x, y, "shorter", "longer")),
+            },
         ),
         _ => (na(), na(), na()),
     };
@@ -239,6 +285,16 @@ pub fn compare(a: &Facts, b: &Facts) -> Table {
         a.kernel_share.map(|x| x.0),
         b.kernel_share.map(|x| x.0),
     );
+    if a.kernel_share_not_measured.is_some() || b.kernel_share_not_measured.is_some() {
+        if let Some(row) = t.rows.last_mut() {
+            for (i, f) in [(1, a), (2, b)] {
+                if f.kernel_share_not_measured.is_some() {
+                    row[i] = Cell::text("not measured");
+                }
+            }
+            row[5] = Cell::text("not measured");
+        }
+    }
     counts(
         &mut t,
         "page faults",
@@ -390,6 +446,12 @@ pub fn compare(a: &Facts, b: &Facts) -> Table {
         if let Some((_, how)) = f.kernel_share {
             t.push_note(format!("kernel-time share of {name} ({}): {how}", f.kind));
         }
+        if let Some(why) = &f.kernel_share_not_measured {
+            t.push_note(format!("kernel-time share of {name} ({}): {why}", f.kind));
+        }
+    }
+    if let Some(c) = caveat {
+        t.push_note(format!("run time: {c}"));
     }
     t
 }
@@ -434,6 +496,57 @@ pub fn sentences(a: &Facts, b: &Facts) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_only_events_are_told_by_their_modifiers() {
+        for n in ["cpu-clock:u", "cycles:upp", "cpu/mem-loads/u", "cpu_core/cycles/u"] {
+            assert!(user_only_event(n), "{n}");
+        }
+        for n in [
+            "cpu-clock",
+            "cycles:uk",
+            "cycles:k",
+            "raw_syscalls:sys_enter",
+            "cpu/event=0x3c/",
+            "cpu/mem-loads,ldlat=30/P",
+        ] {
+            assert!(!user_only_event(n), "{n}");
+        }
+    }
+
+    /// A user-only recording has no kernel-time share, and says so rather than n/a or 0%;
+    /// run times from an emulated NUMA machine are not compared.
+    #[test]
+    fn rows_say_what_they_cannot_mean() {
+        let a = Facts {
+            kind: "hotspots".into(),
+            elapsed_s: Some(12.4),
+            kernel_share_not_measured: Some("not measured: its samples (cpu-clock:u) leave kernel mode out".into()),
+            timing_caveat: Some("not comparable: recorded on an emulated machine (QEMU TCG), whose NUMA nodes are equally fast".into()),
+            ..Default::default()
+        };
+        let b = Facts {
+            kind: "hotspots".into(),
+            elapsed_s: Some(6.7),
+            kernel_share: Some((5.0, "kernel-mode samples")),
+            ..Default::default()
+        };
+        let t = compare(&a, &b);
+        let row = |name: &str| {
+            t.rows
+                .iter()
+                .find(|r| matches!(r.first(), Some(Cell::Text(n)) if n == name))
+                .cloned()
+                .unwrap()
+        };
+        let k = row("kernel-time share");
+        assert_eq!(k[1], Cell::text("not measured"));
+        assert_eq!(k[5], Cell::text("not measured"));
+        assert_eq!(row("run time (s)")[5], Cell::text("not comparable"));
+        assert!(t.notes.iter().any(|n| n.contains("cpu-clock:u") && n.contains("leave kernel mode out")));
+        assert!(t.notes.iter().any(|n| n.starts_with("run time: not comparable") && n.contains("QEMU TCG")));
+        assert!(!sentences(&a, &b).iter().any(|s| s.contains("shorter")));
+    }
 
     #[test]
     fn phrases_read_like_the_recipe() {
