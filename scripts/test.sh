@@ -8,6 +8,7 @@ bash scripts/install-deps.sh
 cargo build --release --workspace --locked
 # The fuzzer's regression inputs and seeds, replayed without AFL (fuzz/ is its own workspace).
 cargo test --release --manifest-path fuzz/Cargo.toml
-cargo test --release --workspace --locked 2>&1 | tee target/test.log
-# cargo stops at the first failing test binary; make its verdict the script's.
+# Every test binary runs even after one fails (--no-fail-fast), so that one run shows every
+# failure; cargo's verdict is the script's.
+cargo test --release --workspace --locked --no-fail-fast 2>&1 | tee target/test.log
 exit "${PIPESTATUS[0]}"
