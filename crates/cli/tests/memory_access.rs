@@ -1,7 +1,9 @@
 //! `kairos collect memory-access` end to end, without a PMU (address sampling): the
 //! memory-access recipe's false sharing found, named by allocation site, and told from
 //! padding and from true sharing; object shares against a program that measures its own;
-//! the sentences for a source the machine lacks and for a static binary.
+//! unoptimised (-O0) builds, whose loads overwrite their own address registers: what is
+//! dropped, and the recovered addresses against the arrays the program prints; the
+//! sentences for a source the machine lacks and for a static binary.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 mod common;
@@ -177,6 +179,175 @@ fn object_shares_follow_the_time_spent_on_each_array() {
             "{name}: {got:.1}% sampled, {want:.1}% measured by the program"
         );
     }
+}
+
+/// `cc -O0 -g` of a sample program into `dir`: unoptimised code keeps every variable in
+/// its stack slot, so a pointer is reloaded into the register its load then overwrites
+/// (`mov rax,[rbp-0x18]; mov rax,[rax]`).
+fn unoptimised(dir: &Path, name: &str) -> std::path::PathBuf {
+    let exe = dir.join(format!("{name}-O0"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../samples/{name}.c"));
+    let cc = std::process::Command::new("cc")
+        .args(["-O0", "-g", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(cc.success(), "cc -O0 {name}.c failed");
+    exe
+}
+
+/// A figure of the summary's first section.
+fn collection_figure(dir: &Path, key: &str) -> f64 {
+    let doc = report(dir, "summary");
+    doc["blocks"][0]["values"][key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {key} in the summary: {doc}"))
+}
+
+fn hex(s: &str) -> u64 {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+}
+
+#[test]
+fn unoptimised_array_reads_lose_no_samples_and_their_addresses_are_the_elements() {
+    let t = tempdir();
+    let prog = unoptimised(t.path(), "three_arrays");
+    let turn = common::cpu_turn();
+    let run = kairos_in(
+        t.path(),
+        &[
+            "collect",
+            "memory-access",
+            "-q",
+            "-r",
+            "res",
+            "-k",
+            "source=registers",
+            "-k",
+            "sampling-interval-us=50",
+            "--",
+            prog.to_str().unwrap(),
+            "3",
+        ],
+    )
+    .ok();
+    drop(turn);
+    // Without the old value of the overwritten register, 9% of this program's samples
+    // (every one after `mov rax,[rax]`) were dropped.
+    let dropped = collection_figure(t.path(), "Dropped share");
+    assert!(dropped < 1.0, "{dropped}% of the samples dropped");
+
+    // `three_arrays: heap_array 0x.. bss_array 0x.. data_array 0x.. bytes N`
+    let line = run.stdout.lines().find(|l| l.contains(" bytes ")).unwrap();
+    let w: Vec<&str> = line.split_whitespace().collect();
+    let bytes: u64 = w[8].parse().unwrap();
+    let arrays = [hex(w[2]), hex(w[4]), hex(w[6])];
+    let built = kairos_analysis_memory_access::tables::read(&t.path().join("res/tables")).unwrap();
+    let read_array = built
+        .functions
+        .iter()
+        .position(|f| f == "read_array")
+        .unwrap() as u32;
+    let mut per_array = [0u64; 3];
+    let mut ips = std::collections::BTreeSet::new();
+    for (s, at) in built.samples.iter().zip(&built.locations) {
+        if s.function != read_array {
+            continue;
+        }
+        match arrays
+            .iter()
+            .position(|&a| s.addr >= a && s.addr < a + bytes)
+        {
+            Some(k) => {
+                assert_eq!(
+                    (s.addr - arrays[k]) % 8,
+                    0,
+                    "{:#x} is not an element of array {k} at {:#x}",
+                    s.addr,
+                    arrays[k]
+                );
+                assert_eq!((s.size, s.direction.name()), (8, "load"));
+                per_array[k] += 1;
+                ips.insert(s.ip);
+            }
+            None => assert_eq!(
+                built.objects[at.object as usize].kind.name(),
+                "stack",
+                "read_array accessed {:#x}, neither an array nor its stack",
+                s.addr
+            ),
+        }
+    }
+    // The four element loads, and the four instructions after them: sampled there, the
+    // load had overwritten its address register, and the address came from the
+    // registers that still held the array's base and the index.
+    assert_eq!(ips.len(), 8, "array accesses at {ips:x?}");
+    // Each array's share of the samples against the program's own measure of its time.
+    let line = run.stdout.lines().find(|l| l.contains(" share ")).unwrap();
+    let w: Vec<&str> = line.split_whitespace().collect();
+    let truth: Vec<f64> = [w[5], w[7], w[9]]
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let total: u64 = per_array.iter().sum();
+    assert!(
+        total >= 1000,
+        "too few samples on the arrays: {per_array:?}"
+    );
+    for (k, want) in truth.iter().enumerate() {
+        let got = 100.0 * per_array[k] as f64 / total as f64;
+        assert!(
+            (got - want).abs() <= 5.0,
+            "array {k}: {got:.1}% sampled, {want:.1}% measured by the program"
+        );
+    }
+}
+
+#[test]
+fn unoptimised_false_sharing_keeps_the_loads_of_the_counters() {
+    let t = tempdir();
+    let prog = unoptimised(t.path(), "false_sharing");
+    let turn = common::cpu_turn();
+    let run = kairos_in(
+        t.path(),
+        &[
+            "collect",
+            "memory-access",
+            "-q",
+            "-r",
+            "res",
+            "-k",
+            "source=registers",
+            "-k",
+            "sampling-interval-us=200",
+            "--",
+            prog.to_str().unwrap(),
+            "2",
+            "100000000",
+        ],
+    )
+    .ok();
+    drop(turn);
+    // Without the old value, 37% of the samples were dropped: each one right after the
+    // load of a counter (`mov rax,[rax]`), the access the threads wait on.
+    let dropped = collection_figure(t.path(), "Dropped share");
+    assert!(dropped < 1.0, "{dropped}% of the samples dropped");
+    let objects = report(t.path(), "memory-objects");
+    let counters = rows(&objects, "Memory objects")
+        .into_iter()
+        .find(|r| r["Object"] == allocation_site().as_str())
+        .unwrap();
+    assert!(counters["Loads"].as_u64() > Some(0), "{counters}");
+    assert!(counters["Stores"].as_u64() > Some(0), "{counters}");
+    let threads = printed_threads(&run.stdout);
+    assert_eq!(threads.len(), 2);
+    let lines = report(t.path(), "cache-lines");
+    let line = rows(&lines, "Cache lines")
+        .into_iter()
+        .find(|r| r["Object"] == allocation_site().as_str())
+        .unwrap();
+    assert_eq!(line["Verdict"], "false sharing", "{lines}");
 }
 
 #[test]

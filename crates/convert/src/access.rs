@@ -282,9 +282,12 @@ impl Accesses {
                 ip.wrapping_sub(f.start) < LONGEST_WALK && offset >= ip.wrapping_sub(f.start)
             });
         let (from, len) = match function {
+            // To the function's end too: an overwritten address register's old value is
+            // looked for along the whole function.
             Some(f) => (
                 offset - ip.wrapping_sub(f.start),
-                ip.wrapping_sub(f.start) as usize + MAX_INSTRUCTION_BYTES,
+                (ip.wrapping_sub(f.start) as usize + MAX_INSTRUCTION_BYTES)
+                    .max(f.size.min(LONGEST_WALK) as usize),
             ),
             None => (offset, MAX_INSTRUCTION_BYTES),
         };
@@ -301,7 +304,7 @@ impl Accesses {
             Bitness::B32
         };
         let site = match function {
-            Some(f) => Site::decode(c.bytes, f.start, ip, bitness),
+            Some(f) => Site::decode(c.bytes, f.start, f.size, ip, bitness),
             None => Site::lone(c.bytes, ip, bitness),
         };
         site.map_err(|e| e.to_string())

@@ -1,8 +1,13 @@
 //! The memory access an x86 instruction makes, from its bytes and the registers sampled
 //! before it ran; see the README.
 
+mod flow;
 mod regs;
 mod site;
+#[cfg(test)]
+mod site_tests;
+mod step;
+mod terms;
 #[cfg(test)]
 mod tests;
 
@@ -66,8 +71,10 @@ pub enum Unresolved {
     SegmentBase(&'static str),
     #[error("a vector gather or scatter (one address per element)")]
     VectorIndex,
-    #[error("the instruction that just ran changed a register of its own address")]
+    #[error("the instruction that just ran overwrote a register of its own address, and no register holds the old value")]
     AddressOverwritten,
+    #[error("the instruction that just ran overwrote a register of its own address, and its function could not be followed to find the old value: {0}")]
+    AddressUntraced(&'static str),
 }
 
 /// The base addresses of `fs` and `gs`, when the caller knows them (thread-local storage).

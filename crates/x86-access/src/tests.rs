@@ -204,7 +204,7 @@ const LOOP: [u8; 36] = [
 fn time_after_a_load_belongs_to_the_load() {
     let none = SegmentBases::default();
     let at = |off: u64| {
-        Site::decode(&LOOP, IP, IP + off, Bitness::B64)
+        Site::decode(&LOOP, IP, LOOP.len() as u64, IP + off, Bitness::B64)
             .expect("decodes")
             .resolve(&regs, &none)
     };
@@ -225,14 +225,14 @@ fn time_after_a_load_belongs_to_the_load() {
         at(0x10),
         Ok((vec![acc(0x6000, 8, Direction::Load)], Which::Current))
     );
-    assert!(Site::decode(&LOOP, IP, IP + 0x100, Bitness::B64).is_err());
+    assert!(Site::decode(&LOOP, IP, LOOP.len() as u64, IP + 0x100, Bitness::B64).is_err());
 }
 
 #[test]
 fn a_load_that_overwrote_its_address_register_is_refused() {
     // mov rax,[rax]; nop: pointer chasing leaves the old pointer nowhere.
     let f = [0x48, 0x8b, 0x00, 0x90];
-    let got = Site::decode(&f, IP, IP + 3, Bitness::B64)
+    let got = Site::decode(&f, IP, f.len() as u64, IP + 3, Bitness::B64)
         .expect("decodes")
         .resolve(&regs, &SegmentBases::default());
     assert_eq!(got, Err(Unresolved::AddressOverwritten));

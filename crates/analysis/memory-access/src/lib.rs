@@ -10,6 +10,7 @@ pub mod blocks;
 pub mod build;
 pub mod claim;
 mod collect;
+mod drops;
 mod finish;
 pub mod lines;
 mod lines_report;

@@ -1,6 +1,7 @@
 //! The instruction of a live sample, for [`crate::live`]: its function's bytes read from
 //! the running process, so that `Site::decode` can take the access from the instruction
-//! that just ran (a timer sample lands after the load it waited on), as the converter
+//! that just ran (a timer sample lands after the load it waited on), and follow the whole
+//! function where that instruction overwrote its address register, as the converter
 //! does. The function comes from the ELF symbols of the file mapped at the IP; without
 //! one, the instruction at the IP alone is decoded.
 
@@ -88,28 +89,31 @@ pub(crate) struct LiveCode {
 impl LiveCode {
     /// The decoded site at `ip` of `pid`, or None when its code cannot be read or decoded.
     pub(crate) fn site(&mut self, pid: i32, ip: u64, bitness: Bitness) -> Option<Site> {
-        // Runtime start of the function around ip, when a symbol says where it starts.
-        let start = self
-            .function_start(pid, ip)
-            .filter(|&s| ip - s < LONGEST_WALK);
+        // Runtime start and size of the function around ip, when a symbol says.
+        let function = self
+            .function(pid, ip)
+            .filter(|&(s, _)| ip - s < LONGEST_WALK);
         let file = self
             .mem
             .entry(pid)
             .or_insert_with(|| File::open(format!("/proc/{pid}/mem")).ok())
             .as_ref()?;
-        let from = start.unwrap_or(ip);
-        let mut bytes = vec![0u8; (ip - from) as usize + MAX_INSTRUCTION_BYTES];
+        let (from, size) = function.unwrap_or((ip, 0));
+        let len =
+            ((ip - from) as usize + MAX_INSTRUCTION_BYTES).max(size.min(LONGEST_WALK) as usize);
+        let mut bytes = vec![0u8; len];
         let n = file
             .read_at(&mut bytes, from)
             .ok()
             .filter(|&n| n as u64 > ip - from)?;
-        match start {
-            Some(s) => Site::decode(&bytes[..n], s, ip, bitness).ok(),
+        match function {
+            Some((s, size)) => Site::decode(&bytes[..n], s, size, ip, bitness).ok(),
             None => Site::lone(&bytes[..n], ip, bitness).ok(),
         }
     }
 
-    fn function_start(&mut self, pid: i32, ip: u64) -> Option<u64> {
+    /// The runtime (start, size) of the function holding `ip`.
+    fn function(&mut self, pid: i32, ip: u64) -> Option<(u64, u64)> {
         let find = |m: &[Mapping]| kairos_procfs::maps::find(m, ip).cloned();
         let (maps, read_at) = self
             .maps
@@ -126,8 +130,8 @@ impl LiveCode {
             .entry(m.path.clone())
             .or_insert_with(|| Elf::read(&m.path));
         let a = elf.vaddr(ip - m.start + m.offset)?;
-        let (f, _) = elf.function(a)?;
-        Some(ip - (a - f))
+        let (f, size) = elf.function(a)?;
+        Some((ip - (a - f), size))
     }
 }
 

@@ -136,17 +136,7 @@ pub fn summary(d: &AccessData, meta: &[(String, String)], top: usize) -> Documen
     }
     s.push("Samples with a data address", Cell::UInt(with_address));
     s.push("Samples without one", Cell::UInt(unresolved));
-    if d.source == Source::Registers && with_address + unresolved > 0 {
-        // Without a PMU, the share of time the threads were at a memory access stands in
-        // for the memory-bound share.
-        s.push(
-            "Time at memory accesses",
-            share(with_address, with_address + unresolved),
-        );
-    }
-    for (why, n) in &d.unresolved {
-        s.push(format!("  {why}"), Cell::UInt(*n));
-    }
+    crate::drops::push_rows(d, &mut s);
     if d.source == Source::Registers {
         s.push(
             "Weights",
