@@ -91,14 +91,12 @@ pub fn run(args: ImportArgs) -> CliResult {
     session::save(&dir)?;
     // --buildid-dir caches first (perf archive tarballs unpacked until the end), then
     // the user's own (~/.debug).
-    let (mut buildid_dirs, _unpacked) = kairos_symbolize::buildid_cache::open_dirs(
-        &args.buildid_dirs,
-    )
-    .map_err(|e| {
-        UserError::failed(format!(
+    let (mut buildid_dirs, _unpacked) =
+        kairos_symbolize::buildid_cache::open_dirs(&args.buildid_dirs).map_err(|e| {
+            UserError::failed(format!(
             "{e}; --buildid-dir takes a perf build-id cache directory or a `perf archive` tarball"
         ))
-    })?;
+        })?;
     buildid_dirs.extend(kairos_symbolize::buildid_cache::default_dirs());
     let opts = ConvertOptions {
         symbolizer: SymbolizerOptions {

@@ -10,9 +10,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use clap::Args;
 use crate::error::{CliResult, UserError};
 use crate::hugepage_setup::{self, pool_now, Mode};
+use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -91,7 +91,10 @@ pub fn run(args: RunArgs) -> CliResult {
             return Err(e);
         }
     };
-    if mode == Mode::Hugetlb && reserve_n.is_none() && hugepage_setup::meminfo("HugePages_Free").unwrap_or(0) == 0 {
+    if mode == Mode::Hugetlb
+        && reserve_n.is_none()
+        && hugepage_setup::meminfo("HugePages_Free").unwrap_or(0) == 0
+    {
         eprintln!("kairos: warning: the 2 MiB pool has no free pages, so malloc will fall back to 4 KiB pages; give --reserve N (see `kairos report hugepages`)");
     }
     let tunable = mode.tunable();
@@ -162,8 +165,7 @@ pub fn run(args: RunArgs) -> CliResult {
         "  Page faults:            {} ({minflt} minor, {majflt} major)",
         minflt + majflt
     );
-    let (samples, hugetlb_peak, thp_peak) =
-        (seen.samples, seen.hugetlb_peak_kb, seen.thp_peak_kb);
+    let (samples, hugetlb_peak, thp_peak) = (seen.samples, seen.hugetlb_peak_kb, seen.thp_peak_kb);
     println!("  /proc samples (50 ms):  {samples}");
     println!(
         "  HugetlbPages, peak:     {hugetlb_peak} kB ({} pages of 2 MiB)",

@@ -18,9 +18,9 @@ mod collect_cache;
 mod collect_hugepages;
 mod error;
 mod hugepage_setup;
-mod own_env;
 mod knobs;
 mod mmap_pages;
+mod own_env;
 mod perf_options;
 mod run_llc;
 

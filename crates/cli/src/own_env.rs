@@ -58,7 +58,10 @@ mod tests {
 
     #[test]
     fn only_the_huge_page_tunable_is_taken_out() {
-        assert_eq!(without_hugetlb("glibc.malloc.hugetlb=2"), Some(String::new()));
+        assert_eq!(
+            without_hugetlb("glibc.malloc.hugetlb=2"),
+            Some(String::new())
+        );
         assert_eq!(
             without_hugetlb("glibc.malloc.check=3:glibc.malloc.hugetlb=1"),
             Some("glibc.malloc.check=3".into())

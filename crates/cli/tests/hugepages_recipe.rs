@@ -313,19 +313,34 @@ fn collect_with_huge_pages_gives_them_to_the_target_only() {
     let r = kairos_in(
         dir.path(),
         &[
-            "collect", "hotspots", "-q", "--hugepages=hugetlb", "--reserve", "52", "-r", "opt",
-            "--", m, "2100", "interchange",
+            "collect",
+            "hotspots",
+            "-q",
+            "--hugepages=hugetlb",
+            "--reserve",
+            "52",
+            "-r",
+            "opt",
+            "--",
+            m,
+            "2100",
+            "interchange",
         ],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stdout.contains("GLIBC_TUNABLES=glibc.malloc.hugetlb=2") && !r.stderr.contains("NOT used"),
+        r.stdout.contains("GLIBC_TUNABLES=glibc.malloc.hugetlb=2")
+            && !r.stderr.contains("NOT used"),
         "{}\n{}",
         r.stdout,
         r.stderr
     );
     assert_eq!(hugetlb_peak_pages(&dir.path().join("opt")), 52);
-    assert_eq!(std::fs::read_to_string(POOL).unwrap(), restore.0, "the pool was not restored");
+    assert_eq!(
+        std::fs::read_to_string(POOL).unwrap(),
+        restore.0,
+        "the pool was not restored"
+    );
 
     // The pool at exactly 52 free pages, and the tunable in kairos's own environment.
     let free = |k: &str| {
@@ -337,9 +352,23 @@ fn collect_with_huge_pages_gives_them_to_the_target_only() {
     };
     let total: u64 = restore.0.trim().parse().unwrap();
     std::fs::write(POOL, format!("{}\n", total - free("HugePages_Free:") + 52)).unwrap();
-    assert_eq!(free("HugePages_Free:"), 52, "could not set the pool to 52 free pages");
+    assert_eq!(
+        free("HugePages_Free:"),
+        52,
+        "could not set the pool to 52 free pages"
+    );
     let out = std::process::Command::new(common::kairos_bin())
-        .args(["collect", "hotspots", "-q", "-r", "env", "--", m, "2100", "interchange"])
+        .args([
+            "collect",
+            "hotspots",
+            "-q",
+            "-r",
+            "env",
+            "--",
+            m,
+            "2100",
+            "interchange",
+        ])
         .current_dir(dir.path())
         .env("GLIBC_TUNABLES", "glibc.malloc.hugetlb=2")
         .output()
@@ -353,12 +382,43 @@ fn collect_with_huge_pages_gives_them_to_the_target_only() {
     );
     // Bad combinations are one sentence each and change nothing.
     for (args, want) in [
-        (vec!["collect", "hotspots", "--hugepages=thp", "--reserve", "3", "--", "true"], "--reserve applies to --hugepages=hugetlb"),
-        (vec!["collect", "hotspots", "--reserve", "3", "--", "true"], "--reserve goes with --hugepages=hugetlb"),
-        (vec!["collect", "hotspots", "--hugepages=hugetlb", "-a", "-d", "1"], "applies to a program Kairos launches"),
-        (vec!["collect", "hotspots", "--hugepages=big", "--", "true"], "is not a mode"),
+        (
+            vec![
+                "collect",
+                "hotspots",
+                "--hugepages=thp",
+                "--reserve",
+                "3",
+                "--",
+                "true",
+            ],
+            "--reserve applies to --hugepages=hugetlb",
+        ),
+        (
+            vec!["collect", "hotspots", "--reserve", "3", "--", "true"],
+            "--reserve goes with --hugepages=hugetlb",
+        ),
+        (
+            vec![
+                "collect",
+                "hotspots",
+                "--hugepages=hugetlb",
+                "-a",
+                "-d",
+                "1",
+            ],
+            "applies to a program Kairos launches",
+        ),
+        (
+            vec!["collect", "hotspots", "--hugepages=big", "--", "true"],
+            "is not a mode",
+        ),
     ] {
         let r = kairos_in(dir.path(), &args);
-        assert!(r.code != 0 && r.stderr.contains(want), "{args:?}: {}", r.stderr);
+        assert!(
+            r.code != 0 && r.stderr.contains(want),
+            "{args:?}: {}",
+            r.stderr
+        );
     }
 }

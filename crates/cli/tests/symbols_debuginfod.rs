@@ -136,6 +136,7 @@ fn a_stripped_binary_gets_functions_and_lines_from_debuginfod() {
         "300",
     ])
     .ok();
+    let no_cache = dir.path().join("empty-buildid-cache");
     let import = |out: &Path| {
         let o = Command::new(kairos_bin())
             .args([
@@ -147,6 +148,9 @@ fn a_stripped_binary_gets_functions_and_lines_from_debuginfod() {
             .env("DEBUGINFOD_URLS", format!("http://127.0.0.1:{port}"))
             .env("DEBUGINFOD_CACHE_PATH", &cache)
             .env("DEBUGINFOD_TIMEOUT", "20")
+            // perf record (other tests, the user) caches binaries by build id in ~/.debug,
+            // where they would be found before the server is asked.
+            .env("PERF_BUILDID_DIR", &no_cache)
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -301,12 +301,20 @@ fn faults_of_our_own_sampling_are_left_out_and_counted() {
     ])
     .ok()
     .stdout;
-    assert!(s.contains("kfaults: kernel 20000 efault 20000 user 2000"), "{s}");
+    assert!(
+        s.contains("kfaults: kernel 20000 efault 20000 user 2000"),
+        "{s}"
+    );
     let kernel = summary_count(&s, "Fault-handler entries from kernel mode:");
     let own = summary_count(&s, "Left out: faults of the recording's own stack walks:");
     let samples: u64 = s
         .lines()
-        .find_map(|l| l.trim().strip_prefix("Events:")?.trim().strip_prefix("cpu-clock:"))
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Events:")?
+                .trim()
+                .strip_prefix("cpu-clock:")
+        })
         .and_then(|r| r.trim().split(' ').next())
         .map(|n| n.replace(',', "").parse().unwrap())
         .unwrap_or_else(|| panic!("no cpu-clock count:\n{s}"));
@@ -323,7 +331,10 @@ fn faults_of_our_own_sampling_are_left_out_and_counted() {
     let r = kairos(&["report", "page-faults", "-r", path_str(&dir)])
         .ok()
         .stdout;
-    assert!(r.contains(&format!("{own} page faults taken while kairos read")), "{r}");
+    assert!(
+        r.contains(&format!("{own} page faults taken while kairos read")),
+        "{r}"
+    );
     let r = kairos(&["report", "summary", "-r", path_str(&dir)])
         .ok()
         .stdout;

@@ -144,12 +144,7 @@ pub fn build(spec: &AttrSpec) -> b::perf_event_attr {
     // inode to tell files apart), thread names including at exec, and fork/exit.
     a.set_mmap(1);
     a.set_mmap2(1);
-    // MMAP2 records with the file's build id instead of its inode, where the kernel gives
-    // them (5.12+): a recording then names exactly which build ran, so that symbols are
-    // found in build-id caches and debuginfod, and another build at the path is refused.
-    if mmap_build_ids() {
-        a.set_build_id(1);
-    }
+    // Not attr.build_id: build ids are read from the mapped files (build_ids.rs says why).
     a.set_comm(1);
     a.set_comm_exec(1);
     a.set_task(1);
@@ -192,27 +187,6 @@ pub fn build(spec: &AttrSpec) -> b::perf_event_attr {
         a.__bindgen_anon_2.wakeup_watermark = spec.wakeup_bytes;
     }
     a
-}
-
-/// Whether this kernel puts build ids in MMAP2 records (`attr.build_id`, Linux 5.12):
-/// asked once, by opening a disabled dummy event on ourselves with the bit set (older
-/// kernels refuse the unknown bit with EINVAL).
-pub fn mmap_build_ids() -> bool {
-    static KNOWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *KNOWN.get_or_init(|| {
-        // SAFETY: perf_event_attr is plain old data; all-zero is its documented default.
-        let mut a: b::perf_event_attr = unsafe { std::mem::zeroed() };
-        a.size = ATTR_SIZE;
-        a.type_ = b::PERF_TYPE_SOFTWARE;
-        a.config = b::PERF_COUNT_SW_DUMMY as u64;
-        a.set_disabled(1);
-        a.set_exclude_kernel(1);
-        a.set_exclude_hv(1);
-        a.set_mmap(1);
-        a.set_mmap2(1);
-        a.set_build_id(1);
-        crate::open::open_fd(&mut a, 0, -1).is_ok()
-    })
 }
 
 /// The bytes of the attr as the file stores them (its declared size).

@@ -8,6 +8,7 @@
 //! finishes the file, so the result always opens in `perf script`.
 
 pub mod attr;
+mod build_ids;
 pub mod calibrate;
 mod cpus;
 pub mod device_io;

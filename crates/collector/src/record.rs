@@ -16,6 +16,7 @@ pub(crate) struct Sink {
     pub(crate) last_time: u64,
     pub(crate) write_error: Option<String>,
     pub(crate) hook: Option<sample_hook::Hook>,
+    pub(crate) build_ids: crate::build_ids::BuildIds,
 }
 
 pub(crate) const PERF_RECORD_LOST: u32 = 2;
@@ -52,6 +53,7 @@ impl Sink {
             // Both carry {u64 id, u64 lost} first.
             PERF_RECORD_LOST | PERF_RECORD_LOST_SAMPLES => self.lost += u64_at(rec, 16),
             PERF_RECORD_THROTTLE => self.throttled += 1,
+            kairos_perf_data::PERF_RECORD_MMAP2 => self.build_ids.offer(rec),
             _ => {}
         }
         if let Err(e) = self.writer.write_record(rec) {
@@ -197,6 +199,7 @@ pub(crate) fn run(
         last_time: 0,
         write_error: None,
         hook,
+        build_ids: Default::default(),
     };
     let start_ns = monotonic_ns();
     let trailer = IdTrailer {
@@ -354,6 +357,8 @@ pub(crate) fn run(
     if sink.samples > 0 {
         sink.writer.set_sample_time(sink.first_time, sink.last_time);
     }
+    let ids = sink.build_ids.entries().to_vec();
+    sink.writer.set_build_ids(&ids);
     drop(rings);
     drop(extra_fds);
     drop(events);

@@ -73,10 +73,7 @@ impl Facts {
         if numa_emulated || cpu.is_some_and(|c| c.contains("QEMU TCG")) {
             f.timing_caveat = Some("not comparable: recorded on an emulated machine (QEMU TCG), whose NUMA nodes are equally fast; a NUMA fix changes where pages are there but not how long the program runs: compare run times on real sockets".into());
         }
-        let user_only = m
-            .event
-            .as_ref()
-            .is_some_and(|e| user_only_event(&e.name));
+        let user_only = m.event.as_ref().is_some_and(|e| user_only_event(&e.name));
         if let Some(p) = m.extra.get("process") {
             f.page_faults = match (u(p, "minor_faults"), u(p, "major_faults")) {
                 (Some(a), b) => Some(a + b.unwrap_or(0)),
@@ -499,7 +496,12 @@ mod tests {
 
     #[test]
     fn user_only_events_are_told_by_their_modifiers() {
-        for n in ["cpu-clock:u", "cycles:upp", "cpu/mem-loads/u", "cpu_core/cycles/u"] {
+        for n in [
+            "cpu-clock:u",
+            "cycles:upp",
+            "cpu/mem-loads/u",
+            "cpu_core/cycles/u",
+        ] {
             assert!(user_only_event(n), "{n}");
         }
         for n in [
@@ -543,8 +545,14 @@ mod tests {
         assert_eq!(k[1], Cell::text("not measured"));
         assert_eq!(k[5], Cell::text("not measured"));
         assert_eq!(row("run time (s)")[5], Cell::text("not comparable"));
-        assert!(t.notes.iter().any(|n| n.contains("cpu-clock:u") && n.contains("leave kernel mode out")));
-        assert!(t.notes.iter().any(|n| n.starts_with("run time: not comparable") && n.contains("QEMU TCG")));
+        assert!(t
+            .notes
+            .iter()
+            .any(|n| n.contains("cpu-clock:u") && n.contains("leave kernel mode out")));
+        assert!(t
+            .notes
+            .iter()
+            .any(|n| n.starts_with("run time: not comparable") && n.contains("QEMU TCG")));
         assert!(!sentences(&a, &b).iter().any(|s| s.contains("shorter")));
     }
 

@@ -259,6 +259,34 @@ impl PerfDataWriter {
         self.features.insert(feature::SAMPLE_TIME, body);
     }
 
+    /// The BUILD_ID table: one `perf_record_header_build_id` per (build id, file) of user
+    /// space on this host (pid -1, as perf writes it), the id's length in its size byte.
+    pub fn set_build_ids(&mut self, entries: &[(Vec<u8>, String)]) {
+        let mut body = Vec::new();
+        for (id, name) in entries {
+            let id = &id[..id.len().min(20)];
+            let name_len = (name.len() + 1).div_ceil(NAME_ALIGN) * NAME_ALIGN;
+            let size = 8 + 4 + 24 + name_len;
+            let Ok(size16) = u16::try_from(size) else {
+                continue;
+            };
+            body.extend_from_slice(&0u32.to_le_bytes());
+            let misc = crate::consts::PERF_RECORD_MISC_USER
+                | crate::consts::PERF_RECORD_MISC_BUILD_ID_SIZE;
+            body.extend_from_slice(&misc.to_le_bytes());
+            body.extend_from_slice(&size16.to_le_bytes());
+            body.extend_from_slice(&(-1i32).to_le_bytes());
+            let mut data = [0u8; 24];
+            data[..id.len()].copy_from_slice(id);
+            data[20] = id.len() as u8;
+            body.extend_from_slice(&data);
+            let mut n = name.as_bytes().to_vec();
+            n.resize(name_len, 0);
+            body.extend_from_slice(&n);
+        }
+        self.features.insert(feature::BUILD_ID, body);
+    }
+
     /// Any other feature, body already encoded. EVENT_DESC set this way replaces the one
     /// generated from the attrs.
     pub fn set_feature_raw(&mut self, bit: u32, body: Vec<u8>) {

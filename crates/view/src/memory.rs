@@ -99,9 +99,10 @@ impl Memory {
     }
 
     pub fn object_kind(&self, o: u32) -> kairos_analysis_memory_access::objects::ObjectKind {
-        self.objects
-            .get(o as usize)
-            .map_or(kairos_analysis_memory_access::objects::ObjectKind::Unknown, |x| x.kind)
+        self.objects.get(o as usize).map_or(
+            kairos_analysis_memory_access::objects::ObjectKind::Unknown,
+            |x| x.kind,
+        )
     }
 
     pub fn object_name(&self, o: u32) -> &str {

@@ -295,7 +295,10 @@ fn a_block_that_starts_inside_a_line_is_fixed_by_aligning_the_allocation() {
     );
     assert!(!fix.contains("pad each"), "{fix}");
     let fix = l.fix(ObjectKind::Static).unwrap();
-    assert!(fix.contains("alignas(64)") && !fix.contains("aligned_alloc"), "{fix}");
+    assert!(
+        fix.contains("alignas(64)") && !fix.contains("aligned_alloc"),
+        "{fix}"
+    );
 }
 
 /// Threads 8 bytes apart: their data shares a line whatever the start; padding is the
@@ -305,12 +308,17 @@ fn interleaved_data_is_fixed_by_padding_and_a_heap_block_by_alignment_too() {
     let l = shared_line(0, (0, 7), (8, 15));
     assert!(!l.sharing_from_alignment());
     let fix = l.fix(ObjectKind::Static).unwrap();
-    assert!(fix.contains("pad to 64 bytes or align with alignas(64)"), "{fix}");
+    assert!(
+        fix.contains("pad to 64 bytes or align with alignas(64)"),
+        "{fix}"
+    );
     let l = shared_line(32, (0, 7), (8, 15));
     assert!(!l.sharing_from_alignment());
     let fix = l.fix(ObjectKind::Heap).unwrap();
     assert!(
-        fix.contains("pad each thread's part") && fix.contains("starts 32 bytes into a line") && fix.contains("aligned_alloc(64, size)"),
+        fix.contains("pad each thread's part")
+            && fix.contains("starts 32 bytes into a line")
+            && fix.contains("aligned_alloc(64, size)"),
         "{fix}"
     );
 }
