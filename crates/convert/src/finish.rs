@@ -122,12 +122,8 @@ impl State {
                 time: is_timer(&a.attr),
             })
             .collect();
-        let default = profile.default_event() as usize;
-        profile.weight_event = profile
-            .events
-            .get(default)
-            .filter(|e| !e.time)
-            .map(|e| e.name.clone());
+        let (default, _) = profile.default_events();
+        profile.weight_event = (!default.time).then_some(default.name);
         let left_out = self.guest_samples + self.unattributed_samples;
         Converted {
             profile,

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 
 pub mod columns;
 pub use columns::{Narrow, SampleColumns};
+mod events;
+pub use events::{DefaultEvent, EventChoice};
 
 /// Index into [`Profile::threads`].
 pub type ThreadIdx = u32;
@@ -230,7 +232,7 @@ pub struct Profile {
     pub sample_events: Vec<u16>,
 }
 
-/// An event name without perf's modifiers; see [`Profile::find_event`].
+/// An event name without perf's modifiers; see [`Profile::find_events`].
 pub fn event_base_name(name: &str) -> &str {
     let mut parts = name.split('/');
     let (first, inner) = (parts.next().unwrap_or(name), parts.next());
@@ -295,75 +297,6 @@ impl Profile {
             }
         }
         t
-    }
-
-    /// The event reports show when none is asked for: the first that has samples.
-    pub fn default_event(&self) -> u16 {
-        // The first event with samples is the smallest event index any sample has (among
-        // the known events); without per-sample events every sample is of event 0. Asked
-        // several times per command over millions of samples, so no weight sums here.
-        let known = self.events.len().max(1);
-        let n = self.samples.len();
-        if self.sample_events.len() < n {
-            return 0; // samples past the end of `sample_events` are of event 0
-        }
-        self.sample_events[..n]
-            .iter()
-            .copied()
-            .filter(|&e| (e as usize) < known)
-            .min()
-            .unwrap_or(0)
-    }
-
-    /// The index of the event called `name`: exactly, or by its base name without perf's
-    /// modifiers (`cycles:u` is `cycles`, `page-faults/period=5/` is `page-faults`,
-    /// `cpu/mem-loads,ldlat=30/P` is `mem-loads`).
-    pub fn find_event(&self, name: &str) -> Option<u16> {
-        let exact = self.events.iter().position(|e| e.name == name);
-        let want = event_base_name(name);
-        exact
-            .or_else(|| {
-                self.events
-                    .iter()
-                    .position(|e| event_base_name(&e.name) == want)
-            })
-            .map(|i| i as u16)
-    }
-
-    /// Keeps only the samples of `event` (and their branch records), and says what
-    /// their weights count. Every analysis works on one event at a time.
-    pub fn select_event(&mut self, event: u16) {
-        if let Some(e) = self.events.get(event as usize) {
-            self.weight_event = (!e.time).then(|| e.name.clone());
-        }
-        if self.sample_events.is_empty() {
-            if event != 0 {
-                self.samples.clear();
-                self.branches.clear();
-            }
-            return;
-        }
-        let events = std::mem::take(&mut self.sample_events);
-        let mut new_index = vec![u32::MAX; self.samples.len()];
-        let mut kept = 0u32;
-        let mut i = 0usize;
-        self.samples.retain(|_| {
-            let keep = events.get(i).copied().unwrap_or(0) == event;
-            if keep {
-                new_index[i] = kept;
-                kept += 1;
-            }
-            i += 1;
-            keep
-        });
-        self.branches
-            .retain_mut(|b| match new_index.get(b.sample as usize) {
-                Some(&n) if n != u32::MAX => {
-                    b.sample = n;
-                    true
-                }
-                _ => false,
-            });
     }
 
     /// First and last sample time, or None when there are no samples.
@@ -456,9 +389,10 @@ mod tests {
             events: vec![ev("cycles:u"), ev("cycles"), ev("page-faults/period=5/")],
             ..Default::default()
         };
-        assert_eq!(p.find_event("cycles"), Some(1), "an exact name wins");
-        assert_eq!(p.find_event("page-faults"), Some(2));
-        assert_eq!(p.find_event("instructions"), None);
+        let found = |n: &str| p.find_events(n).map(|c| c.events);
+        assert_eq!(found("cycles"), Some(vec![1]), "an exact name wins");
+        assert_eq!(found("page-faults"), Some(vec![2]));
+        assert_eq!(found("instructions"), None);
     }
 
     #[test]

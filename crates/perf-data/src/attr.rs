@@ -168,7 +168,20 @@ impl EventAttr {
         self.freq().then_some(self.sample_period_or_freq)
     }
 
+    /// On a hybrid CPU (Alder Lake and later, big.LITTLE Arm) a hardware or hardware-cache
+    /// event is opened once per core type, its config carrying that core type's PMU type
+    /// in the upper 32 bits (the kernel's `PERF_PMU_TYPE_SHIFT`); None for any other
+    /// event. PMU_MAPPINGS names the type (`cpu_core`, `cpu_atom`).
+    pub fn hybrid_pmu_type(&self) -> Option<u32> {
+        const PERF_PMU_TYPE_SHIFT: u32 = 32;
+        matches!(self.type_, PERF_TYPE_HARDWARE | PERF_TYPE_HW_CACHE)
+            .then_some((self.config >> PERF_PMU_TYPE_SHIFT) as u32)
+            .filter(|&t| t != 0)
+    }
+
     /// A perf-like name when the file has no EVENT_DESC (for example "cycles", "raw 0xc4").
+    /// A hybrid event's core type is not part of it (see [`PerfFile`](crate::PerfFile)'s
+    /// names).
     pub fn event_name(&self) -> String {
         const HW: [&str; 10] = [
             "cycles",

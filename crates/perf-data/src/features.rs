@@ -44,6 +44,9 @@ pub struct Features {
     pub thread_siblings: Vec<String>,
     /// MEM_TOPOLOGY: which node each block of physical memory is on.
     pub mem_topology: Option<MemTopology>,
+    /// PMU_MAPPINGS: the PMU types of the recording machine's kernel and their names
+    /// (`4: cpu_core`, `10: cpu_atom`, `8: ibs_op`), as (type, name).
+    pub pmu_mappings: Vec<(u32, String)>,
     /// Every feature bit set in the header, known or not.
     pub present: Vec<u32>,
     /// Feature bits whose section was out of bounds or malformed (and skipped).
@@ -122,6 +125,14 @@ pub struct BuildIdEntry {
 }
 
 impl Features {
+    /// The name of PMU type `type_` in PMU_MAPPINGS (`cpu_core`), if the header has it.
+    pub fn pmu_name(&self, type_: u32) -> Option<&str> {
+        self.pmu_mappings
+            .iter()
+            .find(|(t, _)| *t == type_)
+            .map(|(_, n)| n.as_str())
+    }
+
     pub(crate) fn parse(file: &[u8], header: &FileHeader) -> Features {
         let mut f = Features {
             present: (0u32..256).filter(|&b| header.has_feature(b)).collect(),
@@ -202,6 +213,14 @@ impl Features {
                 self.numa_nodes = nodes;
             }
             HEADER_MEM_TOPOLOGY => self.mem_topology = Some(mem_topology(&mut c)?),
+            HEADER_PMU_MAPPINGS => {
+                let n = c.u32()?;
+                let mut v = Vec::new();
+                for _ in 0..n {
+                    v.push((c.u32()?, string(&mut c)?));
+                }
+                self.pmu_mappings = v;
+            }
             HEADER_CPU_TOPOLOGY => {
                 // Later perf versions append core and die ids; the sibling lists come first.
                 let mut lists = || -> Result<Vec<String>, Short> {

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::attr::{parse_attrs, AttrEntry};
+use crate::consts::PERF_TYPE_BREAKPOINT;
 use crate::error::PerfDataError;
 use crate::features::Features;
 use crate::header::FileHeader;
@@ -129,6 +130,7 @@ impl PerfFile {
         if file.attrs.iter().all(|a| a.name.is_none()) {
             name_attrs(&mut file.attrs, &file.features);
         }
+        name_pmus(&mut file.attrs, &file.features);
         file.attribution = Attribution::new(&file.attrs);
         file.storage = storage;
         Ok(file)
@@ -237,6 +239,29 @@ fn data_range(header: &FileHeader, len: usize) -> (usize, usize) {
             .min(len)
     };
     (start, end.max(start))
+}
+
+/// Names the PMU of the events whose PMU the name alone does not tell, from PMU_MAPPINGS:
+/// a hybrid CPU's hardware event is `cpu_core/cycles/` or `cpu_atom/cycles/` (as perf
+/// names them), also where the file names both `cycles` or names neither; an unnamed
+/// event of a dynamic PMU is `ibs_op/config=0x0/`.
+fn name_pmus(attrs: &mut [AttrEntry], features: &Features) {
+    for a in attrs {
+        let qualified = a.name.as_deref().is_some_and(|n| n.contains('/'));
+        if let Some(t) = a.attr.hybrid_pmu_type().filter(|_| !qualified) {
+            let pmu = features
+                .pmu_name(t)
+                .map_or_else(|| format!("pmu{t}"), str::to_string);
+            let name = a.name.clone().unwrap_or_else(|| a.attr.event_name());
+            // `cycles:u` becomes `cpu_core/cycles/u`, as perf writes modifiers after the PMU.
+            let (event, modifiers) = name.split_once(':').unwrap_or((&name, ""));
+            a.name = Some(format!("{pmu}/{event}/{modifiers}"));
+        } else if a.name.is_none() && a.attr.type_ > PERF_TYPE_BREAKPOINT {
+            if let Some(pmu) = features.pmu_name(a.attr.type_) {
+                a.name = Some(format!("{pmu}/config=0x{:x}/", a.attr.config));
+            }
+        }
+    }
 }
 
 /// Gives each attr its EVENT_DESC name, matched by sample id (or by position when the

@@ -287,6 +287,19 @@ impl PerfDataWriter {
         self.features.insert(feature::BUILD_ID, body);
     }
 
+    /// PMU_MAPPINGS: each PMU type number of the kernel with its name (`cpu_core`), from
+    /// `/sys/bus/event_source/devices/*/type`; `perf report --header` lists them and a
+    /// hybrid CPU's events are named by them.
+    pub fn set_pmu_mappings(&mut self, pmus: &[(u32, &str)]) {
+        let mut body = Vec::new();
+        body.extend_from_slice(&(pmus.len() as u32).to_le_bytes());
+        for (type_, name) in pmus {
+            body.extend_from_slice(&type_.to_le_bytes());
+            put_string(&mut body, name);
+        }
+        self.features.insert(feature::PMU_MAPPINGS, body);
+    }
+
     /// Any other feature, body already encoded. EVENT_DESC set this way replaces the one
     /// generated from the attrs.
     pub fn set_feature_raw(&mut self, bit: u32, body: Vec<u8>) {
@@ -501,6 +514,96 @@ mod tests {
         assert_eq!(hs, 4 + 64);
         assert_eq!(&bytes[ho + 4..ho + 8], b"host");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A 128-byte perf_event_attr of `type_` and `config`.
+    fn attr(type_: u32, config: u64) -> Vec<u8> {
+        let mut a = vec![0u8; 128];
+        a[0..4].copy_from_slice(&type_.to_le_bytes());
+        a[4..8].copy_from_slice(&128u32.to_le_bytes());
+        a[8..16].copy_from_slice(&config.to_le_bytes());
+        a
+    }
+
+    /// Writes a file of `attrs` (type, config, name) with PMU_MAPPINGS and reads it back.
+    fn hybrid_file(attrs: &[(u32, u64, &str)], mappings: bool) -> crate::PerfFile {
+        static FILES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "kairos-write-hybrid-{}-{n}.data",
+            std::process::id()
+        ));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .expect("create");
+        let mut w = PerfDataWriter::create(file).expect("writer");
+        for (i, (t, c, name)) in attrs.iter().enumerate() {
+            w.add_attr(attr(*t, *c), vec![100 + i as u64], (*name).into());
+        }
+        if mappings {
+            w.set_pmu_mappings(&[(4, "cpu_core"), (10, "cpu_atom"), (1, "software")]);
+        }
+        w.write_record(&[68u8, 0, 0, 0, 0, 0, 8, 0])
+            .expect("record");
+        w.finish().expect("finish");
+        let bytes = std::fs::read(&path).expect("read");
+        let _ = std::fs::remove_file(&path);
+        crate::PerfFile::from_bytes(bytes).expect("read back")
+    }
+
+    fn names(f: &crate::PerfFile) -> Vec<String> {
+        f.attrs()
+            .iter()
+            .map(|a| a.name.clone().unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn pmu_mappings_are_written_read_and_name_a_hybrid_cpus_events() {
+        let hybrid = [
+            (0, 4 << 32, "cycles"),
+            (0, 10 << 32, "cycles"),
+            (0, (4 << 32) | 1, "instructions:u"),
+            (1, 0, "cpu-clock"),
+        ];
+        let f = hybrid_file(&hybrid, true);
+        assert_eq!(
+            f.features().pmu_mappings,
+            [
+                (4, "cpu_core".to_string()),
+                (10, "cpu_atom".into()),
+                (1, "software".into())
+            ]
+        );
+        assert_eq!(f.features().pmu_name(10), Some("cpu_atom"));
+        assert_eq!(f.attrs()[0].attr.hybrid_pmu_type(), Some(4));
+        assert_eq!(f.attrs()[3].attr.hybrid_pmu_type(), None);
+        assert_eq!(
+            names(&f),
+            [
+                "cpu_core/cycles/",
+                "cpu_atom/cycles/",
+                "cpu_core/instructions/u",
+                "cpu-clock"
+            ]
+        );
+        // As perf names them: left as they are.
+        let f = hybrid_file(
+            &[
+                (0, 4 << 32, "cpu_core/cycles/"),
+                (0, 10 << 32, "cpu_atom/cycles/"),
+            ],
+            true,
+        );
+        assert_eq!(names(&f), ["cpu_core/cycles/", "cpu_atom/cycles/"]);
+        // Without PMU_MAPPINGS the type number tells them apart.
+        let f = hybrid_file(&[(0, 4 << 32, "cycles"), (0, 10 << 32, "cycles")], false);
+        assert!(f.features().pmu_mappings.is_empty());
+        assert_eq!(names(&f), ["pmu4/cycles/", "pmu10/cycles/"]);
     }
 
     #[test]

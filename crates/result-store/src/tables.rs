@@ -376,17 +376,18 @@ fn ids(r: &Range<usize>) -> ArrayRef {
 }
 
 /// Reads the profile and keeps the samples of one event: `name` (as perf names it, with
-/// or without its `:u`-style modifiers), or the first event that has samples.
+/// or without its `:u`-style modifiers; a hybrid CPU's `cycles` is both core types',
+/// `cpu_core/cycles/` one's), or the default (see [`Profile::default_events`]).
 pub fn read_profile_of_event(dir: &ResultDir, name: Option<&str>) -> Result<Profile> {
     let mut p = read_profile(dir)?;
     let event = match name {
-        None => p.default_event(),
-        Some(n) => p.find_event(n).ok_or_else(|| Error::UnknownEvent {
+        None => p.default_events().0,
+        Some(n) => p.find_events(n).ok_or_else(|| Error::UnknownEvent {
             name: n.to_owned(),
-            known: p.events.iter().map(|e| e.name.clone()).collect(),
+            known: p.event_names(),
         })?,
     };
-    p.select_event(event);
+    p.select(&event);
     Ok(p)
 }
 

@@ -128,19 +128,18 @@ fn convert_inner(
         ));
     }
     m.notes.extend(notes);
-    if m.event.is_none() {
-        // The event reports show by default: the first that has samples.
-        if let Some(name) = events.get(profile.default_event() as usize) {
-            let reason = if events.len() > 1 {
-                "the first recorded event with samples"
-            } else {
-                "as recorded in the perf.data file"
-            };
-            m.event = Some(Event {
-                name: name.clone(),
-                reason: Some(reason.into()),
-            });
-        }
+    // The event reports show by default (the one that measures time, then the one with
+    // the most samples; a hybrid CPU's core types together), and why.
+    let (default, why) = profile.default_events();
+    if m.event.is_none() && !events.is_empty() {
+        let reason = match profile.merged_sentence(&default) {
+            Some(merged) => format!("{}; {merged}", why.sentence()),
+            None => why.sentence().to_string(),
+        };
+        m.event = Some(Event {
+            name: default.name.clone(),
+            reason: Some(reason),
+        });
     }
     let mut counts = Counts::new(profile.samples.len() as u64, profile.losses);
     if decode_error.is_some() {
@@ -188,8 +187,7 @@ fn convert_inner(
         eprintln!("kairos: warning: {left_out} samples of the recording are not in the result; `kairos report summary` says why");
     }
     // The analyses that run now see one event, as reports do; the tables keep them all.
-    let default = profile.default_event();
-    profile.select_event(default);
+    profile.select(&default);
     if !ran_beside {
         meanwhile(&profile, &data_accesses);
     }

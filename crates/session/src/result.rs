@@ -116,6 +116,11 @@ pub fn open_event(path: &Path, event: Option<&str>) -> Result<(ResultDir, Profil
 /// What was run, as the head of a summary: target, source, event(s), knobs, how it
 /// stopped, kernel and CPU.
 pub fn meta(dir: &ResultDir) -> Vec<(String, String)> {
+    meta_for(dir, None)
+}
+
+/// [`meta`] of a report showing event `asked` (`--event NAME`; None: the default).
+pub fn meta_for(dir: &ResultDir, asked: Option<&str>) -> Vec<(String, String)> {
     let m = dir.manifest();
     let mut meta = Vec::new();
     let mut push = |k: &str, v: String| meta.push((k.to_string(), v));
@@ -137,7 +142,11 @@ pub fn meta(dir: &ResultDir) -> Vec<(String, String)> {
     if let Some(s) = &m.source {
         push("Source", s.to_string());
     }
-    if let Some(e) = &m.event {
+    // A recording of several events: each with its samples and total, reports show one.
+    let sampled: Vec<&kairos_result::EventSummary> =
+        m.events.iter().filter(|e| e.samples > 0).collect();
+    // Which one, and why, is said after them ("Event shown") instead.
+    if let Some(e) = m.event.as_ref().filter(|_| sampled.len() <= 1) {
         push(
             "Event",
             match &e.reason {
@@ -146,9 +155,6 @@ pub fn meta(dir: &ResultDir) -> Vec<(String, String)> {
             },
         );
     }
-    // A recording of several events: each with its samples and total, reports show one.
-    let sampled: Vec<&kairos_result::EventSummary> =
-        m.events.iter().filter(|e| e.samples > 0).collect();
     if sampled.len() > 1 {
         for e in &sampled {
             let total = if e.time {
@@ -164,6 +170,18 @@ pub fn meta(dir: &ResultDir) -> Vec<(String, String)> {
                     kairos_report::thousands(e.samples)
                 ),
             );
+        }
+        let shown = match (asked, &m.event) {
+            (Some(name), _) => Some(format!("{name} (asked for with --event)")),
+            (None, Some(e)) => Some(format!(
+                "{} ({}; --event NAME for another)",
+                e.name,
+                e.reason.as_deref().unwrap_or("the default")
+            )),
+            (None, None) => None,
+        };
+        if let Some(shown) = shown {
+            push("Event shown", shown);
         }
     }
     if let Some(i) = m.knobs.get("sampling-interval-us") {
@@ -198,13 +216,14 @@ pub fn meta(dir: &ResultDir) -> Vec<(String, String)> {
 }
 
 /// Notes of the manifest (decode errors, missing symbols) go under every text report,
-/// so nobody reads a number without knowing what it lacks.
+/// so nobody reads a number without knowing what it lacks; each wraps to the line width.
 pub fn print_notes(dir: &ResultDir) {
     let notes = &dir.manifest().notes;
     if !notes.is_empty() {
         println!("\nNotes:");
+        let width = kairos_report::text_layout().width;
         for n in notes {
-            println!("  - {n}");
+            print!("{}", kairos_report::wrap(n, width, "  - ", "    "));
         }
     }
 }

@@ -68,7 +68,8 @@ pub fn profile_report(req: &ReportRequest) -> Result<(), Failure> {
     let doc = match req.report.as_str() {
         "summary" => Rendered::Document(crate::summary(
             &profile,
-            &summary_meta(&dir, req.event.as_deref()),
+            // The event shown, when the recording has several.
+            &session::meta_for(&dir, req.event.as_deref()),
         )),
         "hotspots" => {
             let t = crate::hotspots(
@@ -133,28 +134,6 @@ fn kept_hotspots(req: &ReportRequest, group_by: Option<GroupBy>) -> Option<(Resu
     let dir = ResultDir::open(&req.result_dir).ok()?;
     let rows = Rows::kept(&dir)?;
     Some((dir, rows))
-}
-
-/// The summary's head, with the event shown when the recording has several.
-fn summary_meta(dir: &ResultDir, event: Option<&str>) -> Vec<(String, String)> {
-    let mut meta = session::meta(dir);
-    let events = &dir.manifest().events;
-    if events.iter().filter(|e| e.samples > 0).count() > 1 {
-        let shown = event.map(str::to_string).or_else(|| {
-            events
-                .iter()
-                .find(|e| e.samples > 0)
-                .map(|e| e.name.clone())
-        });
-        meta.push((
-            "Shown event".into(),
-            format!(
-                "{} (choose another with --event NAME)",
-                shown.unwrap_or_default()
-            ),
-        ));
-    }
-    meta
 }
 
 enum Rendered {
