@@ -8,7 +8,7 @@ use kairos_symbolize::{
 };
 
 use crate::decode::{Mapping, Trace};
-use crate::{AllocRow, Kind, MemoryData, Site};
+use crate::{MemoryData, Site};
 
 /// One symbolised return address.
 #[derive(Debug, Clone, Default)]
@@ -22,61 +22,48 @@ struct Frame {
 /// Flattens and symbolises a trace. Times become ns since the first process started.
 pub fn build(trace: &Trace) -> MemoryData {
     let origin = trace.processes.iter().map(|p| p.inst).min().unwrap_or(0);
-    let mut sym = Symbolizer::new(SymbolizerOptions::default());
-    let mut elfs: HashMap<String, Option<ElfInfo>> = HashMap::new();
-    let mut sites: Vec<Site> = Vec::new();
+    let (sites, sym_notes) = sites(trace);
     let mut rows = Vec::new();
+    let mut site0 = 0u32;
     for (pi, p) in trace.processes.iter().enumerate() {
-        let pi = pi as u32;
-        let mut frame_cache: HashMap<u64, Frame> = HashMap::new();
-        // Stacks of this process to sites: each distinct stack symbolised once.
-        let site_of: Vec<u32> = p
-            .stacks
-            .list
-            .iter()
-            .map(|stack| {
-                let frames: Vec<Frame> = stack
-                    .iter()
-                    .map(|&a| {
-                        frame_cache
-                            .entry(a)
-                            .or_insert_with(|| {
-                                symbolize(a, &p.maps_exit, &p.maps_start, &mut sym, &mut elfs)
-                            })
-                            .clone()
-                    })
-                    .collect();
-                let id = sites.len() as u32;
-                sites.push(make_site(id, &frames));
-                id
-            })
-            .collect();
         rows.reserve(p.events.len());
         for e in &p.events {
-            let site = e.stack.and_then(|i| site_of.get(i as usize).copied());
-            let rel = |t: u64| t.saturating_sub(origin);
-            let old = matches!(e.kind, Kind::Realloc | Kind::Mremap).then_some(e.aux);
-            rows.push(AllocRow {
-                time_ns: rel(e.time_ns),
-                release_time_ns: e.t0_ns.map(rel),
-                process: pi,
-                pid: p.pid,
-                tid: e.tid,
-                kind: e.kind,
-                address: e.addr,
-                size: e.size,
-                old_address: old,
-                old_size: (e.kind == Kind::Mremap).then_some(e.aux2),
-                // MAP_ANONYMOUS is 0x20 on Linux (x86, arm, riscv alike).
-                anonymous: (e.kind == Kind::Mmap).then_some((e.aux >> 32) & 0x20 != 0),
-                site,
-            });
+            rows.push(crate::stream::row_of(e, pi as u32, p.pid, e.tid, origin, site0));
         }
+        site0 = site0.saturating_add(p.stacks.list.len() as u32);
     }
     rows.sort_by_key(|r| r.time_ns);
     let mut notes = trace.notes.clone();
-    notes.extend(sym.notes());
+    notes.extend(sym_notes);
     MemoryData { rows, sites, notes }
+}
+
+/// The trace's distinct stacks symbolised, process after process (site ids count on from
+/// one process to the next), and the symboliser's notes.
+pub fn sites(trace: &Trace) -> (Vec<Site>, Vec<String>) {
+    let mut sym = Symbolizer::new(SymbolizerOptions::default());
+    let mut elfs: HashMap<String, Option<ElfInfo>> = HashMap::new();
+    let mut sites: Vec<Site> = Vec::new();
+    for p in &trace.processes {
+        let mut frame_cache: HashMap<u64, Frame> = HashMap::new();
+        // Each distinct stack symbolised once, each address once per process.
+        for stack in &p.stacks.list {
+            let frames: Vec<Frame> = stack
+                .iter()
+                .map(|&a| {
+                    frame_cache
+                        .entry(a)
+                        .or_insert_with(|| {
+                            symbolize(a, &p.maps_exit, &p.maps_start, &mut sym, &mut elfs)
+                        })
+                        .clone()
+                })
+                .collect();
+            let id = sites.len() as u32;
+            sites.push(make_site(id, &frames));
+        }
+    }
+    (sites, sym.notes())
 }
 
 fn find(maps: &[Mapping], addr: u64) -> Option<&Mapping> {

@@ -9,7 +9,9 @@
 //! the allocation stacks into [`Site`]s and flattens the events into [`AllocRow`]s,
 //! [`tables`] stores both as Parquet (schema in docs/SCHEMA.md), [`replay::replay`]
 //! walks the events in time order (live blocks, peak, leaks, histogram, timeline) and
-//! [`reports`] renders what it found.
+//! [`reports`] renders what it found. A collection does not hold the events: [`stream`]
+//! reads them twice through small windows and hands them over in time order, to the
+//! replay ([`replay::Replayer`]) and to the table writer on a thread of its own.
 //!
 //! Nothing here panics on any input: damaged files give notes or typed [`Error`]s.
 
@@ -23,6 +25,7 @@ pub mod replay;
 pub mod reports;
 mod run_report;
 mod spec;
+pub mod stream;
 /// For analyses that run the tracker in their own collection (memory-access).
 pub use collect::{tracker_lib, RAW_DIR};
 pub use loadable::check_loadable;

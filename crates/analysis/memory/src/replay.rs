@@ -107,6 +107,7 @@ pub struct Stats {
 }
 
 /// One step of the replay: a release or an acquisition, at a time.
+#[derive(Debug, Clone, Copy)]
 enum Step {
     Release {
         process: u32,
@@ -141,228 +142,403 @@ pub fn size_class(size: u64) -> usize {
 
 /// Replays `rows` (any order); `bucket_ns` is the timeline's bucket width (0: no timeline).
 pub fn replay(rows: &[AllocRow], bucket_ns: u64) -> Stats {
-    let mut st = Stats {
-        histogram: vec![(0, 0); 65],
-        ..Default::default()
-    };
+    let end_ns = rows.iter().map(|r| r.time_ns).max().unwrap_or(0);
+    let mut state = State::new(bucket_ns, end_ns);
     // Releases happen at the time before the call, acquisitions after it: expand, then sort.
     let mut steps: Vec<(u64, u8, Step)> = Vec::with_capacity(rows.len() + rows.len() / 4);
-    let mut threads = std::collections::HashSet::new();
-    let mut procs = std::collections::HashSet::new();
     for r in rows {
-        threads.insert((r.process, r.tid));
-        procs.insert(r.process);
-        st.end_ns = st.end_ns.max(r.time_ns);
+        state.count(r, |t, k, s| steps.push((t, k, s)));
+    }
+    steps.sort_by_key(|s| (s.0, s.1));
+    for (t, _, step) in steps {
+        state.apply(t, step);
+    }
+    state.finish()
+}
+
+/// [`replay`] of rows that arrive one by one in time order (by `time_ns`, as the
+/// `allocations` table holds them), without keeping them: only the steps not yet known
+/// to be in order are held (those at or after the horizon each row comes with). The
+/// result is the same as [`replay`]'s of all the rows.
+pub struct Replayer {
+    state: State,
+    /// Steps by (time, release before acquisition, arrival), not yet applied.
+    pending: std::collections::VecDeque<(u64, u8, u64, Step)>,
+    arrived: u64,
+}
+
+impl Replayer {
+    /// `end_ns`: the largest `time_ns` to come, for the timeline's length (any value when
+    /// `bucket_ns` is 0).
+    pub fn new(bucket_ns: u64, end_ns: u64) -> Replayer {
+        Replayer {
+            state: State::new(bucket_ns, end_ns),
+            pending: Default::default(),
+            arrived: 0,
+        }
+    }
+
+    /// The next row: its `time_ns` is not below any row's before it. No row after it has
+    /// a step before `horizon` (its release time, if it has one, or its time): the steps
+    /// before it are applied.
+    pub fn push(&mut self, r: &AllocRow, horizon: u64) {
+        if self.pending.is_empty() && r.time_ns < horizon {
+            // The common rows, one step each, applied at once (what the general path below
+            // does for them, without handing the step around).
+            if r.kind.is_heap_alloc() {
+                self.state.see(r);
+                self.state.count_block(r);
+                self.arrived += 1;
+                let object = (r.site, r.size);
+                self.state
+                    .acquire(r.time_ns, r.process, r.address, r.size, object);
+                return;
+            }
+            if r.kind == Kind::Free {
+                self.state.see(r);
+                self.state.st.frees += 1;
+                self.arrived += 1;
+                self.state.release(r.time_ns, r.process, r.address);
+                return;
+            }
+        }
+        let mut steps: [Option<(u64, u8, u64, Step)>; 2] = [None, None];
+        let arrived = &mut self.arrived;
+        self.state.count(r, |t, k, s| {
+            let slot = usize::from(steps[0].is_some());
+            if let Some(x) = steps.get_mut(slot) {
+                *x = Some((t, k, *arrived, s));
+            }
+            *arrived += 1;
+        });
+        // A row's release may come after its acquisition in time (it is generated first).
+        if let [Some(a), Some(b)] = &steps {
+            if (b.0, b.1) < (a.0, a.1) {
+                steps.swap(0, 1);
+            }
+        }
+        for (t, k, seq, s) in steps.into_iter().flatten() {
+            if self.pending.is_empty() && t < horizon {
+                // Nothing earlier is waiting and nothing earlier will come.
+                self.state.apply(t, s);
+                continue;
+            }
+            // Usually the latest: then it goes at the end.
+            let key = (t, k, seq);
+            let mut at = self.pending.len();
+            while at > 0 && self.pending.get(at - 1).is_some_and(|p| (p.0, p.1, p.2) > key) {
+                at -= 1;
+            }
+            if at == self.pending.len() {
+                self.pending.push_back((t, k, seq, s));
+            } else {
+                self.pending.insert(at, (t, k, seq, s));
+            }
+        }
+        self.settle_before(horizon);
+    }
+
+    /// Applies the steps before `t`: no row to come has a step earlier than `t` (its
+    /// release time, if it has one, or its time).
+    fn settle_before(&mut self, t: u64) {
+        while let Some(&(at, _, _, step)) = self.pending.front() {
+            if at >= t {
+                break;
+            }
+            self.pending.pop_front();
+            self.state.apply(at, step);
+        }
+    }
+
+    pub fn finish(mut self) -> Stats {
+        while let Some((at, _, _, step)) = self.pending.pop_front() {
+            self.state.apply(at, step);
+        }
+        self.state.finish()
+    }
+}
+
+/// The replay's state between steps.
+struct State {
+    st: Stats,
+    bucket_ns: u64,
+    threads: std::collections::HashSet<(u32, u32)>,
+    procs: std::collections::HashSet<u32>,
+    /// The (process, thread) of the row before: most rows come from the same thread as it.
+    last_thread: Option<(u32, u32)>,
+    live: HashMap<(u32, u64), (u64, ObjectKey), FastHash>,
+    /// Anonymous regions that we saw mapped: (process, start) -> end.
+    regions: BTreeMap<(u32, u64), u64>,
+    heap: u64,
+    blocks: u64,
+    mapped: u64,
+    touched: Vec<bool>,
+}
+
+impl State {
+    fn new(bucket_ns: u64, end_ns: u64) -> State {
+        let mut st = Stats {
+            histogram: vec![(0, 0); 65],
+            ..Default::default()
+        };
+        if bucket_ns > 0 {
+            let n = end_ns / bucket_ns + 1;
+            st.timeline = (0..n)
+                .map(|i| Bucket {
+                    start_ns: i * bucket_ns,
+                    ..Default::default()
+                })
+                .collect();
+        }
+        let touched = vec![false; st.timeline.len()];
+        State {
+            st,
+            bucket_ns,
+            threads: Default::default(),
+            procs: Default::default(),
+            last_thread: None,
+            live: HashMap::default(),
+            regions: BTreeMap::new(),
+            heap: 0,
+            blocks: 0,
+            mapped: 0,
+            touched,
+        }
+    }
+
+    /// Counts what a row adds to the totals; its steps go to `step` (time, 0 for a
+    /// release and 1 for an acquisition, step), releases first.
+    fn count(&mut self, r: &AllocRow, mut step: impl FnMut(u64, u8, Step)) {
+        self.see(r);
         let release_t = r.release_time_ns.unwrap_or(r.time_ns);
         let object = (r.site, r.size);
-        let count_block = |st: &mut Stats| {
-            st.heap_bytes += r.size;
-            st.heap_blocks += 1;
-            st.zero_size += u64::from(r.size == 0);
-            let h = &mut st.histogram[size_class(r.size)];
-            h.0 += 1;
-            h.1 += r.size;
-            let o = st.objects.entry(object).or_default();
-            o.bytes += r.size;
-            o.blocks += 1;
+        let acquire = Step::Acquire {
+            process: r.process,
+            addr: r.address,
+            size: r.size,
+            object,
         };
         match r.kind {
             k if k.is_heap_alloc() => {
-                count_block(&mut st);
-                steps.push((
-                    r.time_ns,
-                    1,
-                    Step::Acquire {
-                        process: r.process,
-                        addr: r.address,
-                        size: r.size,
-                        object,
-                    },
-                ));
+                self.count_block(r);
+                step(r.time_ns, 1, acquire);
             }
             Kind::Realloc => {
                 let old = r.old_address.unwrap_or(0);
                 if old != 0 {
-                    st.reallocs += 1;
-                    steps.push((
-                        release_t,
-                        0,
-                        Step::Release {
-                            process: r.process,
-                            addr: old,
-                        },
-                    ));
+                    self.st.reallocs += 1;
+                    let release = Step::Release {
+                        process: r.process,
+                        addr: old,
+                    };
+                    step(release_t, 0, release);
                 }
                 if r.address != 0 {
-                    count_block(&mut st);
-                    steps.push((
-                        r.time_ns,
-                        1,
-                        Step::Acquire {
-                            process: r.process,
-                            addr: r.address,
-                            size: r.size,
-                            object,
-                        },
-                    ));
+                    self.count_block(r);
+                    step(r.time_ns, 1, acquire);
                 } else {
-                    st.frees += 1;
+                    self.st.frees += 1;
                 }
             }
             Kind::Free => {
-                st.frees += 1;
-                steps.push((
-                    r.time_ns,
-                    0,
-                    Step::Release {
-                        process: r.process,
-                        addr: r.address,
-                    },
-                ));
+                self.st.frees += 1;
+                let release = Step::Release {
+                    process: r.process,
+                    addr: r.address,
+                };
+                step(r.time_ns, 0, release);
             }
             Kind::Mmap if r.anonymous == Some(true) => {
-                st.mmap_bytes += r.size;
-                st.mmap_regions += 1;
-                steps.push((
-                    r.time_ns,
-                    1,
-                    Step::Map {
-                        process: r.process,
-                        addr: r.address,
-                        len: r.size,
-                    },
-                ));
-            }
-            Kind::Mmap => st.file_mappings += 1,
-            Kind::Munmap => steps.push((
-                release_t,
-                0,
-                Step::Unmap {
+                self.st.mmap_bytes += r.size;
+                self.st.mmap_regions += 1;
+                let map = Step::Map {
                     process: r.process,
                     addr: r.address,
                     len: r.size,
-                },
-            )),
+                };
+                step(r.time_ns, 1, map);
+            }
+            Kind::Mmap => self.st.file_mappings += 1,
+            Kind::Munmap => {
+                let unmap = Step::Unmap {
+                    process: r.process,
+                    addr: r.address,
+                    len: r.size,
+                };
+                step(release_t, 0, unmap);
+            }
             Kind::Mremap => {
                 let (old, old_len) = (r.old_address.unwrap_or(0), r.old_size.unwrap_or(0));
-                steps.push((
-                    release_t,
-                    0,
-                    Step::Unmap {
-                        process: r.process,
-                        addr: old,
-                        len: old_len,
-                    },
-                ));
-                steps.push((
-                    r.time_ns,
-                    1,
-                    Step::Map {
-                        process: r.process,
-                        addr: r.address,
-                        len: r.size,
-                    },
-                ));
-                st.mmap_bytes += r.size.saturating_sub(old_len);
+                let unmap = Step::Unmap {
+                    process: r.process,
+                    addr: old,
+                    len: old_len,
+                };
+                step(release_t, 0, unmap);
+                let map = Step::Map {
+                    process: r.process,
+                    addr: r.address,
+                    len: r.size,
+                };
+                step(r.time_ns, 1, map);
+                self.st.mmap_bytes += r.size.saturating_sub(old_len);
             }
             _ => {}
         }
     }
-    st.threads = threads.len() as u64;
-    st.processes = procs.len() as u64;
-    steps.sort_by_key(|s| (s.0, s.1));
 
-    let mut live: HashMap<(u32, u64), (u64, ObjectKey), FastHash> = HashMap::default();
-    // Anonymous regions that we saw mapped: (process, start) -> end.
-    let mut regions: BTreeMap<(u32, u64), u64> = BTreeMap::new();
-    let (mut heap, mut blocks, mut mapped) = (0u64, 0u64, 0u64);
-    let bucket_of = |t: u64| t.checked_div(bucket_ns).unwrap_or(0) as usize;
-    if bucket_ns > 0 {
-        let n = bucket_of(st.end_ns) + 1;
-        st.timeline = (0..n)
-            .map(|i| Bucket {
-                start_ns: i as u64 * bucket_ns,
-                ..Default::default()
-            })
-            .collect();
-    }
-    let mut touched = vec![false; st.timeline.len()];
-    for (t, _, step) in steps {
-        if let Some(x) = touched.get_mut(bucket_of(t)) {
-            *x = true;
+    /// The row's thread and process are counted, its time taken as the end so far.
+    #[inline]
+    fn see(&mut self, r: &AllocRow) {
+        if self.last_thread != Some((r.process, r.tid)) {
+            self.last_thread = Some((r.process, r.tid));
+            self.threads.insert((r.process, r.tid));
+            self.procs.insert(r.process);
         }
+        self.st.end_ns = self.st.end_ns.max(r.time_ns);
+    }
+
+    /// A new heap block of the row's size, at its site.
+    #[inline]
+    fn count_block(&mut self, r: &AllocRow) {
+        let st = &mut self.st;
+        st.heap_bytes += r.size;
+        st.heap_blocks += 1;
+        st.zero_size += u64::from(r.size == 0);
+        if let Some(h) = st.histogram.get_mut(size_class(r.size)) {
+            h.0 += 1;
+            h.1 += r.size;
+        }
+        let o = st.objects.entry((r.site, r.size)).or_default();
+        o.bytes += r.size;
+        o.blocks += 1;
+    }
+
+    fn bucket_of(&self, t: u64) -> usize {
+        t.checked_div(self.bucket_ns).unwrap_or(0) as usize
+    }
+
+    /// One step, at time `t`, after every step before it.
+    fn apply(&mut self, t: u64, step: Step) {
         match step {
             Step::Acquire {
                 process,
                 addr,
                 size,
                 object,
-            } => {
-                // An address handed out twice without a free in between means the free was
-                // not seen (or came from untracked code): release the stale block first.
-                if let Some((old, _)) = live.insert((process, addr), (size, object)) {
-                    heap -= old;
-                    blocks -= 1;
-                }
-                heap += size;
-                blocks += 1;
-                if heap >= st.peak_heap_bytes {
-                    st.peak_heap_bytes = heap;
-                    st.peak_heap_blocks = blocks;
-                    st.peak_time_ns = t;
-                }
-                if let Some(b) = st.timeline.get_mut(bucket_of(t)) {
-                    b.allocations += 1;
-                    b.allocated_bytes += size;
-                }
+            } => self.acquire(t, process, addr, size, object),
+            Step::Release { process, addr } => self.release(t, process, addr),
+            Step::Map { process, addr, len } => {
+                self.touch(t);
+                self.regions
+                    .insert((process, addr), addr.saturating_add(len));
+                self.mapped += len;
+                self.st.mmap_peak = self.st.mmap_peak.max(self.mapped);
+                self.level(t);
             }
-            Step::Release { process, addr } => match live.remove(&(process, addr)) {
-                Some((size, _)) => {
-                    heap -= size;
-                    blocks -= 1;
-                    if let Some(b) = st.timeline.get_mut(bucket_of(t)) {
+            Step::Unmap { process, addr, len } => {
+                self.touch(t);
+                self.mapped -= unmap(&mut self.regions, process, addr, addr.saturating_add(len));
+                self.level(t);
+            }
+        }
+    }
+
+    #[inline]
+    fn acquire(&mut self, t: u64, process: u32, addr: u64, size: u64, object: ObjectKey) {
+        self.touch(t);
+        // An address handed out twice without a free in between means the free was not
+        // seen (or came from untracked code): release the stale block first.
+        if let Some((old, _)) = self.live.insert((process, addr), (size, object)) {
+            self.heap -= old;
+            self.blocks -= 1;
+        }
+        self.heap += size;
+        self.blocks += 1;
+        let st = &mut self.st;
+        if self.heap >= st.peak_heap_bytes {
+            st.peak_heap_bytes = self.heap;
+            st.peak_heap_blocks = self.blocks;
+            st.peak_time_ns = t;
+        }
+        if !st.timeline.is_empty() {
+            let bucket = self.bucket_of(t);
+            if let Some(b) = self.st.timeline.get_mut(bucket) {
+                b.allocations += 1;
+                b.allocated_bytes += size;
+            }
+        }
+        self.level(t);
+    }
+
+    #[inline]
+    fn release(&mut self, t: u64, process: u32, addr: u64) {
+        self.touch(t);
+        match self.live.remove(&(process, addr)) {
+            Some((size, _)) => {
+                self.heap -= size;
+                self.blocks -= 1;
+                if !self.st.timeline.is_empty() {
+                    let bucket = self.bucket_of(t);
+                    if let Some(b) = self.st.timeline.get_mut(bucket) {
                         b.frees += 1;
                     }
                 }
-                None => st.unknown_frees += 1,
-            },
-            Step::Map { process, addr, len } => {
-                regions.insert((process, addr), addr.saturating_add(len));
-                mapped += len;
-                st.mmap_peak = st.mmap_peak.max(mapped);
             }
-            Step::Unmap { process, addr, len } => {
-                mapped -= unmap(&mut regions, process, addr, addr.saturating_add(len));
+            None => self.st.unknown_frees += 1,
+        }
+        self.level(t);
+    }
+
+    /// The timeline's bucket of `t` has seen a step.
+    #[inline]
+    fn touch(&mut self, t: u64) {
+        if !self.touched.is_empty() {
+            let bucket = self.bucket_of(t);
+            if let Some(x) = self.touched.get_mut(bucket) {
+                *x = true;
             }
         }
-        if let Some(b) = st.timeline.get_mut(bucket_of(t)) {
-            b.heap_max = b.heap_max.max(heap);
-        }
-        if let Some(b) = st.timeline.get_mut(bucket_of(t)) {
-            b.heap_end = heap;
-            b.mmap_end = mapped;
-        }
     }
-    // Buckets without events carry the level of the one before.
-    #[allow(clippy::needless_range_loop)] // reads bucket i - 1 while writing bucket i
-    for i in 1..st.timeline.len() {
-        if !touched[i] {
-            let (h, m) = (st.timeline[i - 1].heap_end, st.timeline[i - 1].mmap_end);
-            let b = &mut st.timeline[i];
-            b.heap_end = h;
-            b.heap_max = h;
-            b.mmap_end = m;
+
+    /// The levels after a step, into its bucket.
+    #[inline]
+    fn level(&mut self, t: u64) {
+        if !self.st.timeline.is_empty() {
+            let bucket = self.bucket_of(t);
+            let (heap, mapped) = (self.heap, self.mapped);
+            if let Some(b) = self.st.timeline.get_mut(bucket) {
+                b.heap_max = b.heap_max.max(heap);
+                b.heap_end = heap;
+                b.mmap_end = mapped;
+            }
         }
     }
-    st.mmap_at_exit = mapped;
-    for (size, object) in live.into_values() {
-        st.leaked_bytes += size;
-        st.leaked_blocks += 1;
-        let o = st.objects.entry(object).or_default();
-        o.leaked_bytes += size;
-        o.leaked_blocks += 1;
+
+    fn finish(self) -> Stats {
+        let mut st = self.st;
+        st.threads = self.threads.len() as u64;
+        st.processes = self.procs.len() as u64;
+        // Buckets without events carry the level of the one before.
+        for i in 1..st.timeline.len() {
+            if !self.touched.get(i).copied().unwrap_or(true) {
+                let (h, m) = (st.timeline[i - 1].heap_end, st.timeline[i - 1].mmap_end);
+                let b = &mut st.timeline[i];
+                b.heap_end = h;
+                b.heap_max = h;
+                b.mmap_end = m;
+            }
+        }
+        st.mmap_at_exit = self.mapped;
+        for (size, object) in self.live.into_values() {
+            st.leaked_bytes += size;
+            st.leaked_blocks += 1;
+            let o = st.objects.entry(object).or_default();
+            o.leaked_bytes += size;
+            o.leaked_blocks += 1;
+        }
+        st
     }
-    st
 }
 
 /// Removes [lo, hi) from the tracked regions of `process`; returns the bytes removed.

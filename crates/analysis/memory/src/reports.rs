@@ -4,7 +4,7 @@
 use kairos_report::{Cell, Column, Document, Section, Table};
 
 use crate::replay::Stats;
-use crate::{MemoryData, Site};
+use crate::Site;
 
 fn b(v: u64) -> Cell {
     Cell::UInt(v)
@@ -18,9 +18,16 @@ pub fn object_name(site: Option<&Site>, size: u64) -> String {
     format!("{loc} ({size} B)")
 }
 
-/// Totals, peak, leaks, mmap and the tracker's own figures; `meta` comes first (target,
-/// knobs). The DHAT-comparable line says how Kairos' totals map onto DHAT's.
-pub fn summary(data: &MemoryData, st: &Stats, meta: &[(String, String)], top: usize) -> Document {
+/// Totals, peak, leaks, mmap and the tracker's own figures for a result of `events` rows;
+/// `meta` comes first (target, knobs). The DHAT-comparable line says how Kairos' totals
+/// map onto DHAT's.
+pub fn summary(
+    events: u64,
+    sites: &[Site],
+    st: &Stats,
+    meta: &[(String, String)],
+    top: usize,
+) -> Document {
     let mut d = Document::new("Memory consumption");
     let mut s = Section::new("Collection");
     for (k, v) in meta {
@@ -29,7 +36,7 @@ pub fn summary(data: &MemoryData, st: &Stats, meta: &[(String, String)], top: us
     s.push("Elapsed", Cell::ns(st.end_ns));
     s.push("Processes", b(st.processes));
     s.push("Threads", b(st.threads));
-    s.push("Events", b(data.rows.len() as u64));
+    s.push("Events", b(events));
     d.push_section(s);
 
     let mut h =
@@ -55,14 +62,14 @@ pub fn summary(data: &MemoryData, st: &Stats, meta: &[(String, String)], top: us
     m.push("File mappings (not counted)", b(st.file_mappings));
     d.push_section(m);
 
-    let mut t = allocations(data, st, Some(top));
+    let mut t = allocations(sites, st, Some(top));
     t.title = Some(format!("Top {top} memory objects by allocated bytes"));
     d.push_table(t);
     d
 }
 
 /// Bottom-up by memory object (allocation site and block size), most bytes first.
-pub fn allocations(data: &MemoryData, st: &Stats, limit: Option<usize>) -> Table {
+pub fn allocations(sites: &[Site], st: &Stats, limit: Option<usize>) -> Table {
     let mut t = Table::new(vec![
         Column::left("Memory object"),
         Column::left("Function"),
@@ -81,7 +88,7 @@ pub fn allocations(data: &MemoryData, st: &Stats, limit: Option<usize>) -> Table
     });
     let n = objs.len();
     for (&(site, size), o) in objs.into_iter().take(limit.unwrap_or(usize::MAX)) {
-        let s = site.and_then(|i| data.sites.get(i as usize));
+        let s = site.and_then(|i| sites.get(i as usize));
         t.push_row(vec![
             Cell::text(object_name(s, size)),
             Cell::text(s.map(|s| s.function.clone()).unwrap_or_default()),

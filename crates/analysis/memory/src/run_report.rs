@@ -39,10 +39,17 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
         },
     );
     let text = match req.report.as_str() {
-        "summary" => reports::summary(&data, &st, &meta(&dir), limit.unwrap_or(10)).render(format),
+        "summary" => reports::summary(
+            data.rows.len() as u64,
+            &data.sites,
+            &st,
+            &meta(&dir),
+            limit.unwrap_or(10),
+        )
+        .render(format),
         "allocations" => one(
             "Allocations by memory object (bottom-up)",
-            reports::allocations(&data, &st, limit.or(Some(50))),
+            reports::allocations(&data.sites, &st, limit.or(Some(50))),
             format,
         ),
         "sizes" => one("Allocation sizes", reports::sizes(&st), format),
@@ -74,7 +81,10 @@ pub(crate) fn print_notes(dir: &ResultDir, st: &replay::Stats) {
         .cloned()
         .chain(reports::accounting_notes(st))
     {
-        println!("  - {n}");
+        print!(
+            "{}",
+            kairos_report::wrap(&n, kairos_report::text_layout().width, "  - ", "    ")
+        );
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, BooleanArray, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
-use kairos_table::{opt, Batch, WriteOptions};
+use kairos_table::{opt, WriteOptions};
 
 use crate::{AllocRow, Error, Kind, MemoryData, Site};
 
@@ -43,40 +43,201 @@ fn sites_schema() -> Schema {
     ])
 }
 
-/// Writes both tables into `tables_dir`; returns (name, file name relative to the result, rows, bytes).
-pub fn write(
-    tables_dir: &Path,
-    data: &MemoryData,
-) -> Result<Vec<(String, String, u64, u64)>, Error> {
-    let mut out = Vec::new();
+/// Rows per batch handed to the Parquet writer (and per [`Batch`] of [`write_allocations`]).
+pub const BATCH_ROWS: usize = 1 << 16;
+
+/// A written table: name, file name relative to the result, rows, bytes.
+pub type Written = (String, String, u64, u64);
+
+/// Writes both tables into `tables_dir`.
+pub fn write(tables_dir: &Path, data: &MemoryData) -> Result<Vec<Written>, Error> {
     let a = write_one(
         tables_dir,
         ALLOCATIONS,
         allocations_schema(),
         data.rows.len(),
         |r| {
-            let s = &data.rows[r];
-            Ok(vec![
-                Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.time_ns))) as ArrayRef,
-                Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.release_time_ns))),
-                Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.process))),
-                Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.pid))),
-                Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.tid))),
-                Arc::new(StringArray::from_iter_values(
-                    s.iter().map(|x| x.kind.as_str()),
-                )),
-                Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.address))),
-                Arc::new(UInt64Array::from_iter_values(s.iter().map(|x| x.size))),
-                Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.old_address))),
-                Arc::new(UInt64Array::from_iter(s.iter().map(|x| x.old_size))),
-                Arc::new(BooleanArray::from_iter(s.iter().map(|x| x.anonymous))),
-                Arc::new(UInt32Array::from_iter(s.iter().map(|x| x.site))),
-            ])
+            let rows = data.rows.get(r).unwrap_or(&[]);
+            let mut b = Batch::with_capacity(rows.len());
+            rows.iter().for_each(|x| b.push(x));
+            Ok(b.columns())
         },
     )?;
-    out.push(a);
-    let s = write_one(tables_dir, SITES, sites_schema(), data.sites.len(), |r| {
-        let s = &data.sites[r];
+    Ok(vec![a, write_sites(tables_dir, &data.sites)?])
+}
+
+/// Rows of the `allocations` table gathered column by column, as the Parquet writer takes
+/// them (the columns become its arrays without a copy). What most rows leave empty or
+/// share with the row before is kept apart (per thread, per row that has it) and spread
+/// into whole columns by [`Batch::columns`], on the writer's thread.
+#[derive(Debug, Default)]
+pub struct Batch {
+    time: Vec<u64>,
+    kind: Vec<Kind>,
+    address: Vec<u64>,
+    size: Vec<u64>,
+    site: Vec<u32>,
+    site_valid: Vec<bool>,
+    /// First row of each stretch of one thread: (row, process, pid, tid).
+    threads: Vec<(usize, u32, u32, u32)>,
+    /// Rows with a release time, an old block or an mmap flag.
+    extra: Vec<(usize, Extra)>,
+}
+
+/// The columns of a row that only realloc, mmap, munmap and mremap fill.
+#[derive(Debug, Clone, Copy)]
+struct Extra {
+    release: Option<u64>,
+    old_address: Option<u64>,
+    old_size: Option<u64>,
+    anonymous: Option<bool>,
+}
+
+impl Batch {
+    pub fn with_capacity(n: usize) -> Batch {
+        Batch {
+            time: Vec::with_capacity(n),
+            kind: Vec::with_capacity(n),
+            address: Vec::with_capacity(n),
+            size: Vec::with_capacity(n),
+            site: Vec::with_capacity(n),
+            site_valid: Vec::with_capacity(n),
+            threads: Vec::new(),
+            extra: Vec::new(),
+        }
+    }
+
+    #[inline]
+    pub fn push(&mut self, r: &AllocRow) {
+        let row = self.time.len();
+        self.time.push(r.time_ns);
+        self.kind.push(r.kind);
+        self.address.push(r.address);
+        self.size.push(r.size);
+        self.site.push(r.site.unwrap_or(0));
+        self.site_valid.push(r.site.is_some());
+        let thread = (r.process, r.pid, r.tid);
+        if self.threads.last().is_none_or(|t| (t.1, t.2, t.3) != thread) {
+            self.threads.push((row, r.process, r.pid, r.tid));
+        }
+        let extra = Extra {
+            release: r.release_time_ns,
+            old_address: r.old_address,
+            old_size: r.old_size,
+            anonymous: r.anonymous,
+        };
+        if extra.release.is_some()
+            || extra.old_address.is_some()
+            || extra.old_size.is_some()
+            || extra.anonymous.is_some()
+        {
+            self.extra.push((row, extra));
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.time.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.time.is_empty()
+    }
+
+    /// The table's columns, in its schema's order.
+    pub fn columns(self) -> Vec<ArrayRef> {
+        let n = self.time.len();
+        let mut ids = [vec![0u32; n], vec![0u32; n], vec![0u32; n]];
+        for (i, &(row, process, pid, tid)) in self.threads.iter().enumerate() {
+            let end = self.threads.get(i + 1).map_or(n, |t| t.0);
+            for (col, v) in ids.iter_mut().zip([process, pid, tid]) {
+                if let Some(s) = col.get_mut(row..end) {
+                    s.fill(v);
+                }
+            }
+        }
+        let [process, pid, tid] = ids;
+        let sparse_u64 = |get: fn(&Extra) -> Option<u64>| {
+            let mut values = vec![0u64; n];
+            let mut valid = vec![false; n];
+            let mut any = 0;
+            for (row, e) in &self.extra {
+                if let (Some(v), Some(x), Some(ok)) = (get(e), values.get_mut(*row), valid.get_mut(*row)) {
+                    (*x, *ok) = (v, true);
+                    any += 1;
+                }
+            }
+            let nulls = (any < n).then(|| valid.into());
+            Arc::new(UInt64Array::new(values.into(), nulls)) as ArrayRef
+        };
+        let anonymous = {
+            let mut values = vec![false; n];
+            let mut valid = vec![false; n];
+            let mut any = 0;
+            for (row, e) in &self.extra {
+                if let (Some(v), Some(x), Some(ok)) = (e.anonymous, values.get_mut(*row), valid.get_mut(*row)) {
+                    (*x, *ok) = (v, true);
+                    any += 1;
+                }
+            }
+            let nulls = (any < n).then(|| valid.into());
+            Arc::new(BooleanArray::new(values.into(), nulls)) as ArrayRef
+        };
+        let site_nulls = self
+            .site_valid
+            .iter()
+            .any(|v| !v)
+            .then(|| self.site_valid.into());
+        vec![
+            Arc::new(UInt64Array::from(self.time)) as ArrayRef,
+            sparse_u64(|e| e.release),
+            Arc::new(UInt32Array::from(process)),
+            Arc::new(UInt32Array::from(pid)),
+            Arc::new(UInt32Array::from(tid)),
+            Arc::new(StringArray::from_iter_values(
+                self.kind.iter().map(|k| k.as_str()),
+            )),
+            Arc::new(UInt64Array::from(self.address)),
+            Arc::new(UInt64Array::from(self.size)),
+            sparse_u64(|e| e.old_address),
+            sparse_u64(|e| e.old_size),
+            anonymous,
+            Arc::new(UInt32Array::new(self.site.into(), site_nulls)),
+        ]
+    }
+}
+
+/// Writes the `allocations` table of `rows` rows that come in batches: `next` is asked
+/// for each batch in turn ([`BATCH_ROWS`] rows, fewer for the last) and hands it over.
+pub fn write_allocations(
+    tables_dir: &Path,
+    rows: usize,
+    next: impl FnMut() -> Result<Batch, String>,
+) -> Result<Written, Error> {
+    let next = std::cell::RefCell::new(next);
+    write_one(tables_dir, ALLOCATIONS, allocations_schema(), rows, |r| {
+        let batch = (*next.borrow_mut())().map_err(|e| Error::Damaged {
+            path: ALLOCATIONS.into(),
+            detail: e,
+        })?;
+        if batch.len() != r.len() {
+            return Err(Error::Damaged {
+                path: ALLOCATIONS.into(),
+                detail: format!(
+                    "a batch of {} rows came for rows {}..{}",
+                    batch.len(),
+                    r.start,
+                    r.end
+                ),
+            });
+        }
+        Ok(batch.columns())
+    })
+}
+
+/// Writes the `sites` table.
+pub fn write_sites(tables_dir: &Path, sites: &[Site]) -> Result<Written, Error> {
+    write_one(tables_dir, SITES, sites_schema(), sites.len(), |r| {
+        let s = sites.get(r).unwrap_or(&[]);
         Ok(vec![
             Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.id))) as ArrayRef,
             Arc::new(StringArray::from_iter_values(
@@ -93,9 +254,7 @@ pub fn write(
                 s.iter().map(|x| x.stack.as_str()),
             )),
         ])
-    })?;
-    out.push(s);
-    Ok(out)
+    })
 }
 
 fn write_one(
@@ -104,12 +263,16 @@ fn write_one(
     schema: Schema,
     rows: usize,
     cols: impl Fn(std::ops::Range<usize>) -> Result<Vec<ArrayRef>, Error>,
-) -> Result<(String, String, u64, u64), Error> {
-    // Dictionaries only where values repeat (kind, ids, sizes, sites).
+) -> Result<Written, Error> {
+    // Dictionaries only where values repeat (kind, ids, sizes, sites). Times are sorted:
+    // their deltas are small, and Snappy would not shrink them further.
     let opts = WriteOptions {
         dictionary: &[
             "kind", "process", "pid", "tid", "size", "site", "function", "file", "module",
         ],
+        delta: &["time_ns"],
+        uncompressed: &["time_ns"],
+        batch_rows: BATCH_ROWS,
         created_by: format!("kairos {}", env!("CARGO_PKG_VERSION")),
         ..WriteOptions::default()
     };
@@ -127,7 +290,7 @@ fn write_one(
 
 /// Column `name` of batch `b`: nulls allowed, the schema says where they may be.
 fn col<'a, T: Array + 'static>(
-    b: &Batch<'a>,
+    b: &kairos_table::Batch<'a>,
     name: &str,
 ) -> Result<&'a T, kairos_table::TableError> {
     b.col::<T>(name, true)
