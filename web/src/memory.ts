@@ -113,7 +113,8 @@ export class MemoryView {
     const unresolved = d.unresolved.reduce((a, [, n]) => a + n, 0);
     this.el.append(
       h("h2", { text: "Memory access" }),
-      h("p", { class: "note", title: d.source_reason, text: `${d.source_name}: ${formatInt(d.samples)} samples with a data address, ${formatInt(unresolved)} without.` + (d.source === "registers" ? " Weights are CPU time at the access, not latency." : "") }),
+      h("p", { class: "note", title: d.source_reason, text: `${d.source_name}: ${formatInt(d.samples)} samples with a data address, ${formatInt(unresolved)} without.` +
+        (d.watch_hits ? ` ${formatInt(d.watch_hits)} watchpoint hits besides (exact accesses, not samples: counted apart).` : "") + (d.source === "registers" ? " Weights are CPU time at the access, not latency." : "") }),
       h("p", { id: "memory-verdicts" },
         h("span", { class: verdictClass(d.false_sharing_lines ? "false" : "none"), text: `${formatInt(d.false_sharing_lines)} cache line${d.false_sharing_lines === 1 ? "" : "s"} with false sharing` }),
         `, ${formatInt(d.true_sharing_lines)} with true sharing, of ${formatInt(d.lines_total)} lines (${formatInt(d.shared_lines)} used by more than one thread).`));

@@ -72,7 +72,7 @@ export interface MemorySeries {
 }
 export interface MemoryAnswer {
   source: string; source_name: string; source_reason: string; memory_bound: string | null; weight_unit: string;
-  samples: number; unresolved: [string, number][]; false_sharing_lines: number; true_sharing_lines: number;
+  samples: number; watch_hits: number; unresolved: [string, number][]; false_sharing_lines: number; true_sharing_lines: number;
   lines_total: number; shared_lines: number; objects_total: number;
   objects: MemoryObject[]; lines: CacheLine[]; series: MemorySeries;
 }

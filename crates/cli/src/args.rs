@@ -13,6 +13,10 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Text output: show every table cell whole (a cell longer than 60 characters is
+    /// otherwise cut with …); sentences are never cut, they wrap to the terminal's width.
+    #[arg(long, global = true)]
+    pub wide: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -53,8 +53,9 @@ pub fn run(args: CompareArgs) -> CliResult {
     d.push_table(t);
     print!("{}", d.to_text());
     println!("\nIn short:");
+    let width = kairos_report::text_layout().width;
     for s in kairos_compare::sentences(&fa, &fb) {
-        println!("  {s}");
+        print!("{}", kairos_report::wrap(&s, width, "  ", "    "));
     }
     Ok(())
 }

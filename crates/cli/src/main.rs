@@ -23,6 +23,7 @@ mod mmap_pages;
 mod own_env;
 mod perf_options;
 mod run_llc;
+mod terminal;
 
 use crate::args::Command;
 
@@ -40,6 +41,7 @@ fn main() {
             std::process::exit(e.exit_code());
         }
     };
+    kairos_report::set_text_layout(terminal::line_width(), cli.wide);
     let result = match cli.command {
         Command::Collect(a) => cmd_collect::run(a),
         Command::Import(a) => cmd_import::run(a),

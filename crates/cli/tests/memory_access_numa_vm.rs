@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use common::json_report::table_rows as rows;
-use common::{kairos, path_str};
+use common::{kairos, path_str, words};
 use kairos_testvm::Vm;
 use serde_json::Value;
 
@@ -198,10 +198,10 @@ fn serial_initialisation_is_diagnosed_and_parallel_initialisation_is_not() {
         .iter()
         .filter(|(var, name)| {
             diagnosed.iter().any(|r| r["Object"] == name.as_str())
-                && text.contains(&format!(
+                && words(&text).contains(&words(&format!(
                     "`{var}` ({}, 32 MiB): {placed}",
                     name.trim_end_matches(" (32 MiB)")
-                ))
+                )))
         })
         .count();
     assert_eq!(named, diagnosed.len(), "{text}");

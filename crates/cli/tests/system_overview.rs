@@ -39,14 +39,6 @@ fn kairos_faults(summary: &str) -> u64 {
     line.rsplit(':').next().unwrap().trim().parse().unwrap()
 }
 
-fn summary_value(summary: &str, key: &str) -> u64 {
-    let line = summary
-        .lines()
-        .find(|l| l.trim_start().starts_with(key))
-        .unwrap_or_else(|| panic!("no {key} line:\n{summary}"));
-    line.rsplit(':').next().unwrap().trim().parse().unwrap()
-}
-
 #[test]
 fn matrix_faults_agree_with_perf_stat() {
     let matrix = sample("matrix");
@@ -72,7 +64,7 @@ fn matrix_faults_agree_with_perf_stat() {
         let perf = perf_stat_faults(&cmd);
         tries.push((ours, perf));
         assert!(
-            summary_value(&s, "System calls:") > 0,
+            summary_count(&s, "System calls:") > 0,
             "no system calls in:\n{s}"
         );
         last_dir = Some(dir);
@@ -171,19 +163,27 @@ fn bad_knob_is_refused_before_anything_runs() {
     assert!(!dir.exists(), "a refused collection left a result behind");
 }
 
-/// The number before the "%" of the summary line starting with `key`.
-fn summary_percent(summary: &str, key: &str) -> f64 {
-    let line = summary
-        .lines()
+/// The value of the summary's `key`: after its colon, or on the next line when a long key
+/// stands on its own line.
+fn summary_value(summary: &str, key: &str) -> String {
+    let mut lines = summary.lines();
+    let line = lines
+        .by_ref()
         .find(|l| l.trim_start().starts_with(key))
         .unwrap_or_else(|| panic!("no {key} line:\n{summary}"));
-    line.rsplit(':')
-        .next()
-        .unwrap()
-        .trim()
-        .trim_end_matches('%')
+    let v = line.rsplit(':').next().unwrap().trim();
+    match v.is_empty() {
+        true => lines.next().unwrap_or_default().trim().to_string(),
+        false => v.to_string(),
+    }
+}
+
+/// The number before the "%" of the summary's `key`.
+fn summary_percent(summary: &str, key: &str) -> f64 {
+    let v = summary_value(summary, key);
+    v.trim_end_matches('%')
         .parse()
-        .unwrap_or_else(|_| panic!("not a percentage: {line}"))
+        .unwrap_or_else(|_| panic!("not a percentage: {key}: {v}"))
 }
 
 /// The program's own exact figure: "inkernel: cpu_s C user_s G long_gaps L exact_kernel_share E"
@@ -260,19 +260,12 @@ fn measured_kernel_share_agrees_with_the_programs_own_timing() {
     eprintln!("(mode, spin, exact, measured, sampled): {seen:?}");
 }
 
-/// The number after the ":" of the summary line starting with `key`.
+/// The count of the summary's `key`.
 fn summary_count(summary: &str, key: &str) -> u64 {
-    let line = summary
-        .lines()
-        .find(|l| l.trim_start().starts_with(key))
-        .unwrap_or_else(|| panic!("no {key} line:\n{summary}"));
-    line.rsplit(':')
-        .next()
-        .unwrap()
-        .trim()
-        .replace(',', "")
+    let v = summary_value(summary, key);
+    v.replace(',', "")
         .parse()
-        .unwrap_or_else(|_| panic!("not a count: {line}"))
+        .unwrap_or_else(|_| panic!("not a count: {key}: {v}"))
 }
 
 /// Our own footprint is not the program's: every cpu-clock sample's walk of the user

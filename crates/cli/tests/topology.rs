@@ -139,3 +139,50 @@ fn an_imported_recording_has_the_header_topology_and_no_devices() {
         "socket 0: CPUs 0-7,16-23 (8 cores); socket 1: CPUs 8-15,24-31 (8 cores)"
     );
 }
+
+/// An io result counts, it does not sample: it has no sample tables by design. The report
+/// says so (not that the result is damaged) and judges each device by the traced use.
+#[test]
+fn an_io_result_is_judged_by_its_device_use() {
+    let tmp = tempdir();
+    kairos_in(
+        tmp.path(),
+        &["collect", "io", "-q", "-r", "io", "-d", "1", "--", "true"],
+    )
+    .ok();
+    let text = kairos_in(tmp.path(), &["report", "topology", "-r", "io"])
+        .ok()
+        .stdout;
+    assert!(!text.contains("damaged"), "{text}");
+    assert!(
+        text.contains("this result holds no samples (its analysis counts, it does not sample)"),
+        "{text}"
+    );
+    let out = kairos_in(
+        tmp.path(),
+        &["report", "topology", "-r", "io", "--format", "json"],
+    )
+    .ok();
+    let doc: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", out.stdout));
+    let platform = &doc["blocks"][0]["values"];
+    assert_eq!(platform["Samples"], 0, "{platform}");
+    let notes: Vec<&str> = platform["Notes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("Notes is a list: {platform}"))
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notes.iter().all(|n| !n.contains("damaged")) && !notes.is_empty(),
+        "{notes:?}"
+    );
+    // The traced device use is what the devices are judged by.
+    let check = rows(&doc, "Check");
+    assert!(
+        check.iter().any(|r| r
+            .as_object()
+            .is_some_and(|o| o.contains_key("Traffic off node"))),
+        "{doc}"
+    );
+}

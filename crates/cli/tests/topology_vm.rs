@@ -9,6 +9,7 @@
 mod common;
 
 use common::json_report::table_rows as rows;
+use common::words;
 use kairos_testvm::Vm;
 use serde_json::Value;
 
@@ -88,7 +89,7 @@ fn a_nic_on_the_other_node_is_named_with_the_fix() {
     );
     assert!(sentence.ends_with("pin the threads to node 1's CPUs 2-3 (taskset -c 2-3, or numactl --cpunodebind=1 --membind=1)"), "{sentence}");
     assert!(
-        text.contains(sentence),
+        words(&text).contains(&words(sentence)),
         "the text report gives the whole sentence:\n{text}"
     );
     let nodes = rows(&doc, "NUMA nodes");

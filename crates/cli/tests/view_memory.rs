@@ -10,13 +10,23 @@ mod server;
 
 use std::path::{Path, PathBuf};
 
-use common::{kairos, path_str, sample, tempdir};
+use common::{kairos, path_str, sample, tempdir, words};
 use serde_json::Value;
 use server::start;
 
 /// Collects `false_sharing ARGS` into `dir/name`; returns it and the (tid, offset) the
 /// program printed for each thread (`false_sharing: thread K tid T offset O`).
 fn collect(dir: &Path, name: &str, args: &[&str]) -> (PathBuf, Vec<(u64, i64)>) {
+    collect_with(dir, name, args, &[])
+}
+
+/// [`collect`] with more options before `--` (`-k watchpoints=on`).
+fn collect_with(
+    dir: &Path,
+    name: &str,
+    args: &[&str],
+    options: &[&str],
+) -> (PathBuf, Vec<(u64, i64)>) {
     let _turn = common::cpu_turn();
     let r = dir.join(name);
     let prog = sample("false_sharing");
@@ -28,9 +38,9 @@ fn collect(dir: &Path, name: &str, args: &[&str]) -> (PathBuf, Vec<(u64, i64)>) 
         path_str(&r),
         "-k",
         "sampling-interval-us=200",
-        "--",
-        path_str(&prog),
     ];
+    a.extend(options);
+    a.extend(["--", path_str(&prog)]);
     a.extend(args);
     let out = kairos(&a).ok().stdout;
     let threads = out
@@ -329,5 +339,46 @@ fn results_without_accesses_or_with_damaged_tables_are_sentences() {
     assert!(
         u(&v.api("memory?r=2")["objects_total"]) > 0,
         "the good result still answers"
+    );
+}
+
+/// With `-k watchpoints=on` the page and `kairos report summary` state the same counts
+/// with the same meaning: samples with a data address (hits not added in), and the
+/// watchpoint hits as a figure of their own.
+#[test]
+fn the_page_and_the_summary_count_samples_and_watchpoint_hits_alike() {
+    let tmp = tempdir();
+    let (r, threads) = collect_with(
+        tmp.path(),
+        "watched",
+        &["2", "1000000000"],
+        &["-k", "watchpoints=on"],
+    );
+    assert_eq!(threads.len(), 2, "the program prints a line per thread");
+    let out = kairos(&["report", "summary", "-r", path_str(&r), "--format", "json"]).ok();
+    let summary: Value = serde_json::from_str(&out.stdout).unwrap();
+    let c = &summary["blocks"][0]["values"];
+    let (samples, hits) = (
+        u(&c["Samples with a data address"]),
+        u(&c["Watchpoint hits"]),
+    );
+    assert!(samples > 0 && hits > 0, "{c}");
+    // Every row of the result's samples table is one or the other.
+    let rows = kairos_result::ResultDir::open(&r)
+        .unwrap()
+        .manifest()
+        .table("accesses")
+        .map(|t| t.rows);
+    assert_eq!(rows, Some(samples + hits), "{c}");
+    let v = start(&["-r", path_str(&r)]);
+    let m = v.api("memory?r=0");
+    assert_eq!(u(&m["samples"]), samples, "{m}");
+    assert_eq!(u(&m["watch_hits"]), hits, "{m}");
+    let text = kairos(&["report", "summary", "-r", path_str(&r)])
+        .ok()
+        .stdout;
+    assert!(
+        words(&text).contains(&format!("Samples with a data address: {samples}")),
+        "{text}"
     );
 }

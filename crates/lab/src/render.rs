@@ -14,7 +14,7 @@ impl ScoreTable {
             Column::right("Found"),
             Column::right("Events"),
             Column::right("Recall").with_unit("%"),
-            Column::left("Note"),
+            Column::sentence("Note"),
         ]);
         for r in &self.rows {
             let row = match r.result {

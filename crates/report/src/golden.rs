@@ -1,7 +1,8 @@
 //! Golden-file assertions for report tests.
 //!
 //! Reports are compared as whole rendered strings: a change in any column, rounding or
-//! sort order shows up as a readable line diff, and `KAIROS_BLESS=1` accepts it.
+//! sort order shows up as a readable line diff, and `KAIROS_BLESS=1` accepts it. A golden
+//! of a machine format must also be valid in it (see [`format_of`]), blessed or not.
 
 use std::path::Path;
 
@@ -19,8 +20,20 @@ const MAX_LCS_CELLS: usize = 4_000_000;
 ///
 /// Line endings of the golden file are normalised (`\r\n` → `\n`) so a checkout with
 /// autocrlf still matches.
+///
+/// Output that a golden's name says is JSON or CSV ([`format_of`]) must first pass
+/// [`crate::strict`]: a repeated JSON key or a CSV row of the wrong width fails the test
+/// even when the golden holds the same mistake.
 #[allow(clippy::panic)] // a failing assertion is the point of this test helper
 pub fn assert_golden(path: &Path, actual: &str) {
+    if let Some(format) = format_of(path) {
+        if let Err(e) = crate::strict::check(format, actual) {
+            panic!(
+                "the output for golden file {} is not valid {format}: {e}\n{actual}",
+                path.display()
+            );
+        }
+    }
     let expected = std::fs::read_to_string(path)
         .ok()
         .map(|s| s.replace("\r\n", "\n"));
@@ -65,6 +78,19 @@ pub fn assert_golden(path: &Path, actual: &str) {
             );
             panic!("golden file {} does not match ({written}):\n{diff}\nIf the new output is right, run: {bless_cmd}", path.display())
         }
+    }
+}
+
+/// The machine format a golden holds, told by its name: `*.json` and `*_json.txt` hold
+/// JSON, `*.csv` and `*_csv.txt` CSV; None for text.
+pub fn format_of(path: &Path) -> Option<crate::Format> {
+    let name = path.file_name()?.to_str()?;
+    if name.ends_with(".json") || name.ends_with("_json.txt") {
+        Some(crate::Format::Json)
+    } else if name.ends_with(".csv") || name.ends_with("_csv.txt") {
+        Some(crate::Format::Csv)
+    } else {
+        None
     }
 }
 
@@ -208,6 +234,35 @@ mod tests {
         assert_eq!(
             line_diff("", "a\n", "o", "n"),
             "--- o\n+++ n\n@@ -1,0 +1,1 @@\n+a\n"
+        );
+    }
+
+    #[test]
+    fn machine_goldens_must_be_valid() {
+        assert_eq!(
+            format_of(Path::new("a/summary.json")),
+            Some(crate::Format::Json)
+        );
+        assert_eq!(
+            format_of(Path::new("hotspots_json.txt")),
+            Some(crate::Format::Json)
+        );
+        assert_eq!(format_of(Path::new("x/io.csv")), Some(crate::Format::Csv));
+        assert_eq!(
+            format_of(Path::new("numa_csv.txt")),
+            Some(crate::Format::Csv)
+        );
+        assert_eq!(format_of(Path::new("summary.txt")), None);
+        // Refused before the comparison, so never blessed: the file is not even read.
+        let path = Path::new("/nonexistent/kairos-golden/dup.json");
+        let r = std::panic::catch_unwind(|| assert_golden(path, "{\"a\": 1, \"a\": 2}"));
+        let msg = r
+            .err()
+            .and_then(|e| e.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        assert!(
+            msg.contains("not valid json") && msg.contains("duplicate key"),
+            "{msg}"
         );
     }
 

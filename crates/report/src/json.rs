@@ -2,29 +2,56 @@
 //!
 //! Written by hand rather than through `serde_json::Value` so that keys keep column
 //! order (serde_json's map sorts them unless a workspace-wide feature is switched on).
+//! Keys are unique in every object written (see [`keys`]): JSON readers keep only one of
+//! a repeated key, so a repeated key would lose data without a word.
 
 use crate::csv::{machine_text, rounded, PERCENT_DECIMALS};
-use crate::table::{Cell, Table};
+use crate::table::{Cell, Column, Table};
 
 impl Table {
-    /// JSON array of row objects keyed by column name (without unit); numbers are JSON
-    /// numbers (durations integer ns, percentages percentage points), `Empty` is `null`.
+    /// JSON array of row objects keyed by column name (without unit, see [`keys`]);
+    /// numbers are JSON numbers (durations integer ns, percentages percentage points),
+    /// `Empty` is `null`.
     pub fn to_json(&self) -> String {
+        let keys = keys(&self.columns);
+        let names: Vec<&str> = keys.iter().map(String::as_str).collect();
         let mut out = String::from("[");
         for (i, r) in self.rows.iter().enumerate() {
             out.push_str(if i == 0 { "\n  " } else { ",\n  " });
-            out.push_str(&row_object(
-                &self
-                    .columns
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>(),
-                r,
-            ));
+            out.push_str(&row_object(&names, r));
         }
         out.push_str(if self.rows.is_empty() { "]\n" } else { "\n]\n" });
         out
     }
+}
+
+/// The JSON key of each column: its name; columns sharing a name are told apart by their
+/// header (`Time (ms)`, `Time (%)`), and any still alike by their position (`Time #2`).
+pub(crate) fn keys(columns: &[Column]) -> Vec<String> {
+    let count = |keys: &[String], k: &str| keys.iter().filter(|x| x.as_str() == k).count();
+    let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+    let headers: Vec<String> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if count(&names, &c.name) > 1 {
+                c.header()
+            } else {
+                names[i].clone()
+            }
+        })
+        .collect();
+    let mut out: Vec<String> = Vec::with_capacity(columns.len());
+    for h in &headers {
+        let mut k = h.clone();
+        let mut n = 1;
+        while out.contains(&k) || (n > 1 && headers.contains(&k)) {
+            n += 1;
+            k = format!("{h} #{n}");
+        }
+        out.push(k);
+    }
+    out
 }
 
 /// `{"k": v, ...}` for one row.
@@ -108,6 +135,25 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&json).expect("valid json");
         assert_eq!(v[0]["Zeta"], "a\"b\\c\n\u{1}");
         assert_eq!(v[0]["P"], 33.3333);
+    }
+
+    #[test]
+    fn repeated_column_names_become_distinct_keys() {
+        let cols = vec![
+            Column::right("Time").with_unit("ms"),
+            Column::right("Time").with_unit("%"),
+            Column::left("A"),
+            Column::left("A"),
+            Column::left("A #2"),
+            Column::left("B"),
+        ];
+        assert_eq!(
+            keys(&cols),
+            ["Time (ms)", "Time (%)", "A", "A #3", "A #2", "B"]
+        );
+        let mut t = Table::new(cols);
+        t.push_row(vec![Cell::UInt(1), Cell::UInt(2), Cell::text("x")]);
+        crate::strict::check_json(&t.to_json()).expect("unique keys");
     }
 
     #[test]

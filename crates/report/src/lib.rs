@@ -5,21 +5,31 @@
 //! the text view can scale and align, while CSV and JSON keep exact machine values
 //! (durations in ns, percentages in percentage points) for scripts and spreadsheets.
 //!
-//! [`assert_golden`] is the golden-file helper the analyses' tests use.
+//! Text wraps sentences to the line width of the process's [`TextLayout`] and never cuts
+//! them; only value cells of tables are cut with `…`, unless the layout is wide.
+//!
+//! [`assert_golden`] is the golden-file helper the analyses' tests use; [`strict`] reads
+//! the machine formats strictly (no repeated JSON key, equal CSV field counts), and
+//! golden files named `*.json` or `*.csv` are read through it.
 
 mod csv;
 mod document;
 mod format;
 mod golden;
 mod json;
+mod layout;
+pub mod strict;
 mod table;
 mod text;
 
 pub use document::{Block, Document, Section};
 pub use format::{Format, ParseFormatError};
-pub use golden::{assert_golden, line_diff};
-pub use table::{Align, Cell, Column, Table};
-pub use text::DEFAULT_MAX_WIDTH;
+pub use golden::{assert_golden, format_of, line_diff};
+pub use layout::{
+    set_text_layout, text_layout, wrap, wrap_lines, TextLayout, DEFAULT_LINE_WIDTH,
+    DEFAULT_MAX_WIDTH, MIN_SENTENCE_WIDTH,
+};
+pub use table::{Align, Cell, Column, ColumnKind, Table};
 
 /// `1234567` as `1,234,567`, for counts written into sentences and labels.
 pub fn thousands(n: u64) -> String {

@@ -7,7 +7,20 @@ pub enum Align {
     Right,
 }
 
-/// One column: its name (the header, and the key in JSON), alignment and optional unit.
+/// What a column holds, which decides how the text rendering may shorten it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ColumnKind {
+    /// Names, numbers, labels: the text rendering may cut a long one with `…` (unless
+    /// the layout is wide).
+    #[default]
+    Value,
+    /// Sentences (a fix, a finding, a reason): never cut; the text rendering wraps them
+    /// within the line width, the row taking as many lines as its longest sentence.
+    Sentence,
+}
+
+/// One column: its name (the header, and the key in JSON), alignment, optional unit and
+/// kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
     pub name: String,
@@ -15,6 +28,7 @@ pub struct Column {
     /// Shown after the name in text and CSV headers, as `name (unit)`; JSON keys stay
     /// the bare name so scripts do not depend on the unit spelling.
     pub unit: Option<String>,
+    pub kind: ColumnKind,
 }
 
 impl Column {
@@ -24,6 +38,7 @@ impl Column {
             name: name.into(),
             align: Align::Left,
             unit: None,
+            kind: ColumnKind::Value,
         }
     }
     /// A right-aligned column (numbers).
@@ -32,6 +47,16 @@ impl Column {
             name: name.into(),
             align: Align::Right,
             unit: None,
+            kind: ColumnKind::Value,
+        }
+    }
+    /// A left-aligned column of sentences, which text never cuts (see [`ColumnKind`]).
+    pub fn sentence(name: impl Into<String>) -> Column {
+        Column {
+            name: name.into(),
+            align: Align::Left,
+            unit: None,
+            kind: ColumnKind::Sentence,
         }
     }
     /// Sets the unit shown in text and CSV headers.

@@ -22,7 +22,10 @@ pub struct Memory {
     pub memory_bound: Option<String>,
     /// Samples without a data address, by reason.
     pub unresolved: BTreeMap<String, u64>,
+    /// Samples with a data address, as the summary report counts them: watchpoint hits
+    /// are not samples and are counted apart, in `watch_hits`.
     pub samples: u64,
+    pub watch_hits: u64,
     pub objects: Vec<Object>,
     /// Every object that was sampled, by descending weight.
     pub totals: Vec<(u32, Totals)>,
@@ -46,6 +49,7 @@ impl Memory {
             )
         })?;
         let data = kairos_analysis_memory_access::load(dir, built);
+        let (samples, watch_hits) = (data.sampled(), data.watch_hits());
         let totals = by_object(data.located());
         let weight_total = totals
             .iter()
@@ -73,7 +77,8 @@ impl Memory {
             source_reason: data.source_reason,
             memory_bound: data.memory_bound,
             unresolved: data.unresolved,
-            samples: b.samples.len() as u64,
+            samples,
+            watch_hits,
             objects: b.objects,
             totals,
             weight_total,

@@ -174,6 +174,15 @@ impl AccessData {
             .filter(|s| s.source != Source::Watchpoint)
             .count() as u64
     }
+
+    /// Watchpoint hits: exact accesses, a figure of their own beside [`Self::sampled`].
+    pub fn watch_hits(&self) -> u64 {
+        self.built
+            .samples
+            .iter()
+            .filter(|s| s.source == Source::Watchpoint)
+            .count() as u64
+    }
 }
 
 /// Bytes `[start, start + len)` of a line touched by one access, clipped to the line.

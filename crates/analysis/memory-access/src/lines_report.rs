@@ -28,7 +28,7 @@ pub fn cache_lines(d: &AccessData, limit: Option<usize>) -> Document {
         Column::right("Stores"),
         Column::right("HITM"),
         Column::left("Functions"),
-        Column::left("Fix"),
+        Column::sentence("Fix"),
     ];
     // The watchpoint columns, only in results that have hits (after HITM).
     const WATCH_AT: usize = 10;

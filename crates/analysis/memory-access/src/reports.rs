@@ -137,6 +137,10 @@ pub fn summary(d: &AccessData, meta: &[(String, String)], top: usize) -> Documen
     s.push("Samples with a data address", Cell::UInt(with_address));
     s.push("Samples without one", Cell::UInt(unresolved));
     crate::drops::push_rows(d, &mut s);
+    if d.watched() {
+        // Exact accesses, not samples: never added into the figures above.
+        s.push("Watchpoint hits", Cell::UInt(d.watch_hits()));
+    }
     if d.source == Source::Registers {
         s.push(
             "Weights",
@@ -156,7 +160,7 @@ pub fn summary(d: &AccessData, meta: &[(String, String)], top: usize) -> Documen
         Column::left("Object"),
         Column::left("Verdict"),
         Column::right("Threads"),
-        Column::left("Fix"),
+        Column::sentence("Fix"),
     ];
     if watched {
         cols.insert(4, Column::left("Confirmed"));

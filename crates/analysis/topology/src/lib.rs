@@ -22,6 +22,9 @@ pub const REPORT: &str = "topology";
 
 /// The memory-access NUMA table whose `pages` per `node` are the target's resident pages.
 const NUMA_OBJECTS: &str = "numa_objects.parquet";
+/// The profile's samples table, by its manifest name and its file.
+const SAMPLES: &str = "samples";
+const SAMPLES_FILE: &str = "samples.parquet";
 /// `node` value of rows without a node.
 const UNKNOWN_NODE: u32 = u32::MAX;
 
@@ -34,22 +37,23 @@ pub struct Topology {
     pub notes: Vec<String>,
 }
 
-/// Reads a result's snapshot and measurements and checks them.
+/// Reads a result's snapshot and measurements and checks them. Any result will do: one
+/// without samples (io counts, it does not sample) is judged by what it has, the traced
+/// device use and the resident pages, and says so.
 pub fn analyse(result_dir: &Path) -> Result<Topology, Failure> {
     let mut notes = Vec::new();
-    let profile = match session::open(result_dir) {
-        Ok((_, profile)) => Some(profile),
-        // Collections that count rather than sample (io) keep no profile tables.
-        Err(_) if !session::open_result(result_dir)?.tables_path().is_dir() => {
-            notes.push(
-                "this result holds no samples (its analysis counts, it does not sample)".into(),
-            );
-            None
+    let dir = session::open_result(result_dir)?;
+    let profile = if holds_samples(&dir) {
+        match session::open(result_dir) {
+            Ok((_, profile)) => Some(profile),
+            Err(e) => {
+                notes.push(format!("no samples to place: {e}"));
+                None
+            }
         }
-        Err(e) => {
-            notes.push(format!("no samples to place: {e}"));
-            None
-        }
+    } else {
+        notes.push("this result holds no samples (its analysis counts, it does not sample)".into());
+        None
     };
     let threads = profile
         .as_ref()
@@ -125,6 +129,12 @@ pub fn analyse_with(
         findings,
         notes,
     })
+}
+
+/// Whether the result keeps a sampled profile: its manifest lists the samples table (or,
+/// in a result older than that list, the file is there).
+fn holds_samples(dir: &kairos_result::ResultDir) -> bool {
+    dir.manifest().table(SAMPLES).is_some() || dir.tables_path().join(SAMPLES_FILE).is_file()
 }
 
 /// The traced device use per device, by the node of each flow's CPU.

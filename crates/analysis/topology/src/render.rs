@@ -10,8 +10,9 @@ use crate::check::{checked_kind, Finding, Usage, Verdict};
 /// What fills a cell the result has no measurement for.
 pub const NOT_MEASURED: &str = "not measurable here";
 
-/// The report in `format`: text puts each finding's sentence whole below the tables (a
-/// table cell would cut it), CSV and JSON keep it as a column.
+/// The report in `format`: text puts each finding's sentence below the tables, wrapped to
+/// the line width (a sentence in a row of figures would make every row tall), CSV and
+/// JSON keep it as a column.
 pub fn render(
     p: &Platform,
     u: &Usage,
@@ -23,8 +24,9 @@ pub fn render(
     let mut out = document(p, u, findings, notes, !text).render(format);
     if text && !findings.is_empty() {
         out.push_str("\nFindings\n");
+        let width = kairos_report::text_layout().width;
         for f in findings {
-            out.push_str(&format!("  - {}\n", f.sentence));
+            out.push_str(&kairos_report::wrap(&f.sentence, width, "  - ", "    "));
         }
     }
     out
@@ -62,9 +64,10 @@ pub fn document(
         }),
     );
     s.push("Samples", Cell::UInt(u.samples()));
-    for n in notes.iter().chain(p.notes.iter()) {
-        s.push("Note", Cell::text(n.clone()));
-    }
+    s.push_list(
+        "Notes",
+        notes.iter().chain(p.notes.iter()).cloned().map(Cell::Text),
+    );
     doc.push_section(s);
     doc.push_table(nodes_table(p, u));
     if let Some(t) = devices_table(p) {
@@ -188,7 +191,7 @@ fn check_table(p: &Platform, findings: &[Finding], sentences: bool, traced: bool
         columns.push(Column::right("Traffic off node"));
     }
     if sentences {
-        columns.push(Column::left("Finding"));
+        columns.push(Column::sentence("Finding"));
     }
     let mut t = Table::new(columns).with_title("Check");
     for f in findings {

@@ -72,6 +72,12 @@ pub fn kairos(args: &[&str]) -> Run {
     kairos_in(&std::env::temp_dir(), args)
 }
 
+/// `s` with every run of blanks and line breaks as one space: text reports wrap their
+/// sentences to the line width, so a sentence is looked for in the words of a report.
+pub fn words(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("kairos-test-")

@@ -63,7 +63,7 @@ pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     Ok(json!({
         "source": source_key(m.source), "source_name": m.source.name(), "source_reason": m.source_reason,
         "memory_bound": m.memory_bound, "weight_unit": m.weight_unit(),
-        "samples": m.samples,
+        "samples": m.samples, "watch_hits": m.watch_hits,
         "unresolved": m.unresolved.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
         "false_sharing_lines": m.count(Verdict::FalseSharing), "true_sharing_lines": m.count(Verdict::TrueSharing),
         "lines_total": m.lines.len(), "shared_lines": m.lines.iter().filter(|l| l.threads.len() > 1).count(),
