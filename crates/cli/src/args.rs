@@ -44,6 +44,8 @@ pub enum Command {
     Measure(crate::cmd_measure::MeasureArgs),
     /// Cache allocation (resctrl): capabilities, groups, which ways each CPU may fill.
     Cache(crate::cmd_cache::CacheArgs),
+    /// Check every collection this machine supports against perf doing the same, one line per capability; exit status 1 when something disagrees.
+    Selftest(crate::cmd_selftest::SelftestArgs),
 }
 
 #[derive(Debug, Args)]

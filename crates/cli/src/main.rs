@@ -13,6 +13,7 @@ mod cmd_measure;
 mod cmd_report;
 mod cmd_run;
 mod cmd_run_cache;
+mod cmd_selftest;
 mod cmd_view;
 mod collect_cache;
 mod collect_hugepages;
@@ -54,6 +55,7 @@ fn main() {
         Command::View(a) => cmd_view::run(a),
         Command::Cache(a) => cmd_cache::run(a),
         Command::Measure(a) => cmd_measure::run(a),
+        Command::Selftest(a) => cmd_selftest::run(a),
     };
     if let Err(e) = result {
         eprintln!("kairos: {e}");
