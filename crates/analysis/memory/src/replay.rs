@@ -281,8 +281,8 @@ impl State {
             histogram: vec![(0, 0); 65],
             ..Default::default()
         };
-        if bucket_ns > 0 {
-            let n = end_ns / bucket_ns + 1;
+        if let Some(n) = end_ns.checked_div(bucket_ns) {
+            let n = n + 1;
             st.timeline = (0..n)
                 .map(|i| Bucket {
                     start_ns: i * bucket_ns,
