@@ -28,7 +28,9 @@ pub fn build(trace: &Trace) -> MemoryData {
     for (pi, p) in trace.processes.iter().enumerate() {
         rows.reserve(p.events.len());
         for e in &p.events {
-            rows.push(crate::stream::row_of(e, pi as u32, p.pid, e.tid, origin, site0));
+            rows.push(crate::stream::row_of(
+                e, pi as u32, p.pid, e.tid, origin, site0,
+            ));
         }
         site0 = site0.saturating_add(p.stacks.list.len() as u32);
     }

@@ -46,7 +46,11 @@ pub struct Stacks {
 impl Stacks {
     pub fn intern(&mut self, frames: &[u64]) -> u32 {
         if let Some(i) = self.last {
-            if self.list.get(i as usize).is_some_and(|s| same_words(s, frames)) {
+            if self
+                .list
+                .get(i as usize)
+                .is_some_and(|s| same_words(s, frames))
+            {
                 return i;
             }
         }
@@ -72,7 +76,11 @@ impl Stacks {
     #[inline]
     pub(crate) fn intern_event(&mut self, b: &[u8], h: &Head) -> u32 {
         if let Some(i) = self.last {
-            if self.list.get(i as usize).is_some_and(|s| frames_are(b, h, s)) {
+            if self
+                .list
+                .get(i as usize)
+                .is_some_and(|s| frames_are(b, h, s))
+            {
                 return i;
             }
         }
@@ -387,7 +395,8 @@ pub(crate) fn event(b: &[u8], at: usize, h: &mut Head) -> usize {
     if head == 6 {
         h.aux = w(3);
         h.aux2 = w(4);
-        let t0 = matches!(kind, Kind::Munmap | Kind::Mremap) || (kind == Kind::Realloc && h.aux != 0);
+        let t0 =
+            matches!(kind, Kind::Munmap | Kind::Mremap) || (kind == Kind::Realloc && h.aux != 0);
         h.t0 = if t0 { Some(w(5) & MASK) } else { None };
     } else {
         h.aux = 0;
@@ -440,7 +449,10 @@ pub(crate) fn parse(b: &[u8], at: usize, offset: u64, last: bool) -> (Record, us
         0
     };
     if depth as u64 > MAX_DEPTH {
-        let d = format!("impossible stack depth {depth} at byte {}", offset + at as u64);
+        let d = format!(
+            "impossible stack depth {depth} at byte {}",
+            offset + at as u64
+        );
         return (Record::Damage(d), 0);
     }
     // Only the stack can be missing now.
@@ -454,13 +466,9 @@ pub(crate) fn frames_are(b: &[u8], h: &Head, words: &[u64]) -> bool {
         return false;
     };
     bytes.len() == 8 * words.len()
-        && bytes
-            .chunks_exact(8)
-            .zip(words)
-            .fold(0, |d, (c, w)| {
-                d | (u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) ^ w)
-            })
-            == 0
+        && bytes.chunks_exact(8).zip(words).fold(0, |d, (c, w)| {
+            d | (u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) ^ w)
+        }) == 0
 }
 
 /// The return addresses of an event parsed from `b`, into `out`; the filled part.
@@ -609,8 +617,7 @@ impl Clock {
     /// Whether later stamps never convert to earlier times: ns, or anchors whose ticks and
     /// ns both never go back (every slope is then at least 0).
     pub fn monotonic(&self) -> bool {
-        !self.tsc
-            || (self.sorted && self.anchors.windows(2).all(|w| w[0].1 <= w[1].1))
+        !self.tsc || (self.sorted && self.anchors.windows(2).all(|w| w[0].1 <= w[1].1))
     }
 
     /// An upper bound of how far apart in ns two stamps `d` apart (in the file's unit) can

@@ -121,8 +121,8 @@ fn tables_and_replay(tables_dir: &Path, index: &stream::Index) -> Result<Done, F
         drop(full);
         (merged, writer.join(), symbolised.join())
     });
-    let stats = merged
-        .map_err(|e| Failure::failed(format!("cannot read the tracker's files: {e}")))?;
+    let stats =
+        merged.map_err(|e| Failure::failed(format!("cannot read the tracker's files: {e}")))?;
     let allocations = written.map_err(|_| unexpected())?.map_err(cannot_write)?;
     let (sites, notes) = symbolised.map_err(|_| unexpected())?;
     let sites_table = tables::write_sites(tables_dir, &sites).map_err(cannot_write)?;
@@ -144,7 +144,9 @@ fn merge_and_replay(
     let mut replayer = replay::Replayer::new(0, 0);
     let mut batch = tables::Batch::with_capacity(tables::BATCH_ROWS);
     while let Some(row) = merge.next_row()? {
-        let horizon = merge.peek_time().map_or(u64::MAX, |t| t.saturating_sub(lag));
+        let horizon = merge
+            .peek_time()
+            .map_or(u64::MAX, |t| t.saturating_sub(lag));
         replayer.push(&row, horizon);
         batch.push(&row);
         if batch.len() == tables::BATCH_ROWS {

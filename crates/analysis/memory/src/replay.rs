@@ -226,7 +226,12 @@ impl Replayer {
             // Usually the latest: then it goes at the end.
             let key = (t, k, seq);
             let mut at = self.pending.len();
-            while at > 0 && self.pending.get(at - 1).is_some_and(|p| (p.0, p.1, p.2) > key) {
+            while at > 0
+                && self
+                    .pending
+                    .get(at - 1)
+                    .is_some_and(|p| (p.0, p.1, p.2) > key)
+            {
                 at -= 1;
             }
             if at == self.pending.len() {

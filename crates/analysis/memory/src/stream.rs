@@ -386,7 +386,10 @@ fn next_head(
 fn changed(w: &Window, why: &str) -> Error {
     Error::Damaged {
         path: w.path.display().to_string(),
-        detail: format!("it changed while it was read ({why} at byte {})", w.offset()),
+        detail: format!(
+            "it changed while it was read ({why} at byte {})",
+            w.offset()
+        ),
     }
 }
 
@@ -597,11 +600,7 @@ impl<'a> Merge<'a> {
 }
 
 /// A file that is not read run by run: decoded whole, sorted as `read_dir` sorts.
-fn decode_whole(
-    f: &FileIndex,
-    inst: u64,
-    stacks: &Stacks,
-) -> Result<Vec<decode::RawEvent>, Error> {
+fn decode_whole(f: &FileIndex, inst: u64, stacks: &Stacks) -> Result<Vec<decode::RawEvent>, Error> {
     let changed = || Error::Damaged {
         path: f.path.display().to_string(),
         detail: "it changed while it was read".into(),
@@ -671,7 +670,9 @@ mod tests {
                 t = t.saturating_sub(rng.next(300));
             }
             let depth = rng.next(4);
-            let stack: Vec<u64> = (0..depth).map(|d| 0x400000 + d * 16 + rng.next(3)).collect();
+            let stack: Vec<u64> = (0..depth)
+                .map(|d| 0x400000 + d * 16 + rng.next(3))
+                .collect();
             let size = rng.next(100);
             match rng.next(10) {
                 0..=3 => {
@@ -681,7 +682,11 @@ mod tests {
                     push(&mut b, &stack);
                 }
                 4..=6 => {
-                    let addr = if live.is_empty() { 0x9999 } else { live.swap_remove(rng.next(live.len() as u64) as usize) };
+                    let addr = if live.is_empty() {
+                        0x9999
+                    } else {
+                        live.swap_remove(rng.next(live.len() as u64) as usize)
+                    };
                     push(&mut b, &[t | 4 << 56, addr]);
                 }
                 7 => {
@@ -694,15 +699,45 @@ mod tests {
                 }
                 8 => {
                     let flags = if rng.next(2) == 0 { 0x22u64 } else { 0x02 };
-                    push(&mut b, &[t | 10 << 56, 0x7f0000 + rng.next(8) * 0x1000, 0x2000 | depth << 56, flags << 32 | 3, 0, 0]);
+                    push(
+                        &mut b,
+                        &[
+                            t | 10 << 56,
+                            0x7f0000 + rng.next(8) * 0x1000,
+                            0x2000 | depth << 56,
+                            flags << 32 | 3,
+                            0,
+                            0,
+                        ],
+                    );
                     push(&mut b, &stack);
                 }
                 _ => {
                     let t0 = t.saturating_sub(rng.next(20));
                     if rng.next(2) == 0 {
-                        push(&mut b, &[t | 11 << 56, 0x7f0000 + rng.next(8) * 0x1000, 0x1000, 0, 0, t0]);
+                        push(
+                            &mut b,
+                            &[
+                                t | 11 << 56,
+                                0x7f0000 + rng.next(8) * 0x1000,
+                                0x1000,
+                                0,
+                                0,
+                                t0,
+                            ],
+                        );
                     } else {
-                        push(&mut b, &[t | 12 << 56, 0x7f8000, 0x3000, 0x7f0000 + rng.next(8) * 0x1000, 0x2000, t0]);
+                        push(
+                            &mut b,
+                            &[
+                                t | 12 << 56,
+                                0x7f8000,
+                                0x3000,
+                                0x7f0000 + rng.next(8) * 0x1000,
+                                0x2000,
+                                t0,
+                            ],
+                        );
                     }
                 }
             }
@@ -728,7 +763,9 @@ mod tests {
         let mut replayer = Replayer::new(0, 0);
         let mut rows = Vec::new();
         while let Some(r) = merge.next_row().expect("row") {
-            let horizon = merge.peek_time().map_or(u64::MAX, |t| t.saturating_sub(lag));
+            let horizon = merge
+                .peek_time()
+                .map_or(u64::MAX, |t| t.saturating_sub(lag));
             replayer.push(&r, horizon);
             rows.push(r);
         }
@@ -751,11 +788,23 @@ mod tests {
         let w = |name: &str, b: &[u8]| std::fs::write(d.join(name), b).expect("write");
         // Process 10: three threads in ns (one going back now and then, one with SEQ 10
         // before SEQ 2 in name order), clean exit.
-        w("10-1000-0.kmt", &thread_file(&mut rng, 10, false, 3000, 0, 0));
-        w("10-1000-2.kmt", &thread_file(&mut rng, 11, false, 2000, 5, 200));
-        w("10-1000-10.kmt", &thread_file(&mut rng, 12, false, 1000, 5, 0));
+        w(
+            "10-1000-0.kmt",
+            &thread_file(&mut rng, 10, false, 3000, 0, 0),
+        );
+        w(
+            "10-1000-2.kmt",
+            &thread_file(&mut rng, 11, false, 2000, 5, 200),
+        );
+        w(
+            "10-1000-10.kmt",
+            &thread_file(&mut rng, 12, false, 1000, 5, 0),
+        );
         w("10-1000.info", b"version=1\nlost=2\nmin_size=0\n");
-        w("10-1000.maps.start", b"00400000-00401000 r-xp 00000000 08:01 1 /nonexistent/app\n");
+        w(
+            "10-1000.maps.start",
+            b"00400000-00401000 r-xp 00000000 08:01 1 /nonexistent/app\n",
+        );
         // Process 20 started earlier (the origin), TSC with anchors, cut at the end; no
         // .info (killed).
         let mut tsc = thread_file(&mut rng, 20, true, 2500, 100, 0);
@@ -767,7 +816,10 @@ mod tests {
         push(&mut back, &[5 | 15 << 56, 999]);
         push(&mut back, &[3 | 15 << 56, 5]);
         w("30-2000-0.kmt", &back);
-        w("30-2000-1.kmt", &thread_file(&mut rng, 32, false, 3000, 0, 3));
+        w(
+            "30-2000-1.kmt",
+            &thread_file(&mut rng, 32, false, 3000, 0, 3),
+        );
         w("30-2000-2.kmt", b"KAIROSMT junk");
         w("30-2000.info", b"version=1\nlost=0\n");
         // A process with an empty file only: dropped.

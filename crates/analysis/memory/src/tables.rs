@@ -117,7 +117,11 @@ impl Batch {
         self.site.push(r.site.unwrap_or(0));
         self.site_valid.push(r.site.is_some());
         let thread = (r.process, r.pid, r.tid);
-        if self.threads.last().is_none_or(|t| (t.1, t.2, t.3) != thread) {
+        if self
+            .threads
+            .last()
+            .is_none_or(|t| (t.1, t.2, t.3) != thread)
+        {
             self.threads.push((row, r.process, r.pid, r.tid));
         }
         let extra = Extra {
@@ -161,7 +165,9 @@ impl Batch {
             let mut valid = vec![false; n];
             let mut any = 0;
             for (row, e) in &self.extra {
-                if let (Some(v), Some(x), Some(ok)) = (get(e), values.get_mut(*row), valid.get_mut(*row)) {
+                if let (Some(v), Some(x), Some(ok)) =
+                    (get(e), values.get_mut(*row), valid.get_mut(*row))
+                {
                     (*x, *ok) = (v, true);
                     any += 1;
                 }
@@ -174,7 +180,9 @@ impl Batch {
             let mut valid = vec![false; n];
             let mut any = 0;
             for (row, e) in &self.extra {
-                if let (Some(v), Some(x), Some(ok)) = (e.anonymous, values.get_mut(*row), valid.get_mut(*row)) {
+                if let (Some(v), Some(x), Some(ok)) =
+                    (e.anonymous, values.get_mut(*row), valid.get_mut(*row))
+                {
                     (*x, *ok) = (v, true);
                     any += 1;
                 }
