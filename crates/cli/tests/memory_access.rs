@@ -568,6 +568,7 @@ fn imported_reports_match_goldens() {
 #[test]
 fn another_users_process_is_refused_plainly() {
     if effective_uid() != 0 {
+        eprintln!("NOT RUN: needs root to switch to another user (runuser); run the tests as root");
         return;
     }
     let t = tempdir();

@@ -273,6 +273,7 @@ fn pages_we_may_not_read_are_said_with_the_permission_and_nothing_is_lost() {
         .lines()
         .any(|l| l.starts_with("Uid:\t0\t"))
     {
+        eprintln!("NOT RUN: needs root to switch to another user (runuser); run the tests as root");
         return;
     }
     let t = tempdir();

@@ -8,7 +8,9 @@ use kairos_result::ResultDir;
 
 use kairos_analysis_api::{Failure, ReportRequest};
 
-use crate::finish::BRANCH_CAPABILITY;
+/// The manifest capability that says whether branch records were recorded (the collection
+/// writes it, the branches report reads it).
+pub const BRANCH_CAPABILITY: &str = "branch records";
 
 pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
     let format = kairos_session::report_format(req)?;

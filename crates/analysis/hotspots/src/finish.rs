@@ -6,8 +6,7 @@ use kairos_collector::{CollectError, CollectSummary, TargetExit};
 use kairos_result::{Capability, ResultDir};
 use kairos_session as session;
 
-/// The manifest capability that says whether branch records were recorded.
-pub const BRANCH_CAPABILITY: &str = "branch records";
+use crate::branches::BRANCH_CAPABILITY;
 
 pub(crate) fn finish(
     dir: &mut ResultDir,

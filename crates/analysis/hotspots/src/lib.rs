@@ -35,9 +35,9 @@ mod weight;
 #[cfg(test)]
 mod testutil;
 
+pub use branches::BRANCH_CAPABILITY;
 pub use error::Error;
 pub use filter::Filter;
-pub use finish::BRANCH_CAPABILITY;
 pub use group::GroupBy;
 pub use hotspots::{hotspots, Rows};
 pub use reports::{parse_time_range, print_summary, print_summary_from, profile_report};

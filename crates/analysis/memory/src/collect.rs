@@ -9,10 +9,8 @@ use std::time::Instant;
 use kairos_analysis_api::{CollectRequest, Failure};
 use kairos_session as session;
 
+use crate::decode::RAW_DIR;
 use crate::SPEC;
-
-/// Folder of the tracker's raw files inside the result.
-pub const RAW_DIR: &str = "memtrack";
 
 pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     session::refuse_target_step(req, "memory-consumption")?;

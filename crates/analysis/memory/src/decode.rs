@@ -9,6 +9,10 @@ use std::path::Path;
 
 use crate::{Error, Kind};
 
+/// Folder of the tracker's raw files inside a result (the collection writes there, the
+/// finish and any later reader read from there).
+pub const RAW_DIR: &str = "memtrack";
+
 const MAGIC: &[u8; 8] = b"KAIROSMT";
 const HEADER: usize = 32;
 const K_CLOCK: u8 = 15;

@@ -27,7 +27,7 @@ pub(crate) fn finish(dir: &mut ResultDir, run: Run) -> Result<(), Failure> {
     // The target is the only child Kairos has waited for: its rusage gives the page
     // faults and CPU times `kairos compare` shows (the tracker's own faults included).
     let process = session::children_rusage();
-    let raw = dir.path().join(crate::collect::RAW_DIR);
+    let raw = dir.path().join(crate::decode::RAW_DIR);
     let index = stream::index(&raw)
         .map_err(|e| Failure::failed(format!("cannot read the tracker's files: {e}")))?;
     if index.trace.processes.is_empty() {

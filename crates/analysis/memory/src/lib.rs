@@ -27,7 +27,8 @@ mod run_report;
 mod spec;
 pub mod stream;
 /// For analyses that run the tracker in their own collection (memory-access).
-pub use collect::{tracker_lib, RAW_DIR};
+pub use collect::tracker_lib;
+pub use decode::RAW_DIR;
 pub use loadable::check_loadable;
 pub use spec::SPEC;
 pub mod tables;
