@@ -223,10 +223,12 @@ pub struct FlowStats {
     pub maximum_gbs: Option<f64>,
 }
 
+/// (domain, flow) -> interval start -> (duration, rate).
+type Series = BTreeMap<(Option<u32>, Flow), BTreeMap<u64, (u64, f64)>>;
+
 /// Per domain and flow, then all domains per flow; time-weighted averages.
 pub fn stats(t: &Timeline) -> Vec<FlowStats> {
-    // (domain, flow) -> interval start -> (dur, rate)
-    let mut series: BTreeMap<(Option<u32>, Flow), BTreeMap<u64, (u64, f64)>> = BTreeMap::new();
+    let mut series: Series = BTreeMap::new();
     for p in &t.points {
         for d in [Some(p.domain), None] {
             let e = series

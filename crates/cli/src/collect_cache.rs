@@ -64,6 +64,9 @@ pub fn split(raw: &[String]) -> CliResult<(Vec<String>, CacheKnobs)> {
     }
 }
 
+/// The monitoring thread: its readings, each with its time in seconds.
+type MonitorThread = std::thread::JoinHandle<Vec<(f64, Vec<monitor::Reading>)>>;
+
 /// What runs while the analysis collects.
 pub struct CacheRun {
     root: PathBuf,
@@ -74,7 +77,7 @@ pub struct CacheRun {
     /// Threads of `-p` moved into the group, with the group each came from.
     moved: Arc<Mutex<Vec<(i32, PathBuf)>>>,
     stop: Arc<AtomicBool>,
-    monitor: Option<std::thread::JoinHandle<Vec<(f64, Vec<monitor::Reading>)>>>,
+    monitor: Option<MonitorThread>,
     pub step: Option<TargetStep>,
 }
 

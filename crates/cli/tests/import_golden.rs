@@ -3,6 +3,7 @@
 //! read back, analyse, render) is deterministic on a fixed file, so any change shows.
 //! A mismatch writes `<golden>.actual` beside the golden and prints a diff; bless with
 //! `KAIROS_BLESS=1`.
+#![allow(clippy::unwrap_used, clippy::panic)] // helpers of tests: a failure is the point
 
 mod common;
 

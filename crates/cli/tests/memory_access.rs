@@ -596,6 +596,7 @@ fn another_users_process_is_refused_plainly() {
         .output()
         .unwrap();
     sleeper.kill().unwrap();
+    let _ = sleeper.wait();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -649,6 +650,7 @@ fn attaching_to_a_running_program_finds_its_false_sharing() {
         ],
     );
     prog.kill().unwrap();
+    let _ = prog.wait();
     let run = run.ok();
     assert!(
         run.stdout.contains("not with -p"),

@@ -2,6 +2,7 @@
 //! kairos and follows into the target), both sampling cpu-clock at the same interval; the
 //! function shares of `kairos report hotspots` must be within 2 percentage points of
 //! `perf report` restricted to the target's command.
+#![allow(clippy::unwrap_used, clippy::panic)] // helpers of tests: a failure is the point
 
 mod common;
 

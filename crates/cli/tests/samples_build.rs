@@ -1,6 +1,7 @@
 //! The C sample programs (samples/*.c) are built by crates/cli/build.rs into
 //! `<target>/<profile>/samples/`, next to the `kairos` binary. Run each briefly and
 //! check what it prints.
+#![allow(clippy::unwrap_used, clippy::panic)] // helpers of tests: a failure is the point
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

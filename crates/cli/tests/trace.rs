@@ -112,6 +112,7 @@ fn uftrace_calls(tmp: &Path, iter: &str) -> (BTreeMap<String, u64>, Vec<String>)
 /// how many rounds depends on the machine's speed at that moment, so two runs of the same
 /// program may differ there (and only there). The comparison leaves `now_ns` out when its
 /// counts differ, and checks both runs made whole rounds.
+#[allow(clippy::type_complexity)] // both runs' (counts, rounds), as they were read
 fn without_timing_dependent(
     mut a: (BTreeMap<String, u64>, Vec<String>),
     mut b: (BTreeMap<String, u64>, Vec<String>),

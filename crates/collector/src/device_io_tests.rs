@@ -42,7 +42,7 @@ fn a_queued_packet_is_decoded_through_its_format_file() {
     raw[20..24].copy_from_slice(&(5u32 << 16 | 24).to_le_bytes());
     raw.extend_from_slice(b"eth1\0");
     let ids: HashMap<u64, (Kind, usize)> = [(77, (Kind::Queued, 0))].into();
-    let got = sample(&record(77, 10, 11, 3, &raw), &ids, &[f.clone()]);
+    let got = sample(&record(77, 10, 11, 3, &raw), &ids, std::slice::from_ref(&f));
     assert_eq!(
         got,
         Some(DeviceEvent::Queued {
@@ -57,9 +57,16 @@ fn a_queued_packet_is_decoded_through_its_format_file() {
         })
     );
     // Unknown id, truncated raw data, a name pointing outside: nothing, no panic.
-    assert_eq!(sample(&record(78, 1, 1, 0, &raw), &ids, &[f.clone()]), None);
     assert_eq!(
-        sample(&record(77, 1, 1, 0, &raw[..12]), &ids, &[f.clone()]),
+        sample(&record(78, 1, 1, 0, &raw), &ids, std::slice::from_ref(&f)),
+        None
+    );
+    assert_eq!(
+        sample(
+            &record(77, 1, 1, 0, &raw[..12]),
+            &ids,
+            std::slice::from_ref(&f)
+        ),
         None
     );
     raw[20..24].copy_from_slice(&(50u32 << 16 | 24).to_le_bytes());

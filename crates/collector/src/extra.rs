@@ -193,45 +193,6 @@ pub fn tracepoint_id(system: &str, event: &str) -> io::Result<u64> {
     Err(last)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fault_attr_counts_every_event_with_address() {
-        let e = ExtraEvent::software("minor-faults", b::PERF_COUNT_SW_PAGE_FAULTS_MIN);
-        let a = e.attr(true, true, true);
-        assert_eq!(unsafe { a.__bindgen_anon_1.sample_period }, 1);
-        assert_ne!(a.sample_type & b::PERF_SAMPLE_ADDR as u64, 0);
-        assert_ne!(a.sample_type & b::PERF_SAMPLE_IDENTIFIER as u64, 0);
-        assert_eq!(
-            a.mmap(),
-            0,
-            "side-band records come from the sampling event only"
-        );
-        assert_eq!(a.exclude_callchain_kernel(), 1);
-        assert_eq!(
-            e.attr(false, true, true).exclude_kernel(),
-            1,
-            "user faults only when the kernel is excluded"
-        );
-    }
-
-    #[test]
-    fn a_tracepoint_is_never_silenced_by_exclude_kernel() {
-        let e = ExtraEvent {
-            name: "exceptions:page_fault_user".into(),
-            type_: b::PERF_TYPE_TRACEPOINT,
-            config: 1,
-            addr: false,
-            raw: true,
-            user_callchain: true,
-        };
-        assert_eq!(e.attr(false, true, true).exclude_kernel(), 0);
-        assert_eq!(e.attr(false, true, true).exclude_callchain_kernel(), 1);
-    }
-}
-
 /// The HEADER_TRACING_DATA feature perf needs to read a file with tracepoint events: the
 /// format description of each recorded tracepoint (from tracefs), in the layout of perf's
 /// trace-event-info (magic, version "0.6", endianness, long size, page size, header_page,
@@ -284,4 +245,43 @@ pub fn tracing_data(events: &[ExtraEvent]) -> Option<Vec<u8>> {
     out.extend_from_slice(&0u32.to_le_bytes()); // printk formats
     out.extend_from_slice(&0u64.to_le_bytes()); // saved cmdlines
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_attr_counts_every_event_with_address() {
+        let e = ExtraEvent::software("minor-faults", b::PERF_COUNT_SW_PAGE_FAULTS_MIN);
+        let a = e.attr(true, true, true);
+        assert_eq!(unsafe { a.__bindgen_anon_1.sample_period }, 1);
+        assert_ne!(a.sample_type & b::PERF_SAMPLE_ADDR as u64, 0);
+        assert_ne!(a.sample_type & b::PERF_SAMPLE_IDENTIFIER as u64, 0);
+        assert_eq!(
+            a.mmap(),
+            0,
+            "side-band records come from the sampling event only"
+        );
+        assert_eq!(a.exclude_callchain_kernel(), 1);
+        assert_eq!(
+            e.attr(false, true, true).exclude_kernel(),
+            1,
+            "user faults only when the kernel is excluded"
+        );
+    }
+
+    #[test]
+    fn a_tracepoint_is_never_silenced_by_exclude_kernel() {
+        let e = ExtraEvent {
+            name: "exceptions:page_fault_user".into(),
+            type_: b::PERF_TYPE_TRACEPOINT,
+            config: 1,
+            addr: false,
+            raw: true,
+            user_callchain: true,
+        };
+        assert_eq!(e.attr(false, true, true).exclude_kernel(), 0);
+        assert_eq!(e.attr(false, true, true).exclude_callchain_kernel(), 1);
+    }
 }

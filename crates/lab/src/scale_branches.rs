@@ -93,6 +93,7 @@ impl Brancher {
 
     /// Appends the snapshot of sample `sample` of `thread` at `time_ns`, whose stack is
     /// main -> `phase` -> `leaf`; `since_ns` is the start of its interval.
+    #[allow(clippy::too_many_arguments)] // one sample's facts, each a plain number or index
     pub(crate) fn snapshot(
         &mut self,
         out: &mut Vec<BranchRecord>,

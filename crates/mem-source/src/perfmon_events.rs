@@ -291,7 +291,7 @@ mod tests {
     #[test]
     fn raw_fields_go_where_perfevtsel_has_them() {
         let e = enc("CYCLE_ACTIVITY.STALLS_MEM_ANY");
-        assert_eq!((e.kind, e.config), (Kind::Raw, 0x14_00_14a3));
+        assert_eq!((e.kind, e.config), (Kind::Raw, 0x1400_14a3));
         assert_eq!(e.perf_spelling(), "cpu/event=0xa3,umask=0x14,cmask=0x14/");
         assert_eq!(enc("INT_MISC.CLEARS_COUNT").config, 0x0104_010d);
         let off = enc("OFFCORE_RESPONSE.X");

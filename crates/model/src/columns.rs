@@ -245,7 +245,7 @@ mod tests {
             time_ns: 1000 + i,
             thread,
             cpu,
-            stack: (i % 3 != 0).then_some(i as u32),
+            stack: (!i.is_multiple_of(3)).then_some(i as u32),
             weight,
         }
     }

@@ -182,6 +182,7 @@ fn small_file(finalised: bool) -> Built {
 }
 
 /// The attrs (136 bytes, ids) and records of [`small_file`].
+#[allow(clippy::type_complexity)] // (attr bytes, ids) pairs and record bytes, as written
 pub(crate) fn small_parts() -> (Vec<(Vec<u8>, Vec<u64>)>, Vec<Vec<u8>>) {
     let a0 = attr_bytes(
         136,

@@ -37,7 +37,7 @@ impl FakeKernel {
             let mut seen = std::collections::HashSet::new();
             while !s.load(Ordering::SeqCst) {
                 populate(&r, &mut seen);
-                if tick % 5 == 0 {
+                if tick.is_multiple_of(5) {
                     count(&r);
                 }
                 tick += 1;

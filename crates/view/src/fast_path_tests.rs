@@ -73,6 +73,7 @@ fn index(p: &Profile) -> Index {
 }
 
 /// Lanes as the index built them before it kept columns: one map entry per sample.
+#[allow(clippy::type_complexity)] // the two lane lists, as the old index returned them
 fn lanes_by_map(
     p: &Profile,
 ) -> (
