@@ -184,6 +184,10 @@ pub fn rates(
     out
 }
 
+/// PMU name prefix the kernel gives AMD's memory controllers (`amd_umc_N`); here, below
+/// the AMD modules that read those PMUs, because channels are named from it too.
+pub const UMC_PREFIX: &str = "amd_umc_";
+
 /// The memory channel a counter's PMU stands for: Intel has one `uncore_imc_N` PMU per
 /// channel (N numbers the channels of each socket alike), AMD one `amd_umc_N` per memory
 /// controller (N numbers them across the sockets: the channel keeps the PMU's number);
@@ -191,7 +195,7 @@ pub fn rates(
 pub fn channel_of(c: &Counter) -> Option<u32> {
     c.pmu
         .strip_prefix("uncore_imc_")
-        .or_else(|| c.pmu.strip_prefix(crate::umc::PREFIX))?
+        .or_else(|| c.pmu.strip_prefix(UMC_PREFIX))?
         .parse()
         .ok()
 }

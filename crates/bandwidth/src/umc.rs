@@ -15,7 +15,7 @@ use serde::Deserialize;
 use crate::counters::{Counter, Flow, UncorePmu};
 
 /// PMU name prefix the kernel gives the memory controllers.
-pub const PREFIX: &str = "amd_umc_";
+pub use crate::counters::UMC_PREFIX as PREFIX;
 
 /// One `amd_umc_N` PMU: its number, type and cpumask, and its format (field name to the
 /// kernel's spec, `event` -> `config:0-7`).

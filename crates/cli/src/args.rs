@@ -240,7 +240,7 @@ pub struct InfoArgs {
 pub fn parse() -> Result<Cli, clap::Error> {
     let mut analyses = String::from("Analyses:\n");
     let mut reports = String::from("Reports, by the analysis that made the result:\n");
-    for a in kairos_analyses::ANALYSES {
+    for a in kairos_analysis_registry::ANALYSES {
         analyses.push_str(&format!("  {:<20} {}\n", a.name, a.summary));
         for k in a.knobs {
             analyses.push_str(&format!(

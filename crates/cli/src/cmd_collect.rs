@@ -3,14 +3,14 @@
 //! cache knobs (`-k cache-group=...`) and `--hugepages` hold for every analysis and are
 //! handled here: set up before, undone and recorded into the result after.
 
-use kairos_analyses::CollectRequest;
+use kairos_analysis_registry::CollectRequest;
 
 use crate::args::CollectArgs;
 use crate::error::{CliResult, UserError};
 
 pub fn run(args: CollectArgs) -> CliResult {
-    let spec = kairos_analyses::find(&args.analysis)
-        .ok_or_else(|| UserError::usage(kairos_analyses::unknown(&args.analysis)))?;
+    let spec = kairos_analysis_registry::find(&args.analysis)
+        .ok_or_else(|| UserError::usage(kairos_analysis_registry::unknown(&args.analysis)))?;
     let (raw, cache_knobs) = crate::collect_cache::split(&args.knobs)?;
     let raw = crate::perf_options::as_knobs(spec, &args.perf.options(), &raw)
         .map_err(UserError::usage)?;
@@ -71,13 +71,13 @@ pub fn run(args: CollectArgs) -> CliResult {
 /// The step run on the target before it is measured: the cache group's, then the start of
 /// the huge-page watch.
 fn on_target(
-    cache: Option<kairos_analyses::TargetStep>,
+    cache: Option<kairos_analysis_registry::TargetStep>,
     huge: Option<std::sync::Arc<crate::hugepage_setup::Watch>>,
-) -> Option<kairos_analyses::TargetStep> {
+) -> Option<kairos_analysis_registry::TargetStep> {
     if huge.is_none() {
         return cache;
     }
-    Some(kairos_analyses::TargetStep(std::sync::Arc::new(
+    Some(kairos_analysis_registry::TargetStep(std::sync::Arc::new(
         move |pid| {
             if let Some(c) = &cache {
                 (c.0)(pid)?;

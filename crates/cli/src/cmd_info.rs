@@ -10,7 +10,7 @@ pub fn run(args: InfoArgs) -> CliResult {
     caps.items.push(kairos_bandwidth::record::capability(
         &kairos_bandwidth::record::Places::default(),
     ));
-    let ready = kairos_analyses::readiness(&|name| caps.is_available(name));
+    let ready = kairos_analysis_registry::readiness(&|name| caps.is_available(name));
     match args.format.as_str() {
         "text" => {
             print!("{}", caps.render_text());
@@ -42,7 +42,7 @@ pub fn run(args: InfoArgs) -> CliResult {
 }
 
 /// One line per analysis: can it run here, what it lacks, what it uses and does without.
-fn analyses_text(ready: &[kairos_analyses::Readiness]) -> String {
+fn analyses_text(ready: &[kairos_analysis_registry::Readiness]) -> String {
     let w = ready
         .iter()
         .map(|r| r.analysis.len())

@@ -1,7 +1,7 @@
 //! `kairos report NAME -r DIR`: the report entry point of the analysis that made the
 //! result (its manifest's kind, through the registry) prints it as text, CSV or JSON.
 
-use kairos_analyses::{ReportRequest, SampleFilter};
+use kairos_analysis_registry::{ReportRequest, SampleFilter};
 use kairos_result::ResultDir;
 
 use crate::args::ReportArgs;
@@ -15,9 +15,11 @@ pub fn run(args: ReportArgs) -> CliResult {
     let topology = args.report == kairos_analysis_topology::REPORT;
     let spec = match ResultDir::open(&args.result_dir) {
         _ if topology => None,
-        Ok(dir) => Some(kairos_analyses::for_kind(dir.manifest().kind.as_deref())),
+        Ok(dir) => Some(kairos_analysis_registry::for_kind(
+            dir.manifest().kind.as_deref(),
+        )),
         // The analysis declaring the report says why the result cannot be read.
-        Err(_) => Some(kairos_analyses::for_report(&args.report)?),
+        Err(_) => Some(kairos_analysis_registry::for_report(&args.report)?),
     };
     let req = ReportRequest {
         report: args.report,
@@ -46,7 +48,8 @@ pub fn run(args: ReportArgs) -> CliResult {
     req.check_sample_filter(spec)?;
     // The bandwidth timeline is recorded by every collection; an analysis without its own
     // bandwidth report gets the timeline's.
-    let own = |s: &kairos_analyses::AnalysisSpec| s.reports.iter().any(|r| r.name == req.report);
+    let own =
+        |s: &kairos_analysis_registry::AnalysisSpec| s.reports.iter().any(|r| r.name == req.report);
     match spec {
         Some(spec) if req.report == BANDWIDTH && !own(spec) => Ok(
             kairos_analysis_memory_access::bandwidth_report::report_any(&req)?,

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kairos_analyses::TargetStep;
+use kairos_analysis_registry::TargetStep;
 use kairos_resctrl::plan::{self, Plan, Request};
 use kairos_resctrl::write::{self, Journal};
 use kairos_resctrl::{monitor, why, Tree};

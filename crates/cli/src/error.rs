@@ -35,11 +35,11 @@ impl fmt::Display for UserError {
 }
 
 /// An analysis's failure keeps its sentence; its kind gives the exit status.
-impl From<kairos_analyses::Failure> for UserError {
-    fn from(f: kairos_analyses::Failure) -> Self {
+impl From<kairos_analysis_registry::Failure> for UserError {
+    fn from(f: kairos_analysis_registry::Failure) -> Self {
         match f {
-            kairos_analyses::Failure::Usage(s) => UserError::usage(s),
-            kairos_analyses::Failure::Failed(s) => UserError::failed(s),
+            kairos_analysis_registry::Failure::Usage(s) => UserError::usage(s),
+            kairos_analysis_registry::Failure::Failed(s) => UserError::failed(s),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `-k NAME=VALUE` knobs, checked against the analysis's own declaration in the registry
-//! (`kairos-analyses`), so that a typo gets a sentence listing the valid choices.
+//! (`kairos-analysis-registry`), so that a typo gets a sentence listing the valid choices.
 
-use kairos_analyses::{AnalysisSpec, Knobs};
+use kairos_analysis_registry::{AnalysisSpec, Knobs};
 
 use crate::error::{CliResult, UserError};
 
@@ -16,7 +16,7 @@ mod tests {
 
     #[test]
     fn every_registered_analysis_parses_its_defaults() {
-        for a in kairos_analyses::ANALYSES {
+        for a in kairos_analysis_registry::ANALYSES {
             let k = parse(a, &[]).expect("defaults are valid");
             assert_eq!(k.all().len(), a.knobs.len());
             if let Some(first) = a.knobs.first() {

@@ -2,7 +2,7 @@
 //! `-e EVENT` (event) and `--call-graph fp|dwarf` (stack-unwinding), turned into `-k`
 //! arguments for analyses that have the knob, with one sentence where one has not.
 
-use kairos_analyses::AnalysisSpec;
+use kairos_analysis_registry::AnalysisSpec;
 
 /// The perf options given on the command line.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -89,7 +89,7 @@ mod tests {
     /// An analysis with all three knobs (the sampling profile).
     fn hotspots() -> &'static AnalysisSpec {
         let all = ["sampling-interval-us", "event", "stack-unwinding"];
-        kairos_analyses::ANALYSES
+        kairos_analysis_registry::ANALYSES
             .iter()
             .copied()
             .find(|a| all.iter().all(|k| has(a, k)))
@@ -146,7 +146,7 @@ mod tests {
             .unwrap_err()
             .contains("branch-records=on"));
         // An analysis without the knob: named, with where to look.
-        let other = kairos_analyses::ANALYSES
+        let other = kairos_analysis_registry::ANALYSES
             .iter()
             .copied()
             .find(|a| !has(a, "sampling-interval-us"))

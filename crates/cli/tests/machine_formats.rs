@@ -183,7 +183,7 @@ fn every_report_of_every_result_is_strict_json_and_csv() {
             .manifest()
             .kind
             .clone();
-        let spec = kairos_analyses::for_kind(kind.as_deref());
+        let spec = kairos_analysis_registry::for_kind(kind.as_deref());
         let mut reports: Vec<&str> = spec.report_names();
         reports.extend(ANY_RESULT.iter().filter(|a| !spec.has_report(a)));
         for report in reports {

@@ -10,7 +10,7 @@ use common::kairos;
 fn help_lists_every_analysis_with_its_knobs_and_reports() {
     let collect = kairos(&["collect", "--help"]).ok().stdout;
     let report = kairos(&["report", "--help"]).ok().stdout;
-    for a in kairos_analyses::ANALYSES {
+    for a in kairos_analysis_registry::ANALYSES {
         assert!(
             collect.contains(a.name) && collect.contains(a.summary),
             "collect --help lacks {}:\n{collect}",
@@ -34,7 +34,7 @@ fn help_lists_every_analysis_with_its_knobs_and_reports() {
         }
     }
     let bad = kairos(&["collect", "nope", "--", "true"]);
-    for a in kairos_analyses::ANALYSES {
+    for a in kairos_analysis_registry::ANALYSES {
         assert!(
             bad.stderr.contains(a.name),
             "the sentence names {}: {}",
@@ -49,12 +49,12 @@ fn info_says_what_each_analysis_needs_here() {
     let json: serde_json::Value =
         serde_json::from_str(&kairos(&["info", "--format", "json"]).ok().stdout).unwrap();
     let list = json["analyses"].as_array().expect("an analyses array");
-    assert_eq!(list.len(), kairos_analyses::ANALYSES.len());
+    assert_eq!(list.len(), kairos_analysis_registry::ANALYSES.len());
     // Every machine here has the cpu-clock timer, all hotspots needs.
     let hs = list.iter().find(|a| a["analysis"] == "hotspots").unwrap();
     assert_eq!(hs["can_run"], true, "{hs}");
     let text = kairos(&["info"]).ok().stdout;
-    for a in kairos_analyses::ANALYSES {
+    for a in kairos_analysis_registry::ANALYSES {
         assert!(
             text.lines().any(|l| l.starts_with(a.name)),
             "kairos info has a line for {}:\n{text}",
@@ -78,7 +78,7 @@ fn a_report_the_results_analysis_lacks_is_refused_with_its_menu() {
     .ok();
     let bad = kairos(&["report", "allocations", "-r", common::path_str(&r)]);
     assert_eq!(bad.code, 2, "{}", bad.stderr);
-    let hotspots = kairos_analyses::find("hotspots").unwrap();
+    let hotspots = kairos_analysis_registry::find("hotspots").unwrap();
     let menu = hotspots.report_names().join(", ");
     assert!(
         bad.stderr.contains("for a hotspots result") && bad.stderr.contains(&menu),
@@ -97,7 +97,7 @@ fn the_cli_names_no_analysis() {
     for entry in std::fs::read_dir(&src).unwrap() {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
-        for a in kairos_analyses::ANALYSES {
+        for a in kairos_analysis_registry::ANALYSES {
             for word in [a.name, a.result_suffix] {
                 let literal = format!("\"{word}\"");
                 for (n, line) in text.lines().enumerate() {

@@ -14,20 +14,13 @@ use std::os::unix::fs::MetadataExt;
 
 use kairos_perf_data::{PERF_RECORD_MISC_MMAP_BUILD_ID, PERF_RECORD_MMAP2};
 
-use crate::record::u64_at;
+use crate::bytes::{u32_at, u64_at};
 
 /// Build ids found so far, one per mapped path.
 #[derive(Default)]
 pub(crate) struct BuildIds {
     seen: HashSet<Vec<u8>>,
     found: Vec<(Vec<u8>, String)>,
-}
-
-fn u32_at(b: &[u8], o: usize) -> u32 {
-    match b.get(o..o + 4) {
-        Some(s) => u32::from_le_bytes([s[0], s[1], s[2], s[3]]),
-        None => 0,
-    }
 }
 
 impl BuildIds {

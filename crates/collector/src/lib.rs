@@ -9,6 +9,7 @@
 
 pub mod attr;
 mod build_ids;
+mod bytes;
 pub mod calibrate;
 mod cpus;
 pub mod device_io;
@@ -42,11 +43,12 @@ use attr::{AttrSpec, EventKind};
 use ring::Ring;
 use synth::IdTrailer;
 
+pub(crate) use bytes::u64_at;
 use cpus::chosen_cpus;
 pub use cpus::{monotonic_ns, online_cpus, parse_cpu_list, process_alive};
 pub(crate) use open::{errno_name, open_fd, Events};
 use record::run;
-pub(crate) use record::{u64_at, PERF_RECORD_SAMPLE};
+pub(crate) use record::PERF_RECORD_SAMPLE;
 
 /// What to profile.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,13 +24,6 @@ pub(crate) const PERF_RECORD_THROTTLE: u32 = 5;
 pub(crate) const PERF_RECORD_SAMPLE: u32 = 9;
 pub(crate) const PERF_RECORD_LOST_SAMPLES: u32 = 13;
 
-pub(crate) fn u64_at(b: &[u8], o: usize) -> u64 {
-    match b.get(o..o + 8) {
-        Some(s) => u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]),
-        None => 0,
-    }
-}
-
 impl Sink {
     fn record(&mut self, rec: &[u8]) {
         if self.write_error.is_some() {

@@ -8,7 +8,7 @@
 //! events are opened on the launched child, per CPU (an inherited per-task event cannot be
 //! mmapped with cpu = -1), disabled and armed by enable_on_exec, so nothing before the
 //! exec is seen; all events of one CPU write into that CPU's one ring (SET_OUTPUT).
-//! Pairing the hits into calls is kairos-trace's job.
+//! Pairing the hits into calls is kairos-analysis-trace's job.
 //!
 //! Limits the kernel imposes: a uretprobe replaces the return address, so at most 64
 //! nested return probes per task are tracked (deeper returns are missed), and probes on

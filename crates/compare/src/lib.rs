@@ -150,10 +150,12 @@ impl Facts {
             f.anon_huge_peak_kb = u(h, "anon_huge_peak_kb");
         }
         if f.kind == "memory-consumption" {
-            match kairos_analysis_memory::tables::read(&dir.tables_path()) {
+            match kairos_analysis_memory_consumption::tables::read(&dir.tables_path()) {
                 Ok(data) => {
-                    f.allocated_bytes =
-                        Some(kairos_analysis_memory::replay::replay(&data.rows, 0).heap_bytes)
+                    f.allocated_bytes = Some(
+                        kairos_analysis_memory_consumption::replay::replay(&data.rows, 0)
+                            .heap_bytes,
+                    )
                 }
                 Err(e) => notes.push(format!(
                     "{}: allocated bytes n/a ({e})",

@@ -110,7 +110,7 @@ impl Data {
                     .kind
                     .clone()
                     .unwrap_or_else(|| "unknown".into());
-                let reports = kairos_analyses::find(&kind)
+                let reports = kairos_analysis_registry::find(&kind)
                     .map(|a| a.report_names().join(", "))
                     .unwrap_or_default();
                 notes.push(format!(

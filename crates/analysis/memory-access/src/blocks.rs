@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use kairos_analysis_memory::{AllocRow, Kind, Site};
+use kairos_analysis_memory_consumption::{AllocRow, Kind, Site};
 
 use crate::objects::HeapBlock;
 

@@ -9,17 +9,11 @@ use kairos_analysis_api::{CollectRequest, Failure};
 use kairos_collector::pmu::{PmuError, PmuEvent, PmuGroup, PmuSampling};
 use kairos_collector::{CollectError, CollectOptions, EventChoice, Target, Unwinding};
 use kairos_mem_source::choice::{Sampling, DEVICES};
-use kairos_mem_source::{choose, AttrSpec, CpuId, Options, Plan};
+use kairos_mem_source::{choose, AttrSpec, Options, Plan};
 use kairos_session::{self as session, PERF_DATA};
 
+use crate::cpu::this_cpu;
 use crate::{Source, SPEC};
-
-/// This machine's CPU, as the PMU event choice and the TMA check read it.
-pub(crate) fn this_cpu() -> Option<CpuId> {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| CpuId::from_cpuinfo(&t))
-}
 
 /// What `-k source=` settles on.
 pub(crate) enum Chosen {
@@ -235,10 +229,10 @@ fn allocation_tracking(
                 .into(),
         );
     };
-    kairos_analysis_memory::check_loadable(program, &program.display().to_string())
+    kairos_analysis_memory_consumption::check_loadable(program, &program.display().to_string())
         .map_err(|e| e.to_string())?;
-    let lib = kairos_analysis_memory::tracker_lib().map_err(|e| e.to_string())?;
-    let raw = result.join(kairos_analysis_memory::RAW_DIR);
+    let lib = kairos_analysis_memory_consumption::tracker_lib().map_err(|e| e.to_string())?;
+    let raw = result.join(kairos_analysis_memory_consumption::RAW_DIR);
     std::fs::create_dir_all(&raw).map_err(|e| format!("cannot create {}: {e}", raw.display()))?;
     let mut preload = lib.into_os_string();
     if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {

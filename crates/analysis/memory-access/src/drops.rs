@@ -6,7 +6,7 @@
 
 use kairos_report::{Cell, Section};
 
-use crate::reports::share;
+use crate::notes::share;
 use crate::{AccessData, Source};
 
 /// The converter's words for a sample whose instruction touches no memory.

@@ -17,8 +17,7 @@ use crate::objects::HeapBlock;
 use crate::tables::{parse_source, source_key};
 use crate::{build, reports, tables, AccessData, Source};
 
-/// The manifest entry holding what the tables do not: source, reason, unresolved counts.
-pub(crate) const EXTRA: &str = "memory_access";
+use crate::manifest_key::EXTRA;
 
 /// Stores the chosen source in the manifest before recording starts.
 pub(crate) fn remember_source(dir: &mut ResultDir, source: Source, reason: &str) {
@@ -237,7 +236,7 @@ pub(crate) fn meta(dir: &ResultDir) -> Vec<(String, String)> {
 fn memory_bound_status() -> String {
     match kairos_mem_source::tma::availability(
         Path::new(kairos_mem_source::choice::DEVICES),
-        crate::collect::this_cpu().as_ref(),
+        crate::cpu::this_cpu().as_ref(),
     ) {
         Err(r) => format!("unavailable: {}", r.reason),
         Ok(()) => {
@@ -248,14 +247,14 @@ fn memory_bound_status() -> String {
 
 /// Heap blocks from the tracker's files in the result, if it ran; a note says why not.
 fn read_heap(dir: &mut ResultDir) -> Heap {
-    let raw = dir.path().join(kairos_analysis_memory::RAW_DIR);
+    let raw = dir.path().join(kairos_analysis_memory_consumption::RAW_DIR);
     if !raw.is_dir() {
         return Heap::default();
     }
-    match kairos_analysis_memory::decode::read_dir(&raw) {
+    match kairos_analysis_memory_consumption::decode::read_dir(&raw) {
         Ok(trace) if !trace.processes.is_empty() => {
             let origin = trace.processes.iter().map(|p| p.inst).min().unwrap_or(0);
-            let data = kairos_analysis_memory::build::build(&trace);
+            let data = kairos_analysis_memory_consumption::build::build(&trace);
             dir.manifest_mut().notes.extend(data.notes.iter().cloned());
             let sources = data
                 .sites

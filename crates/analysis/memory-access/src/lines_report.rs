@@ -4,7 +4,7 @@
 use kairos_report::{Cell, Column, Document, Table};
 
 use crate::lines::{lines, Line, Verdict};
-use crate::reports::{fix_notes, note_source, share};
+use crate::notes::{fix_notes, note_source, share};
 use crate::{AccessData, Source};
 
 /// `cache-lines`: lines touched by more than one thread first, each with its verdict,

@@ -25,7 +25,7 @@ const INTERVALS: usize = 50;
 /// The counter groups to record, or why there are none (a sentence for the result's
 /// `Memory bound` line). `perfmon`: the folder the user gave, if any.
 pub(crate) fn groups(perfmon: Option<&Path>) -> Result<(Vec<PmuGroup>, PathBuf), String> {
-    let cpu = crate::collect::this_cpu();
+    let cpu = crate::cpu::this_cpu();
     availability(Path::new(DEVICES), cpu.as_ref())
         .map_err(|r| format!("unavailable: {}", r.reason))?;
     let cpu = cpu.ok_or("unavailable: /proc/cpuinfo does not say which CPU this is")?;
@@ -111,11 +111,11 @@ pub(crate) fn record(dir: &mut ResultDir, profile: &Profile) {
     let extra = dir
         .manifest()
         .extra
-        .get(crate::finish::EXTRA)
+        .get(crate::manifest_key::EXTRA)
         .cloned()
         .unwrap_or_default();
     let given = extra["perfmon_dir"].as_str().map(PathBuf::from);
-    let Some(cpu) = crate::collect::this_cpu() else {
+    let Some(cpu) = crate::cpu::this_cpu() else {
         return;
     };
     let files = match load_for(&cpu, &candidates(given.as_deref())) {
@@ -152,7 +152,7 @@ fn has_tma_events(p: &Profile) -> bool {
 }
 
 fn set_status(dir: &mut ResultDir, s: String) {
-    if let Some(extra) = dir.manifest_mut().extra.get_mut(crate::finish::EXTRA) {
+    if let Some(extra) = dir.manifest_mut().extra.get_mut(crate::manifest_key::EXTRA) {
         extra["memory_bound"] = json!(s);
     }
 }

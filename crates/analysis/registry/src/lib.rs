@@ -10,9 +10,9 @@ pub use kairos_analysis_api::{
 pub static ANALYSES: &[&AnalysisSpec] = &[
     &kairos_analysis_hotspots::SPEC,
     &kairos_analysis_system_overview::SPEC,
-    &kairos_analysis_memory::SPEC,
+    &kairos_analysis_memory_consumption::SPEC,
     &kairos_analysis_memory_access::SPEC,
-    &kairos_trace::SPEC,
+    &kairos_analysis_trace::SPEC,
     &kairos_analysis_io::SPEC,
 ];
 

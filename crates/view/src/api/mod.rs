@@ -110,7 +110,7 @@ fn one(l: &crate::results::Loaded, d: &Data) -> Value {
         "id": l.id, "name": l.name, "path": l.path.display().to_string(), "ok": true, "error": null,
         "kind": m.kind, "command": command, "samples": d.base.samples.len(),
         // The views its analysis declares in the registry (absent for an unknown kind: all).
-        "views": m.kind.as_deref().and_then(kairos_analyses::find).map(|a| a.views),
+        "views": m.kind.as_deref().and_then(kairos_analysis_registry::find).map(|a| a.views),
         "events": m.events.iter().map(|e| json!({ "name": e.name, "samples": e.samples, "weight": e.weight, "time": e.time })).collect::<Vec<_>>(),
         "start_ns": d.start_ns, "duration_ns": d.duration_ns,
         "weight_unit": p.weight_event.clone().map_or("ns".to_string(), |e| e),

@@ -10,8 +10,8 @@ use kairos_report::{Cell, Column, Document, Section, Table};
 use super::attribute::{NumaData, ObjectNuma};
 use super::problems::{problems, Kind};
 use super::{Summary, UNKNOWN_NODE};
+use crate::notes::share;
 use crate::objects::Object;
-use crate::reports::share;
 
 /// A result's NUMA side, as the reports read it.
 #[derive(Debug, Clone, Default)]

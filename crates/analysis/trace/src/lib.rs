@@ -12,6 +12,7 @@ pub mod maps;
 pub mod pair;
 pub mod profile;
 mod record;
+mod recorded;
 mod run_report;
 pub mod runtime_file;
 mod spec;

@@ -12,9 +12,9 @@ use kairos_collector::uprobe::{ProbeTarget, UprobeOptions};
 use kairos_result::ResultDir;
 use kairos_session as session;
 
-use crate::collect::{runtime_path, Recorded, RAW_DIR};
 use crate::elf_functions::ElfTraceInfo;
 use crate::profile::locate;
+use crate::recorded::{runtime_path, Recorded, RAW_DIR};
 use crate::{pair_thread, Event, EventKind, FunctionLoc, ThreadInfo, TracedThread};
 
 pub(crate) fn instrument(

@@ -6,7 +6,7 @@ use kairos_result::ResultDir;
 use kairos_session as session;
 use serde_json::json;
 
-use crate::collect::{Mode, Recorded};
+use crate::recorded::{Mode, Recorded};
 
 pub(crate) fn finish(
     dir: &mut ResultDir,

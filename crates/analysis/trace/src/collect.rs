@@ -5,7 +5,7 @@
 //! cost is measured; [`crate::finish`] pairs and stores the calls.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -14,32 +14,8 @@ use kairos_result::ResultDir;
 use kairos_session as session;
 
 use crate::elf_functions::ElfTraceInfo;
-use crate::profile::{FunctionLoc, TracedThread};
+use crate::recorded::{Mode, Recorded};
 use crate::SPEC;
-
-/// Folder of the runtime's raw per-thread files inside the result (kept: they can be
-/// decoded again without re-running the program).
-pub(crate) const RAW_DIR: &str = "trace";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
-    Instrument,
-    Uprobes,
-}
-
-/// What either recorder produced.
-pub(crate) struct Recorded {
-    pub threads: Vec<TracedThread>,
-    pub functions: Vec<FunctionLoc>,
-    pub traced_seconds: f64,
-    pub exit: kairos_result::TargetExit,
-    pub notes: Vec<String>,
-    pub lost_events: u64,
-    pub refused: Vec<(String, String)>,
-    pub probed: Option<usize>,
-    /// The signal to kairos that ended the recording (and the program) early.
-    pub interrupted: Option<i32>,
-}
 
 pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     kairos_session::refuse_target_step(req, "trace")?;
@@ -143,28 +119,4 @@ fn run_untraced(program: &Path, args: &[OsString]) -> Result<f64, Failure> {
         return Err(Failure::failed(format!("interrupted by signal {sig} during the untraced baseline run, before tracing started; nothing was recorded")));
     }
     Ok(start.elapsed().as_secs_f64())
-}
-
-/// The runtime to preload: $KAIROS_TRACE_RUNTIME, else `lib/` next to the kairos binary
-/// (where the build puts it).
-pub(crate) fn runtime_path() -> Result<PathBuf, Failure> {
-    if let Some(p) = std::env::var_os("KAIROS_TRACE_RUNTIME") {
-        return Ok(PathBuf::from(p));
-    }
-    let exe = std::env::current_exe().map_err(|e| {
-        Failure::failed(format!(
-            "cannot locate the kairos binary ({e}); set KAIROS_TRACE_RUNTIME to libkairos_trace.so"
-        ))
-    })?;
-    let p = exe
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join("lib/libkairos_trace.so");
-    if !p.is_file() {
-        return Err(Failure::failed(format!(
-            "the tracing runtime {} is missing; rebuild kairos with `cargo build` or set KAIROS_TRACE_RUNTIME to libkairos_trace.so",
-            p.display()
-        )));
-    }
-    Ok(p)
 }
