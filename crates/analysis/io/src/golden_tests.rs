@@ -106,7 +106,7 @@ pub(crate) fn result() -> IoResult {
 
 fn golden(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../cli/tests/golden/io")
+        .join("tests/golden")
         .join(name)
 }
 

@@ -16,7 +16,7 @@ const TICK: u64 = 100_000_000;
 
 fn golden(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../cli/tests/golden/memory-access")
+        .join("tests/golden")
         .join(name)
 }
 

@@ -697,7 +697,7 @@ fn the_two_node_report_matches_its_goldens() {
     )];
     let doc = super::report::numa(&built.objects, &n, &meta, None);
     let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../cli/tests/golden/memory-access");
+        .join("tests/golden");
     let text = doc.to_text();
     let json = doc.to_json();
     let _ = std::fs::remove_dir_all(&src);
