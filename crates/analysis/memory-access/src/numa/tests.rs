@@ -696,8 +696,7 @@ fn the_two_node_report_matches_its_goldens() {
         "triad --init serial (constructed)".to_string(),
     )];
     let doc = super::report::numa(&built.objects, &n, &meta, None);
-    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden");
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let text = doc.to_text();
     let json = doc.to_json();
     let _ = std::fs::remove_dir_all(&src);
