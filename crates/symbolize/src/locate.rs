@@ -140,7 +140,11 @@ impl Seen {
                 None
             }
             Check::Absent => {
-                self.absent.push(format!("{} not found", file.display()));
+                // The recorded path itself needs no second naming in the note.
+                self.absent.push(match origin {
+                    Origin::Path => "not found on this machine".to_string(),
+                    _ => format!("{} not found", file.display()),
+                });
                 None
             }
         }

@@ -129,18 +129,6 @@ impl Symbolizer {
                 if why.is_empty() {
                     why.push("stripped and no debug file found".to_string());
                 }
-                // The file at the recorded path itself needs no second naming.
-                let at_path = format!("{name} not found");
-                let why: Vec<&str> = why
-                    .iter()
-                    .map(|w| {
-                        if *w == at_path {
-                            "not found on this machine"
-                        } else {
-                            w
-                        }
-                    })
-                    .collect();
                 self.notes
                     .push(format!("no symbols for {name}: {}", why.join("; ")));
                 Module::Nothing
