@@ -104,43 +104,7 @@ fn gbs(bytes: f64, t: Duration) -> f64 {
 pub fn measure(o: &Options, progress: &mut dyn FnMut(u32, u32)) -> Result<Measurement, Error> {
     let topo = Topology::read(&o.sys_dir);
     let mut notes = Vec::new();
-    let with_cpus: Vec<u32> = topo
-        .nodes
-        .iter()
-        .filter(|n| !n.cpus.is_empty())
-        .map(|n| n.id)
-        .collect();
-    let have = || {
-        if topo.nodes.is_empty() {
-            "no NUMA node in sysfs".to_string()
-        } else {
-            format!(
-                "nodes {}",
-                topo.nodes
-                    .iter()
-                    .map(|n| n.id.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        }
-    };
-    let cpu_nodes = match &o.nodes {
-        Some(ns) => {
-            for &n in ns {
-                if !topo.nodes.iter().any(|x| x.id == n) {
-                    return Err(Error::NoSuchNode {
-                        node: n,
-                        have: have(),
-                    });
-                }
-                if !with_cpus.contains(&n) {
-                    return Err(Error::NoCpus(n));
-                }
-            }
-            ns.clone()
-        }
-        None => with_cpus.clone(),
-    };
+    let cpu_nodes = cpu_nodes(o, &topo)?;
     // No NUMA in sysfs (a kernel without it): one unbound measurement on every CPU.
     let single = topo.nodes.is_empty();
     if single {
@@ -164,26 +128,7 @@ pub fn measure(o: &Options, progress: &mut dyn FnMut(u32, u32)) -> Result<Measur
         .map(|n| n.id)
         .collect();
     let mut pairs = Vec::new();
-    let all_cpus: Vec<u32> =
-        (0..std::thread::available_parallelism().map_or(1, |n| n.get() as u32)).collect();
-    let plan: Vec<(Option<u32>, Vec<u32>)> = if single {
-        vec![(None, all_cpus)]
-    } else {
-        cpu_nodes
-            .iter()
-            .map(|&n| {
-                (
-                    Some(n),
-                    topo.nodes
-                        .iter()
-                        .find(|x| x.id == n)
-                        .map(|x| x.cpus.clone())
-                        .unwrap_or_default(),
-                )
-            })
-            .collect()
-    };
-    for (cpu_node, node_cpus) in plan {
+    for (cpu_node, node_cpus) in cpus_per_node(&topo, single, &cpu_nodes) {
         let threads = o.threads.unwrap_or(node_cpus.len()).clamp(1, 1024);
         let cpus: Vec<u32> = (0..threads)
             .map(|i| node_cpus[i % node_cpus.len()])
@@ -195,30 +140,7 @@ pub fn measure(o: &Options, progress: &mut dyn FnMut(u32, u32)) -> Result<Measur
         };
         for mem in targets {
             progress(cpu_node.unwrap_or(0), mem.unwrap_or(0));
-            let (mut a, mut b, mut c) = (
-                Array::new(elements, mem)?,
-                Array::new(elements, mem)?,
-                Array::new(elements, mem)?,
-            );
-            run(Kernel::Init, &cpus, &mut a, &mut b, &mut c)?;
-            let mut triad = Duration::MAX;
-            let mut copy = Duration::MAX;
-            for _ in 0..o.reps {
-                triad = triad.min(run(
-                    Kernel::Triad { passes: o.passes },
-                    &cpus,
-                    &mut a,
-                    &mut b,
-                    &mut c,
-                )?);
-                copy = copy.min(run(
-                    Kernel::Copy { passes: o.passes },
-                    &cpus,
-                    &mut a,
-                    &mut b,
-                    &mut c,
-                )?);
-            }
+            let (triad, copy) = best_times(o, &cpus, elements, mem)?;
             pairs.push(Pair {
                 cpu_node: cpu_node.unwrap_or(0),
                 mem_node: mem.unwrap_or(0),
@@ -243,4 +165,103 @@ pub fn measure(o: &Options, progress: &mut dyn FnMut(u32, u32)) -> Result<Measur
         pairs,
         notes,
     })
+}
+
+/// The CPU nodes to measure from: those asked for (each must exist and have CPUs), else
+/// every node with CPUs.
+fn cpu_nodes(o: &Options, topo: &Topology) -> Result<Vec<u32>, Error> {
+    let with_cpus: Vec<u32> = topo
+        .nodes
+        .iter()
+        .filter(|n| !n.cpus.is_empty())
+        .map(|n| n.id)
+        .collect();
+    let have = || {
+        if topo.nodes.is_empty() {
+            "no NUMA node in sysfs".to_string()
+        } else {
+            format!(
+                "nodes {}",
+                topo.nodes
+                    .iter()
+                    .map(|n| n.id.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    };
+    match &o.nodes {
+        Some(ns) => {
+            for &n in ns {
+                if !topo.nodes.iter().any(|x| x.id == n) {
+                    return Err(Error::NoSuchNode {
+                        node: n,
+                        have: have(),
+                    });
+                }
+                if !with_cpus.contains(&n) {
+                    return Err(Error::NoCpus(n));
+                }
+            }
+            Ok(ns.clone())
+        }
+        None => Ok(with_cpus),
+    }
+}
+
+/// Each CPU node with its CPUs; without NUMA (`single`), no node and every CPU.
+fn cpus_per_node(topo: &Topology, single: bool, cpu_nodes: &[u32]) -> Vec<(Option<u32>, Vec<u32>)> {
+    if single {
+        let all_cpus: Vec<u32> =
+            (0..std::thread::available_parallelism().map_or(1, |n| n.get() as u32)).collect();
+        return vec![(None, all_cpus)];
+    }
+    cpu_nodes
+        .iter()
+        .map(|&n| {
+            (
+                Some(n),
+                topo.nodes
+                    .iter()
+                    .find(|x| x.id == n)
+                    .map(|x| x.cpus.clone())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// The best triad and copy times of `o.reps` repetitions on `cpus`, the arrays on memory
+/// node `mem` (None: unbound).
+fn best_times(
+    o: &Options,
+    cpus: &[u32],
+    elements: usize,
+    mem: Option<u32>,
+) -> Result<(Duration, Duration), Error> {
+    let (mut a, mut b, mut c) = (
+        Array::new(elements, mem)?,
+        Array::new(elements, mem)?,
+        Array::new(elements, mem)?,
+    );
+    run(Kernel::Init, cpus, &mut a, &mut b, &mut c)?;
+    let mut triad = Duration::MAX;
+    let mut copy = Duration::MAX;
+    for _ in 0..o.reps {
+        triad = triad.min(run(
+            Kernel::Triad { passes: o.passes },
+            cpus,
+            &mut a,
+            &mut b,
+            &mut c,
+        )?);
+        copy = copy.min(run(
+            Kernel::Copy { passes: o.passes },
+            cpus,
+            &mut a,
+            &mut b,
+            &mut c,
+        )?);
+    }
+    Ok((triad, copy))
 }

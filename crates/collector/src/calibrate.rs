@@ -110,7 +110,24 @@ pub fn entry_exit_cost(
     events: &[ExtraEvent],
     include_kernel: bool,
 ) -> Result<EntryExitCost, CollectError> {
-    let roles: Vec<(Role, &ExtraEvent)> = events
+    let roles = roles_of(events);
+    let Some(mut cal) = Calibration::open(&roles, include_kernel)? else {
+        return Ok(EntryExitCost::default());
+    };
+    let has = |r: Role| roles.iter().any(|(x, _)| *x == r);
+    let mut cost = EntryExitCost::default();
+    if has(Role::SysEnter) && has(Role::SysExit) {
+        cost.syscall_ns = cal.syscall_gap();
+    }
+    if has(Role::FaultEntry) && has(Role::FaultDone) {
+        cost.fault_ns = cal.fault_gap();
+    }
+    Ok(cost)
+}
+
+/// The events of `events` that pair, with their role.
+fn roles_of(events: &[ExtraEvent]) -> Vec<(Role, &ExtraEvent)> {
+    events
         .iter()
         .filter_map(|e| {
             let role = match e.name.as_str() {
@@ -122,66 +139,89 @@ pub fn entry_exit_cost(
             };
             Some((role, e))
         })
-        .collect();
-    let mut fds: Vec<OwnedFd> = Vec::new();
-    let mut ids: Vec<(u64, Role)> = Vec::new();
-    let mut ring: Option<Ring> = None;
-    for (role, e) in &roles {
-        // This thread only (pid 0, any CPU), not inherited: what the recording opens on
-        // each task of the target.
-        let mut a = e.attr(include_kernel, false, false);
-        let fd = open_fd(&mut a, 0, -1).map_err(|errno| CollectError::Io {
-            context: format!("opening {} to measure kernel entry and exit", e.name),
-            source: io::Error::from_raw_os_error(errno),
-        })?;
-        match &ring {
-            None => {
-                let r =
-                    Ring::map(fd.as_raw_fd(), RING_PAGES).map_err(|source| CollectError::Io {
-                        context: "mapping the calibration ring buffer".into(),
-                        source,
+        .collect()
+}
+
+/// The calibration's events on this thread, all writing into one ring.
+struct Calibration {
+    ring: Ring,
+    fds: Vec<OwnedFd>,
+    ids: Vec<(u64, Role)>,
+}
+
+impl Calibration {
+    /// Opens the events; None when there are none.
+    fn open(
+        roles: &[(Role, &ExtraEvent)],
+        include_kernel: bool,
+    ) -> Result<Option<Calibration>, CollectError> {
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        let mut ids: Vec<(u64, Role)> = Vec::new();
+        let mut ring: Option<Ring> = None;
+        for (role, e) in roles {
+            // This thread only (pid 0, any CPU), not inherited: what the recording opens
+            // on each task of the target.
+            let mut a = e.attr(include_kernel, false, false);
+            let fd = open_fd(&mut a, 0, -1).map_err(|errno| CollectError::Io {
+                context: format!("opening {} to measure kernel entry and exit", e.name),
+                source: io::Error::from_raw_os_error(errno),
+            })?;
+            match &ring {
+                None => {
+                    let r = Ring::map(fd.as_raw_fd(), RING_PAGES).map_err(|source| {
+                        CollectError::Io {
+                            context: "mapping the calibration ring buffer".into(),
+                            source,
+                        }
                     })?;
-                ring = Some(r);
-            }
-            Some(_) => {
-                let lead = fds.first().map(|f| f.as_raw_fd()).unwrap_or(-1);
-                // SAFETY: both are perf fds we own.
-                if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), lead) } != 0 {
-                    return Err(CollectError::Io {
-                        context: "redirecting a calibration event".into(),
-                        source: io::Error::last_os_error(),
-                    });
+                    ring = Some(r);
+                }
+                Some(_) => {
+                    let lead = fds.first().map(|f| f.as_raw_fd()).unwrap_or(-1);
+                    // SAFETY: both are perf fds we own.
+                    if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), lead) } != 0 {
+                        return Err(CollectError::Io {
+                            context: "redirecting a calibration event".into(),
+                            source: io::Error::last_os_error(),
+                        });
+                    }
                 }
             }
+            let mut id = 0u64;
+            // SAFETY: fd is a perf event fd; id is a valid out pointer.
+            if unsafe { sys::ioctls::ID(fd.as_raw_fd(), &mut id) } != 0 {
+                return Err(CollectError::Io {
+                    context: "reading a calibration event id".into(),
+                    source: io::Error::last_os_error(),
+                });
+            }
+            ids.push((id, *role));
+            fds.push(fd);
         }
-        let mut id = 0u64;
-        // SAFETY: fd is a perf event fd; id is a valid out pointer.
-        if unsafe { sys::ioctls::ID(fd.as_raw_fd(), &mut id) } != 0 {
-            return Err(CollectError::Io {
-                context: "reading a calibration event id".into(),
-                source: io::Error::last_os_error(),
-            });
-        }
-        ids.push((id, *role));
-        fds.push(fd);
+        Ok(ring.map(|ring| Calibration { ring, fds, ids }))
     }
-    let Some(mut ring) = ring else {
-        return Ok(EntryExitCost::default());
-    };
-    let has = |r: Role| roles.iter().any(|(x, _)| *x == r);
-    let mut cost = EntryExitCost::default();
-    let syscalls = |n: usize| {
-        for _ in 0..n {
-            // SAFETY: getppid has no arguments and no side effects.
-            unsafe { libc::syscall(libc::SYS_getppid) };
-        }
-    };
-    if has(Role::SysEnter) && has(Role::SysExit) {
-        record(&fds, &mut ring, &ids, || syscalls(WARM_UP));
-        let recs = record(&fds, &mut ring, &ids, || syscalls(SYSCALLS));
-        cost.syscall_ns = median_gap(&recs, Role::SysExit, Role::SysEnter);
+
+    /// Records `work` with the events enabled around it.
+    fn record(&mut self, work: impl FnOnce()) -> Vec<(u64, Role)> {
+        record(&self.fds, &mut self.ring, &self.ids, work)
     }
-    if has(Role::FaultEntry) && has(Role::FaultDone) {
+
+    /// The median gap from sys_exit to the next sys_enter over back-to-back system calls.
+    fn syscall_gap(&mut self) -> Option<u64> {
+        let syscalls = |n: usize| {
+            for _ in 0..n {
+                // SAFETY: getppid has no arguments and no side effects.
+                unsafe { libc::syscall(libc::SYS_getppid) };
+            }
+        };
+        self.record(|| syscalls(WARM_UP));
+        let recs = self.record(|| syscalls(SYSCALLS));
+        median_gap(&recs, Role::SysExit, Role::SysEnter)
+    }
+
+    /// The median gap from a fault's closing event to the next fault's entry, touching
+    /// fresh pages back to back; None when no memory could be mapped.
+    fn fault_gap(&mut self) -> Option<u64> {
         let len = (WARM_UP_PAGES + PAGES) * ring::page_size();
         // SAFETY: a fresh private anonymous mapping, unmapped below.
         let p = unsafe {
@@ -194,28 +234,26 @@ pub fn entry_exit_cost(
                 0,
             )
         };
-        if p != libc::MAP_FAILED {
-            // One fault per page, as a program touching fresh memory takes them (a
-            // transparent huge page would take one fault per 2 MiB).
-            // SAFETY: advising our own mapping.
-            unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
-            let base = p as *mut u8;
-            let touch = |pages: std::ops::Range<usize>| {
-                for i in pages {
-                    // SAFETY: inside the mapping; a volatile write so the touch happens.
-                    unsafe { base.add(i * ring::page_size()).write_volatile(1) };
-                }
-            };
-            record(&fds, &mut ring, &ids, || touch(0..WARM_UP_PAGES));
-            let recs = record(&fds, &mut ring, &ids, || {
-                touch(WARM_UP_PAGES..WARM_UP_PAGES + PAGES)
-            });
-            // SAFETY: unmapping what we mapped.
-            unsafe { libc::munmap(p, len) };
-            cost.fault_ns = median_gap(&recs, Role::FaultDone, Role::FaultEntry);
+        if p == libc::MAP_FAILED {
+            return None;
         }
+        // One fault per page, as a program touching fresh memory takes them (a
+        // transparent huge page would take one fault per 2 MiB).
+        // SAFETY: advising our own mapping.
+        unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
+        let base = p as *mut u8;
+        let touch = |pages: std::ops::Range<usize>| {
+            for i in pages {
+                // SAFETY: inside the mapping; a volatile write so the touch happens.
+                unsafe { base.add(i * ring::page_size()).write_volatile(1) };
+            }
+        };
+        self.record(|| touch(0..WARM_UP_PAGES));
+        let recs = self.record(|| touch(WARM_UP_PAGES..WARM_UP_PAGES + PAGES));
+        // SAFETY: unmapping what we mapped.
+        unsafe { libc::munmap(p, len) };
+        median_gap(&recs, Role::FaultDone, Role::FaultEntry)
     }
-    Ok(cost)
 }
 
 /// Enables the events around `work` and returns the (time, role) of every sample.

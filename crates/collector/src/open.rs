@@ -244,27 +244,8 @@ pub(crate) fn choose_and_open(
         None if attr::kernel_permitted() => vec![true, false],
         None => vec![false],
     };
-    let mut kinds: Vec<EventKind> = match opts.event {
-        _ if pmu::replaces_timer(opts) => vec![EventKind::Dummy],
-        // Branch stacks come with hardware events only.
-        EventChoice::Auto if branch_sample_type != 0 => vec![EventKind::Cycles],
-        EventChoice::Auto => vec![EventKind::Cycles, EventKind::CpuClock],
-        EventChoice::Cycles => vec![EventKind::Cycles],
-        EventChoice::CpuClock => vec![EventKind::CpuClock],
-    };
     let mhz = attr::nominal_mhz();
-    let mut reason = String::new();
-    if kinds.contains(&EventKind::Cycles) && mhz.is_none() {
-        if opts.event == EventChoice::Cycles {
-            return Err(CollectError::EventUnsupported {
-                event: "cycles".into(),
-                detail: "the CPU's nominal frequency is unknown, so the interval cannot be converted to cycles"
-                    .into(),
-            });
-        }
-        kinds.retain(|k| *k != EventKind::Cycles);
-        reason = "CPU frequency unknown, cannot convert the interval to cycles; ".into();
-    }
+    let (kinds, mut reason) = candidate_kinds(opts, branch_sample_type, mhz)?;
     let pid_for_errors = match opts.target {
         Target::Pid(p) => p,
         _ => child.unwrap_or(-1),
@@ -290,18 +271,7 @@ pub(crate) fn choose_and_open(
             };
             match open_events(&spec, &opts.target, child, cpus) {
                 Ok(ev) => {
-                    reason.push_str(&match (kind, opts.event) {
-                        (EventKind::Dummy, _) => pmu::DUMMY_REASON.to_string(),
-                        (EventKind::Cycles, _) => format!(
-                            "hardware cycles, period {period} cycles = {} us at the nominal {:.0} MHz",
-                            opts.interval_us,
-                            mhz.unwrap_or(0.0)
-                        ),
-                        (EventKind::CpuClock, EventChoice::CpuClock) => {
-                            format!("cpu-clock requested, period {period} ns")
-                        }
-                        (EventKind::CpuClock, _) => format!("cpu-clock timer, period {period} ns"),
-                    });
+                    reason.push_str(&chosen_reason(opts, kind, period, mhz));
                     if !include_kernel && opts.include_kernel.is_none() {
                         reason.push_str(&format!(
                             "; kernel excluded: not permitted (perf_event_paranoid {paranoid}, not root)"
@@ -310,74 +280,20 @@ pub(crate) fn choose_and_open(
                     return Ok((ev, reason, period));
                 }
                 Err(f) => {
-                    let e = f.errno;
-                    let more_kernel_options = oi + 1 < kernel_options.len();
-                    if (e == libc::EACCES || e == libc::EPERM) && more_kernel_options {
-                        continue; // retry without the kernel
+                    let attempt = Attempt {
+                        kind,
+                        include_kernel,
+                        more_kernel_options: oi + 1 < kernel_options.len(),
+                        more_kinds: ki + 1 < kinds.len(),
+                    };
+                    match after_refusal(&f, &attempt, pid_for_errors, paranoid, cpus.len()) {
+                        Next::WithoutKernel => continue,
+                        Next::OtherKind(why) => {
+                            reason = why;
+                            break;
+                        }
+                        Next::Fail(e) => return Err(e),
                     }
-                    if e == libc::ESRCH {
-                        return Err(CollectError::NoSuchProcess(if f.pid > 0 {
-                            f.pid
-                        } else {
-                            pid_for_errors
-                        }));
-                    }
-                    if e == libc::EACCES || e == libc::EPERM {
-                        return Err(CollectError::Permission {
-                            paranoid,
-                            detail: format!(
-                                "{} ({}) for {} on pid {} cpu {}",
-                                errno_name(e),
-                                io::Error::from_raw_os_error(e),
-                                kind.name(include_kernel),
-                                f.pid,
-                                f.cpu
-                            ),
-                        });
-                    }
-                    if e == libc::EMFILE || e == libc::ENFILE {
-                        return Err(CollectError::Io {
-                            context: format!(
-                                "opening {} events (one per thread and CPU)",
-                                cpus.len()
-                            ),
-                            source: io::Error::from_raw_os_error(e),
-                        });
-                    }
-                    let unsupported = matches!(
-                        e,
-                        libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP | libc::EINVAL
-                    );
-                    if kind == EventKind::Cycles && unsupported && ki + 1 < kinds.len() {
-                        let why = match e {
-                            libc::ENOENT | libc::ENODEV => "no PMU, typical of VMs",
-                            libc::EOPNOTSUPP => "the PMU cannot sample (no overflow interrupt)",
-                            _ => "the PMU rejected the sampling settings",
-                        };
-                        reason = format!(
-                            "hardware cycles refused by the kernel ({}): {why}; ",
-                            errno_name(e)
-                        );
-                        break;
-                    }
-                    if unsupported {
-                        return Err(CollectError::EventUnsupported {
-                            event: kind.name(include_kernel),
-                            detail: format!(
-                                "{} ({})",
-                                errno_name(e),
-                                io::Error::from_raw_os_error(e)
-                            ),
-                        });
-                    }
-                    return Err(CollectError::Io {
-                        context: format!(
-                            "perf_event_open of {} on cpu {}",
-                            kind.name(include_kernel),
-                            f.cpu
-                        ),
-                        source: io::Error::from_raw_os_error(e),
-                    });
                 }
             }
         }
@@ -385,6 +301,139 @@ pub(crate) fn choose_and_open(
     Err(CollectError::EventUnsupported {
         event: "cpu-clock".into(),
         detail: "no sampling event could be opened".into(),
+    })
+}
+
+/// The kinds of sampling event to try, in order, and the start of the reason for the
+/// choice (why cycles were left out when the CPU's frequency is unknown).
+fn candidate_kinds(
+    opts: &CollectOptions,
+    branch_sample_type: u64,
+    mhz: Option<f64>,
+) -> Result<(Vec<EventKind>, String), CollectError> {
+    let mut kinds: Vec<EventKind> = match opts.event {
+        _ if pmu::replaces_timer(opts) => vec![EventKind::Dummy],
+        // Branch stacks come with hardware events only.
+        EventChoice::Auto if branch_sample_type != 0 => vec![EventKind::Cycles],
+        EventChoice::Auto => vec![EventKind::Cycles, EventKind::CpuClock],
+        EventChoice::Cycles => vec![EventKind::Cycles],
+        EventChoice::CpuClock => vec![EventKind::CpuClock],
+    };
+    let mut reason = String::new();
+    if kinds.contains(&EventKind::Cycles) && mhz.is_none() {
+        if opts.event == EventChoice::Cycles {
+            return Err(CollectError::EventUnsupported {
+                event: "cycles".into(),
+                detail: "the CPU's nominal frequency is unknown, so the interval cannot be converted to cycles"
+                    .into(),
+            });
+        }
+        kinds.retain(|k| *k != EventKind::Cycles);
+        reason = "CPU frequency unknown, cannot convert the interval to cycles; ".into();
+    }
+    Ok((kinds, reason))
+}
+
+/// The sentence saying which event samples, and at what period.
+fn chosen_reason(opts: &CollectOptions, kind: EventKind, period: u64, mhz: Option<f64>) -> String {
+    match (kind, opts.event) {
+        (EventKind::Dummy, _) => pmu::DUMMY_REASON.to_string(),
+        (EventKind::Cycles, _) => format!(
+            "hardware cycles, period {period} cycles = {} us at the nominal {:.0} MHz",
+            opts.interval_us,
+            mhz.unwrap_or(0.0)
+        ),
+        (EventKind::CpuClock, EventChoice::CpuClock) => {
+            format!("cpu-clock requested, period {period} ns")
+        }
+        (EventKind::CpuClock, _) => format!("cpu-clock timer, period {period} ns"),
+    }
+}
+
+/// One try at opening the sampling events, and whether other tries are left.
+struct Attempt {
+    kind: EventKind,
+    include_kernel: bool,
+    more_kernel_options: bool,
+    more_kinds: bool,
+}
+
+/// What to do after the kernel refused an attempt.
+enum Next {
+    /// Retry without the kernel.
+    WithoutKernel,
+    /// Fall back to the next kind of event; the reason says why this one was refused.
+    OtherKind(String),
+    Fail(CollectError),
+}
+
+/// Reads the kernel's refusal of an attempt: retry, fall back, or the error to report.
+fn after_refusal(
+    f: &OpenFailure,
+    a: &Attempt,
+    pid_for_errors: i32,
+    paranoid: i32,
+    cpus: usize,
+) -> Next {
+    let e = f.errno;
+    let (kind, include_kernel) = (a.kind, a.include_kernel);
+    if (e == libc::EACCES || e == libc::EPERM) && a.more_kernel_options {
+        return Next::WithoutKernel;
+    }
+    if e == libc::ESRCH {
+        return Next::Fail(CollectError::NoSuchProcess(if f.pid > 0 {
+            f.pid
+        } else {
+            pid_for_errors
+        }));
+    }
+    if e == libc::EACCES || e == libc::EPERM {
+        return Next::Fail(CollectError::Permission {
+            paranoid,
+            detail: format!(
+                "{} ({}) for {} on pid {} cpu {}",
+                errno_name(e),
+                io::Error::from_raw_os_error(e),
+                kind.name(include_kernel),
+                f.pid,
+                f.cpu
+            ),
+        });
+    }
+    if e == libc::EMFILE || e == libc::ENFILE {
+        return Next::Fail(CollectError::Io {
+            context: format!("opening {cpus} events (one per thread and CPU)"),
+            source: io::Error::from_raw_os_error(e),
+        });
+    }
+    let unsupported = matches!(
+        e,
+        libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP | libc::EINVAL
+    );
+    if kind == EventKind::Cycles && unsupported && a.more_kinds {
+        let why = match e {
+            libc::ENOENT | libc::ENODEV => "no PMU, typical of VMs",
+            libc::EOPNOTSUPP => "the PMU cannot sample (no overflow interrupt)",
+            _ => "the PMU rejected the sampling settings",
+        };
+        return Next::OtherKind(format!(
+            "hardware cycles refused by the kernel ({}): {why}; ",
+            errno_name(e)
+        ));
+    }
+    if unsupported {
+        return Next::Fail(CollectError::EventUnsupported {
+            event: kind.name(include_kernel),
+            detail: format!("{} ({})", errno_name(e), io::Error::from_raw_os_error(e)),
+        });
+    }
+    Next::Fail(CollectError::Io {
+        context: format!(
+            "perf_event_open of {} on cpu {}",
+            kind.name(include_kernel),
+            f.cpu
+        ),
+        source: io::Error::from_raw_os_error(e),
     })
 }
 

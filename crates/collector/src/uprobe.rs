@@ -14,6 +14,7 @@
 //! nested return probes per task are tracked (deeper returns are missed), and probes on
 //! some instructions are refused; refused functions are listed, not fatal.
 
+use std::collections::HashMap;
 use std::ffi::{CString, OsString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -166,100 +167,33 @@ pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
     let cpus = online_cpus();
     let mut child = launch::spawn_waiting(&opts.program, &opts.args)?;
     let mut out = UprobeRecording::default();
-    // Per CPU: the first fd owns the ring, the others are redirected into it. The ring is
-    // mapped at once: recent kernels (6.x) refuse SET_OUTPUT into an unmapped event.
-    let mut leaders: Vec<Option<(OwnedFd, Ring)>> = cpus.iter().map(|_| None).collect();
-    let mut fds: Vec<OwnedFd> = Vec::new();
-    let mut ids: std::collections::HashMap<u64, (u32, bool)> = std::collections::HashMap::new();
+    let mut probes = Probes {
+        opts,
+        ty,
+        retbit,
+        pid: child.pid,
+        cpus: &cpus,
+        leaders: cpus.iter().map(|_| None).collect(),
+        fds: Vec::new(),
+        ids: HashMap::new(),
+    };
     for (fi, f) in opts.functions.iter().enumerate() {
-        let Ok(path) = CString::new(f.path.as_os_str().as_bytes()) else {
-            out.refused
-                .push((f.name.clone(), "path contains a NUL byte".into()));
-            continue;
-        };
-        let mut refused = None;
-        'probe: for ret in [false, true] {
-            let mut a = attr(ty, ret.then_some(retbit), &path, f.file_offset);
-            for (ci, &cpu) in cpus.iter().enumerate() {
-                let fd = match open(&mut a, child.pid, cpu) {
-                    Ok(fd) => fd,
-                    Err(e) if e == libc::EACCES || e == libc::EPERM => {
-                        return Err(CollectError::Permission {
-                            paranoid: crate::attr::paranoid(),
-                            detail: format!(
-                                "uprobe on {}: {}",
-                                f.name,
-                                std::io::Error::from_raw_os_error(e)
-                            ),
-                        })
-                    }
-                    Err(e) if e == libc::EMFILE || e == libc::ENFILE => {
-                        return Err(CollectError::Io {
-                            context: format!(
-                                "opening uprobe events ({} functions x 2 x {} CPUs)",
-                                opts.functions.len(),
-                                cpus.len()
-                            ),
-                            source: std::io::Error::from_raw_os_error(e),
-                        })
-                    }
-                    Err(e) => {
-                        refused = Some(std::io::Error::from_raw_os_error(e).to_string());
-                        break 'probe;
-                    }
-                };
-                let mut id = 0u64;
-                // SAFETY: ID ioctl writes one u64.
-                if unsafe { sys::ioctls::ID(fd.as_raw_fd(), &mut id) } != 0 {
-                    refused = Some(format!("no event id ({})", std::io::Error::last_os_error()));
-                    break 'probe;
-                }
-                ids.insert(id, (fi as u32, ret));
-                match &leaders[ci] {
-                    None => {
-                        let ring = Ring::map(fd.as_raw_fd(), opts.ring_pages).map_err(|e| {
-                            CollectError::Io {
-                                context: "mapping the uprobe ring buffer".into(),
-                                source: e,
-                            }
-                        })?;
-                        leaders[ci] = Some((fd, ring));
-                    }
-                    Some((lead, _)) => {
-                        // SAFETY: both fds are perf events of the same CPU.
-                        if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), lead.as_raw_fd()) } != 0
-                        {
-                            return Err(CollectError::Io {
-                                context: "redirecting uprobe events into the CPU's ring".into(),
-                                source: std::io::Error::last_os_error(),
-                            });
-                        }
-                        fds.push(fd);
-                    }
-                }
-            }
-        }
-        match refused {
+        match probes.add_function(fi, f)? {
             // An entry probe without its return probe would leave every call open: the
             // function is left out whole. Its already opened fds stay (harmless: their
-            // ids are dropped below).
+            // ids are dropped here).
             Some(why) => {
-                ids.retain(|_, (f, _)| *f != fi as u32);
+                probes.ids.retain(|_, (f, _)| *f != fi as u32);
                 out.refused.push((f.name.clone(), why));
             }
             None => out.probed += 1,
         }
     }
+    let Probes {
+        leaders, fds, ids, ..
+    } = probes;
     let (lead_fds, mut rings): (Vec<OwnedFd>, Vec<Ring>) = leaders.into_iter().flatten().unzip();
-    let mut stops = Vec::new();
-    let mut hooks = Vec::new();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let stop = Arc::new(AtomicBool::new(false));
-        if let Ok(h) = signal_hook::flag::register(sig, stop.clone()) {
-            hooks.push(h);
-            stops.push((sig, stop));
-        }
-    }
+    let (stops, hooks) = register_stops();
     let start = Instant::now();
     child.release()?;
     let drain = |rings: &mut Vec<Ring>, out: &mut UprobeRecording| {
@@ -299,13 +233,131 @@ pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
     Ok(out)
 }
 
+/// SIGINT and SIGTERM, each with the flag its arrival sets, and the handlers' ids.
+fn register_stops() -> (Vec<(i32, Arc<AtomicBool>)>, Vec<signal_hook::SigId>) {
+    let mut stops = Vec::new();
+    let mut hooks = Vec::new();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let stop = Arc::new(AtomicBool::new(false));
+        if let Ok(h) = signal_hook::flag::register(sig, stop.clone()) {
+            hooks.push(h);
+            stops.push((sig, stop));
+        }
+    }
+    (stops, hooks)
+}
+
+/// The probe events opened so far on the launched child.
+struct Probes<'a> {
+    opts: &'a UprobeOptions,
+    /// The uprobe PMU's type and the config bit of return probes.
+    ty: u32,
+    retbit: u32,
+    pid: i32,
+    cpus: &'a [i32],
+    /// Per CPU: the first fd owns the ring, the others are redirected into it. The ring is
+    /// mapped at once: recent kernels (6.x) refuse SET_OUTPUT into an unmapped event.
+    leaders: Vec<Option<(OwnedFd, Ring)>>,
+    fds: Vec<OwnedFd>,
+    /// Event id to (function index, is a return probe).
+    ids: HashMap<u64, (u32, bool)>,
+}
+
+impl Probes<'_> {
+    /// Opens the entry and then the return probe of one function on every CPU; `Some`
+    /// says why the kernel refused one.
+    fn add_function(&mut self, fi: usize, f: &ProbeTarget) -> Result<Option<String>, CollectError> {
+        let Ok(path) = CString::new(f.path.as_os_str().as_bytes()) else {
+            return Ok(Some("path contains a NUL byte".into()));
+        };
+        for ret in [false, true] {
+            let mut a = attr(self.ty, ret.then_some(self.retbit), &path, f.file_offset);
+            for ci in 0..self.cpus.len() {
+                if let Some(why) = self.open_on_cpu(&mut a, fi, f, ret, ci)? {
+                    return Ok(Some(why));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Opens one probe on one CPU and attaches it to that CPU's ring; `Some` says why the
+    /// kernel refused it.
+    fn open_on_cpu(
+        &mut self,
+        a: &mut sys::bindings::perf_event_attr,
+        fi: usize,
+        f: &ProbeTarget,
+        ret: bool,
+        ci: usize,
+    ) -> Result<Option<String>, CollectError> {
+        let fd = match open(a, self.pid, self.cpus[ci]) {
+            Ok(fd) => fd,
+            Err(e) if e == libc::EACCES || e == libc::EPERM => {
+                return Err(CollectError::Permission {
+                    paranoid: crate::attr::paranoid(),
+                    detail: format!(
+                        "uprobe on {}: {}",
+                        f.name,
+                        std::io::Error::from_raw_os_error(e)
+                    ),
+                })
+            }
+            Err(e) if e == libc::EMFILE || e == libc::ENFILE => {
+                return Err(CollectError::Io {
+                    context: format!(
+                        "opening uprobe events ({} functions x 2 x {} CPUs)",
+                        self.opts.functions.len(),
+                        self.cpus.len()
+                    ),
+                    source: std::io::Error::from_raw_os_error(e),
+                })
+            }
+            Err(e) => return Ok(Some(std::io::Error::from_raw_os_error(e).to_string())),
+        };
+        let mut id = 0u64;
+        // SAFETY: ID ioctl writes one u64.
+        if unsafe { sys::ioctls::ID(fd.as_raw_fd(), &mut id) } != 0 {
+            return Ok(Some(format!(
+                "no event id ({})",
+                std::io::Error::last_os_error()
+            )));
+        }
+        self.ids.insert(id, (fi as u32, ret));
+        self.attach(ci, fd)?;
+        Ok(None)
+    }
+
+    /// The CPU's first probe maps the ring; later ones write into it.
+    fn attach(&mut self, ci: usize, fd: OwnedFd) -> Result<(), CollectError> {
+        match &self.leaders[ci] {
+            None => {
+                let ring = Ring::map(fd.as_raw_fd(), self.opts.ring_pages).map_err(|e| {
+                    CollectError::Io {
+                        context: "mapping the uprobe ring buffer".into(),
+                        source: e,
+                    }
+                })?;
+                self.leaders[ci] = Some((fd, ring));
+            }
+            Some((lead, _)) => {
+                // SAFETY: both fds are perf events of the same CPU.
+                if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), lead.as_raw_fd()) } != 0 {
+                    return Err(CollectError::Io {
+                        context: "redirecting uprobe events into the CPU's ring".into(),
+                        source: std::io::Error::last_os_error(),
+                    });
+                }
+                self.fds.push(fd);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One record: a sample {id, ip, pid, tid, time} (the order perf_event.h lays out these
 /// fields) or a LOST record; anything else is ignored.
-fn decode(
-    rec: &[u8],
-    ids: &std::collections::HashMap<u64, (u32, bool)>,
-    out: &mut UprobeRecording,
-) {
+fn decode(rec: &[u8], ids: &HashMap<u64, (u32, bool)>, out: &mut UprobeRecording) {
     let u64_at = |o: usize| {
         rec.get(o..o + 8)
             .map(|b| u64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))

@@ -34,10 +34,12 @@ mod guard;
 mod records;
 pub mod rotate;
 pub mod schedule;
+mod slots;
 mod watcher;
 
 pub use error::WatchError;
-pub use watcher::{plan_slots, RearmMode, SlotUse, Watcher};
+pub use slots::{plan_slots, SlotUse};
+pub use watcher::{RearmMode, Watcher};
 
 /// The process to watch: all its threads, those running now and those it creates later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -64,8 +64,7 @@ pub fn write(sel: &Selection<'_>, out: &mut dyn Write) -> io::Result<()> {
 
 /// The uncompressed profile message.
 pub(crate) fn encode(sel: &Selection<'_>) -> Vec<u8> {
-    let p = sel.profile;
-    let mut strings = Strings::new();
+    let mut e = Encoder::new(sel);
     let mut root = Msg::default();
 
     let (weight_kind, weight_unit) = if sel.weight_is_time() {
@@ -75,115 +74,25 @@ pub(crate) fn encode(sel: &Selection<'_>) -> Vec<u8> {
     };
     root.msg(
         PROFILE_SAMPLE_TYPE,
-        &value_type(&mut strings, "samples", "count"),
+        &value_type(&mut e.strings, "samples", "count"),
     );
     root.msg(
         PROFILE_SAMPLE_TYPE,
-        &value_type(&mut strings, weight_kind, weight_unit),
+        &value_type(&mut e.strings, weight_kind, weight_unit),
     );
-
-    // Sum samples per (stack, thread).
-    let mut sums: HashMap<(Option<u32>, u32), (u64, u64)> = HashMap::new();
-    let mut order = Vec::new();
-    for s in sel.samples {
-        let e = sums.entry((s.stack, s.thread)).or_insert_with(|| {
-            order.push((s.stack, s.thread));
-            (0, 0)
-        });
-        e.0 += 1;
-        e.1 = e.1.saturating_add(s.weight);
-    }
-
-    let mut locations: HashMap<u32, u64> = HashMap::new();
-    let mut functions: HashMap<(&str, &str), u64> = HashMap::new();
-    let mut function_msgs = Vec::new();
-    let mut location_msgs = Vec::new();
-    // Address range per module over the frames used, for the mappings.
-    let mut mapping_range: HashMap<u32, (u64, u64)> = HashMap::new();
+    let (sums, order) = sum_per_stack(sel);
     for key in &order {
         let Some(&(count, weight)) = sums.get(key) else {
             continue;
         };
-        let (stack, thread) = *key;
-        let mut ids = Vec::new();
-        // pprof stacks are leaf first.
-        for f in sel.root_first(stack).into_iter().rev() {
-            let id = *locations.entry(f).or_insert_with(|| {
-                let id = location_msgs.len() as u64 + 1;
-                let frame = p.frames.get(f as usize);
-                let name = sel.function(f);
-                let file = frame.and_then(|fr| fr.file.as_deref()).unwrap_or("");
-                let fid = *functions.entry((name, file)).or_insert_with(|| {
-                    let fid = function_msgs.len() as u64 + 1;
-                    let mut m = Msg::default();
-                    m.uint(1, fid);
-                    m.int(2, strings.get(name));
-                    m.int(3, strings.get(name));
-                    m.int(4, strings.get(file));
-                    function_msgs.push(m);
-                    fid
-                });
-                let mut line = Msg::default();
-                line.uint(1, fid);
-                line.int(2, frame.and_then(|fr| fr.line).map_or(0, i64::from));
-                let mut m = Msg::default();
-                m.uint(1, id);
-                if let Some(fr) = frame {
-                    if let Some(module) = fr.module.filter(|&m| (m as usize) < p.modules.len()) {
-                        m.uint(2, u64::from(module) + 1);
-                        let r = mapping_range
-                            .entry(module)
-                            .or_insert((fr.address, fr.address));
-                        *r = (r.0.min(fr.address), r.1.max(fr.address));
-                    }
-                    m.uint(3, fr.address);
-                }
-                m.msg(4, &line);
-                location_msgs.push(m);
-                id
-            });
-            ids.push(id);
-        }
-        let mut m = Msg::default();
-        m.packed(1, ids);
-        m.packed(2, [count, weight]);
-        let (pid, tid) = sel.ids(thread);
-        for (k, s, n) in [
-            ("thread", Some(sel.thread_name(thread)), 0),
-            ("tid", None, tid),
-            ("pid", None, pid),
-        ] {
-            let mut label = Msg::default();
-            label.int(1, strings.get(k));
-            match s {
-                Some(s) => label.int(2, strings.get(&s)),
-                None => label.int(3, i64::from(n)),
-            }
-            m.msg(3, &label);
-        }
+        let m = e.sample(*key, count, weight);
         root.msg(PROFILE_SAMPLE, &m);
     }
-
-    let mut modules: Vec<_> = mapping_range.into_iter().collect();
-    modules.sort_unstable();
-    for (module, (lo, hi)) in modules {
-        let Some(md) = p.modules.get(module as usize) else {
-            continue;
-        };
-        let mut m = Msg::default();
-        m.uint(1, u64::from(module) + 1);
-        m.uint(2, lo);
-        m.uint(3, hi.saturating_add(1));
-        m.int(5, strings.get(&md.path));
-        m.int(6, strings.get(&md.build_id));
-        // Names come from Kairos's own symbolisation: pprof must not try again.
-        m.bool(7, true);
-        root.msg(PROFILE_MAPPING, &m);
-    }
-    for m in &location_msgs {
+    e.mappings(&mut root);
+    for m in &e.location_msgs {
         root.msg(PROFILE_LOCATION, m);
     }
-    for m in &function_msgs {
+    for m in &e.function_msgs {
         root.msg(PROFILE_FUNCTION, m);
     }
 
@@ -192,9 +101,9 @@ pub(crate) fn encode(sel: &Selection<'_>) -> Vec<u8> {
         _ => 0,
     };
     let start = sel.samples.first().map_or(0, |s| sel.rel_ns(s));
-    let period_type = value_type(&mut strings, weight_kind, weight_unit);
-    let default_type = strings.get(weight_kind);
-    for s in &strings.list {
+    let period_type = value_type(&mut e.strings, weight_kind, weight_unit);
+    let default_type = e.strings.get(weight_kind);
+    for s in &e.strings.list {
         root.bytes(PROFILE_STRING_TABLE, s.as_bytes());
     }
     if let Some(wall) = sel.wall_start_ns {
@@ -205,6 +114,154 @@ pub(crate) fn encode(sel: &Selection<'_>) -> Vec<u8> {
     root.int(PROFILE_PERIOD, median_weight(sel) as i64);
     root.int(PROFILE_DEFAULT_SAMPLE_TYPE, default_type);
     root.buf
+}
+
+/// (stack, thread) of a sample.
+type SampleKey = (Option<u32>, u32);
+
+/// (samples, weight) summed per (stack, thread), and the keys in order of first sample.
+fn sum_per_stack(sel: &Selection<'_>) -> (HashMap<SampleKey, (u64, u64)>, Vec<SampleKey>) {
+    let mut sums: HashMap<SampleKey, (u64, u64)> = HashMap::new();
+    let mut order = Vec::new();
+    for s in sel.samples {
+        let e = sums.entry((s.stack, s.thread)).or_insert_with(|| {
+            order.push((s.stack, s.thread));
+            (0, 0)
+        });
+        e.0 += 1;
+        e.1 = e.1.saturating_add(s.weight);
+    }
+    (sums, order)
+}
+
+/// The tables the samples refer to, built as they are first used.
+struct Encoder<'s, 'a> {
+    sel: &'s Selection<'a>,
+    strings: Strings,
+    /// Location id per Kairos frame.
+    locations: HashMap<u32, u64>,
+    /// Function id per (name, source file).
+    functions: HashMap<(&'a str, &'a str), u64>,
+    function_msgs: Vec<Msg>,
+    location_msgs: Vec<Msg>,
+    /// Address range per module over the frames used, for the mappings.
+    mapping_range: HashMap<u32, (u64, u64)>,
+}
+
+impl<'s, 'a> Encoder<'s, 'a> {
+    fn new(sel: &'s Selection<'a>) -> Self {
+        Encoder {
+            sel,
+            strings: Strings::new(),
+            locations: HashMap::new(),
+            functions: HashMap::new(),
+            function_msgs: Vec::new(),
+            location_msgs: Vec::new(),
+            mapping_range: HashMap::new(),
+        }
+    }
+
+    /// One Sample message: its locations (leaf first), values and thread labels.
+    fn sample(&mut self, (stack, thread): SampleKey, count: u64, weight: u64) -> Msg {
+        let sel = self.sel;
+        // pprof stacks are leaf first.
+        let ids: Vec<u64> = sel
+            .root_first(stack)
+            .into_iter()
+            .rev()
+            .map(|f| self.location(f))
+            .collect();
+        let mut m = Msg::default();
+        m.packed(1, ids);
+        m.packed(2, [count, weight]);
+        let (pid, tid) = sel.ids(thread);
+        for (k, s, n) in [
+            ("thread", Some(sel.thread_name(thread)), 0),
+            ("tid", None, tid),
+            ("pid", None, pid),
+        ] {
+            let mut label = Msg::default();
+            label.int(1, self.strings.get(k));
+            match s {
+                Some(s) => label.int(2, self.strings.get(&s)),
+                None => label.int(3, i64::from(n)),
+            }
+            m.msg(3, &label);
+        }
+        m
+    }
+
+    /// The location id of frame `f`, its Location message written on first use.
+    fn location(&mut self, f: u32) -> u64 {
+        if let Some(&id) = self.locations.get(&f) {
+            return id;
+        }
+        let p = self.sel.profile;
+        let id = self.location_msgs.len() as u64 + 1;
+        let frame = p.frames.get(f as usize);
+        let name = self.sel.function(f);
+        let file = frame.and_then(|fr| fr.file.as_deref()).unwrap_or("");
+        let fid = self.function(name, file);
+        let mut line = Msg::default();
+        line.uint(1, fid);
+        line.int(2, frame.and_then(|fr| fr.line).map_or(0, i64::from));
+        let mut m = Msg::default();
+        m.uint(1, id);
+        if let Some(fr) = frame {
+            if let Some(module) = fr.module.filter(|&m| (m as usize) < p.modules.len()) {
+                m.uint(2, u64::from(module) + 1);
+                let r = self
+                    .mapping_range
+                    .entry(module)
+                    .or_insert((fr.address, fr.address));
+                *r = (r.0.min(fr.address), r.1.max(fr.address));
+            }
+            m.uint(3, fr.address);
+        }
+        m.msg(4, &line);
+        self.location_msgs.push(m);
+        self.locations.insert(f, id);
+        id
+    }
+
+    /// The function id of (name, file), its Function message written on first use.
+    fn function(&mut self, name: &'a str, file: &'a str) -> u64 {
+        if let Some(&fid) = self.functions.get(&(name, file)) {
+            return fid;
+        }
+        let fid = self.function_msgs.len() as u64 + 1;
+        let mut m = Msg::default();
+        m.uint(1, fid);
+        m.int(2, self.strings.get(name));
+        m.int(3, self.strings.get(name));
+        m.int(4, self.strings.get(file));
+        self.function_msgs.push(m);
+        self.functions.insert((name, file), fid);
+        fid
+    }
+
+    /// One Mapping per module used, over the addresses of its frames used.
+    fn mappings(&mut self, root: &mut Msg) {
+        let p = self.sel.profile;
+        let mut modules: Vec<_> = std::mem::take(&mut self.mapping_range)
+            .into_iter()
+            .collect();
+        modules.sort_unstable();
+        for (module, (lo, hi)) in modules {
+            let Some(md) = p.modules.get(module as usize) else {
+                continue;
+            };
+            let mut m = Msg::default();
+            m.uint(1, u64::from(module) + 1);
+            m.uint(2, lo);
+            m.uint(3, hi.saturating_add(1));
+            m.int(5, self.strings.get(&md.path));
+            m.int(6, self.strings.get(&md.build_id));
+            // Names come from Kairos's own symbolisation: pprof must not try again.
+            m.bool(7, true);
+            root.msg(PROFILE_MAPPING, &m);
+        }
+    }
 }
 
 fn median_weight(sel: &Selection<'_>) -> u64 {

@@ -57,65 +57,8 @@ const START_NS: u64 = 1_000_000_000;
 
 /// Builds the profile; sizes beyond what a u32-indexed profile holds are an error.
 pub fn synthesize(o: &ScaleOptions) -> Result<Profile> {
-    if o.samples == 0
-        || o.samples > u32::MAX as u64
-        || o.functions == 0
-        || o.threads == 0
-        || o.interval_ns == 0
-    {
-        return Err(Error::InvalidOptions(format!(
-            "samples (1 to {}), functions, threads and the interval must be positive; got {} samples, {} functions, {} threads, {} ns",
-            u32::MAX,
-            o.samples,
-            o.functions,
-            o.threads,
-            o.interval_ns
-        )));
-    }
-    if o.branch_depth > 0 && !DEPTHS.contains(&(o.branch_depth as usize)) {
-        return Err(Error::BadDepth(o.branch_depth as usize));
-    }
-    if o.branch_depth > 0 && o.samples.saturating_mul(u64::from(o.branch_depth)) > u32::MAX as u64 {
-        return Err(Error::InvalidOptions(format!(
-            "{} samples with {} branch records each exceed the 2^32 records a result holds; use fewer samples or a smaller depth",
-            o.samples, o.branch_depth
-        )));
-    }
-    let frame = |function: String, address: u64| Frame {
-        address,
-        module: Some(0),
-        module_offset: address - 0x40_0000,
-        function,
-        file: Some("synthetic.c".into()),
-        line: None,
-        inline_depth: 0,
-        mode: Mode::User,
-    };
-    let mut p = Profile {
-        modules: vec![Module {
-            path: "synthetic".into(),
-            build_id: String::new(),
-        }],
-        ..Profile::default()
-    };
-    p.frames.push(frame("main".into(), 0x40_1000));
-    for k in 0..PHASES {
-        p.frames
-            .push(frame(format!("phase_{k}"), 0x40_2000 + 0x100 * k as u64));
-    }
-    let leaf0 = p.frames.len() as u32;
-    for f in 0..o.functions {
-        p.frames
-            .push(frame(format!("leaf_{f:06}"), 0x50_0000 + 0x40 * f as u64));
-    }
-    for t in 0..o.threads {
-        p.threads.push(Thread {
-            pid: 1000,
-            tid: 1000 + t as i32,
-            name: format!("worker-{t}"),
-            process_name: "synthetic".into(),
-        });
-    }
+    check(o)?;
+    let (mut p, leaf0) = skeleton(o);
     let mut brancher = (o.branch_depth > 0).then(|| {
         let frames = Frames {
             main: 0,
@@ -189,6 +132,76 @@ pub fn synthesize(o: &ScaleOptions) -> Result<Profile> {
         });
     }
     Ok(p)
+}
+
+/// Sizes a u32-indexed profile holds, and a depth the LBR has.
+fn check(o: &ScaleOptions) -> Result<()> {
+    if o.samples == 0
+        || o.samples > u32::MAX as u64
+        || o.functions == 0
+        || o.threads == 0
+        || o.interval_ns == 0
+    {
+        return Err(Error::InvalidOptions(format!(
+            "samples (1 to {}), functions, threads and the interval must be positive; got {} samples, {} functions, {} threads, {} ns",
+            u32::MAX,
+            o.samples,
+            o.functions,
+            o.threads,
+            o.interval_ns
+        )));
+    }
+    if o.branch_depth > 0 && !DEPTHS.contains(&(o.branch_depth as usize)) {
+        return Err(Error::BadDepth(o.branch_depth as usize));
+    }
+    if o.branch_depth > 0 && o.samples.saturating_mul(u64::from(o.branch_depth)) > u32::MAX as u64 {
+        return Err(Error::InvalidOptions(format!(
+            "{} samples with {} branch records each exceed the 2^32 records a result holds; use fewer samples or a smaller depth",
+            o.samples, o.branch_depth
+        )));
+    }
+    Ok(())
+}
+
+/// The module, the frames (`main`, the phases, then the leaves) and the threads; and the
+/// index of the first leaf frame.
+fn skeleton(o: &ScaleOptions) -> (Profile, u32) {
+    let frame = |function: String, address: u64| Frame {
+        address,
+        module: Some(0),
+        module_offset: address - 0x40_0000,
+        function,
+        file: Some("synthetic.c".into()),
+        line: None,
+        inline_depth: 0,
+        mode: Mode::User,
+    };
+    let mut p = Profile {
+        modules: vec![Module {
+            path: "synthetic".into(),
+            build_id: String::new(),
+        }],
+        ..Profile::default()
+    };
+    p.frames.push(frame("main".into(), 0x40_1000));
+    for k in 0..PHASES {
+        p.frames
+            .push(frame(format!("phase_{k}"), 0x40_2000 + 0x100 * k as u64));
+    }
+    let leaf0 = p.frames.len() as u32;
+    for f in 0..o.functions {
+        p.frames
+            .push(frame(format!("leaf_{f:06}"), 0x50_0000 + 0x40 * f as u64));
+    }
+    for t in 0..o.threads {
+        p.threads.push(Thread {
+            pid: 1000,
+            tid: 1000 + t as i32,
+            name: format!("worker-{t}"),
+            process_name: "synthetic".into(),
+        });
+    }
+    (p, leaf0)
 }
 
 #[cfg(test)]

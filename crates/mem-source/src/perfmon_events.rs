@@ -194,41 +194,7 @@ impl PerfmonEvents {
         }
         let fixed = raw.counter.starts_with("Fixed");
         if code == 0 && fixed {
-            // Pseudo encodings of the fixed counters.
-            return match umask {
-                0x01 => Ok(Encoded {
-                    name: name.into(),
-                    kind: Kind::Hardware,
-                    config: perf_hw::INSTRUCTIONS,
-                    config1: 0,
-                    fixed,
-                }),
-                0x02 if !flag(&raw.any_thread) => Ok(Encoded {
-                    name: name.into(),
-                    kind: Kind::Hardware,
-                    config: perf_hw::CPU_CYCLES,
-                    config1: 0,
-                    fixed,
-                }),
-                // THREAD_ANY: the architectural unhalted-cycles event with AnyThread.
-                0x02 => Ok(Encoded {
-                    name: name.into(),
-                    kind: Kind::Raw,
-                    config: 0x3c | 1 << 21,
-                    config1: 0,
-                    fixed: false,
-                }),
-                0x04 => Ok(Encoded {
-                    name: name.into(),
-                    kind: Kind::Slots,
-                    config: SLOTS_CONFIG,
-                    config1: 0,
-                    fixed,
-                }),
-                _ => Err(bad(format!(
-                    "fixed-counter pseudo encoding umask {umask:#x} is unknown"
-                ))),
-            };
+            return fixed_counter(name, umask, raw);
         }
         let config = code & 0xff
             | (umask & 0xff) << 8
@@ -248,6 +214,48 @@ impl PerfmonEvents {
             config1,
             fixed: false,
         })
+    }
+}
+
+/// The kernel's pseudo encodings of the fixed counters (EventCode 0): instructions,
+/// cycles (with AnyThread, the architectural event) and slots, by umask.
+fn fixed_counter(name: &str, umask: u64, raw: &Raw) -> Result<Encoded, EncodeError> {
+    // A fixed counter's events count on it, except THREAD_ANY's.
+    let fixed = true;
+    match umask {
+        0x01 => Ok(Encoded {
+            name: name.into(),
+            kind: Kind::Hardware,
+            config: perf_hw::INSTRUCTIONS,
+            config1: 0,
+            fixed,
+        }),
+        0x02 if !flag(&raw.any_thread) => Ok(Encoded {
+            name: name.into(),
+            kind: Kind::Hardware,
+            config: perf_hw::CPU_CYCLES,
+            config1: 0,
+            fixed,
+        }),
+        // THREAD_ANY: the architectural unhalted-cycles event with AnyThread.
+        0x02 => Ok(Encoded {
+            name: name.into(),
+            kind: Kind::Raw,
+            config: 0x3c | 1 << 21,
+            config1: 0,
+            fixed: false,
+        }),
+        0x04 => Ok(Encoded {
+            name: name.into(),
+            kind: Kind::Slots,
+            config: SLOTS_CONFIG,
+            config1: 0,
+            fixed,
+        }),
+        _ => Err(EncodeError::Bad {
+            name: name.to_string(),
+            why: format!("fixed-counter pseudo encoding umask {umask:#x} is unknown"),
+        }),
     }
 }
 

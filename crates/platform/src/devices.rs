@@ -222,53 +222,9 @@ pub fn read_devices(sys_dir: &Path, topo: &Topology) -> Vec<Device> {
         let Ok(path) = std::fs::canonicalize(sys_dir.join("bus/pci/devices").join(&name)) else {
             continue;
         };
-        let Some(code) = hex(&path.join("class")) else {
-            continue;
-        };
-        let (class, kind) = pci_class(code);
-        if kind == DeviceKind::Other {
-            continue;
+        if let Some(d) = pci_device(&path, &base, name, topo) {
+            pci.push((path, d));
         }
-        let raw = read_trim(&path.join("numa_node")).and_then(|s| s.parse::<i32>().ok());
-        let local = read_trim(&path.join("local_cpulist"))
-            .and_then(|s| parse_cpulist(&s))
-            .unwrap_or_default();
-        let (node, node_source, note) = node_of(raw, &local, topo);
-        let id = match (
-            read_trim(&path.join("vendor")),
-            read_trim(&path.join("device")),
-        ) {
-            (Some(v), Some(d)) => Some(format!(
-                "{}:{}",
-                v.trim_start_matches("0x"),
-                d.trim_start_matches("0x")
-            )),
-            _ => None,
-        };
-        let root = path
-            .strip_prefix(&base)
-            .ok()
-            .and_then(|r| r.components().next())
-            .map(|c| c.as_os_str().to_string_lossy().into_owned());
-        let link = read_link(&path);
-        pci.push((
-            path,
-            Device {
-                names: vec![],
-                kind,
-                pci_address: Some(name),
-                class: class.into(),
-                id,
-                node,
-                node_source,
-                sysfs_numa_node: raw,
-                local_cpus: local,
-                root,
-                link,
-                virtual_device: false,
-                note,
-            },
-        ));
     }
     let mut others: Vec<Device> = Vec::new();
     for (class_dir, kind) in CLASSES {
@@ -317,6 +273,53 @@ pub fn read_devices(sys_dir: &Path, topo: &Topology) -> Vec<Device> {
     let mut out: Vec<Device> = pci.into_iter().map(|(_, d)| d).collect();
     out.extend(others);
     out
+}
+
+/// The PCI device at `path` (canonical), addressed `name`; None for a class Kairos does
+/// not check (or no class).
+fn pci_device(path: &Path, base: &Path, name: String, topo: &Topology) -> Option<Device> {
+    let code = hex(&path.join("class"))?;
+    let (class, kind) = pci_class(code);
+    if kind == DeviceKind::Other {
+        return None;
+    }
+    let raw = read_trim(&path.join("numa_node")).and_then(|s| s.parse::<i32>().ok());
+    let local = read_trim(&path.join("local_cpulist"))
+        .and_then(|s| parse_cpulist(&s))
+        .unwrap_or_default();
+    let (node, node_source, note) = node_of(raw, &local, topo);
+    let id = match (
+        read_trim(&path.join("vendor")),
+        read_trim(&path.join("device")),
+    ) {
+        (Some(v), Some(d)) => Some(format!(
+            "{}:{}",
+            v.trim_start_matches("0x"),
+            d.trim_start_matches("0x")
+        )),
+        _ => None,
+    };
+    let root = path
+        .strip_prefix(base)
+        .ok()
+        .and_then(|r| r.components().next())
+        .map(|c| c.as_os_str().to_string_lossy().into_owned());
+    let link = read_link(path);
+    Some(Device {
+        names: vec![],
+        kind,
+        pci_address: Some(name),
+        class: class.into(),
+        id,
+        node,
+        node_source,
+        sysfs_numa_node: raw,
+        local_cpus: local,
+        root,
+        link,
+        virtual_device: false,
+        note,
+    })
 }
 
 fn is_partition(path: &Path) -> bool {

@@ -16,6 +16,7 @@ pub mod numa;
 pub mod parse;
 mod perf_header;
 pub mod probe;
+mod probe_outcome;
 pub mod resctrl_support;
 pub mod sockets;
 
@@ -25,7 +26,8 @@ use std::path::{Path, PathBuf};
 pub use devices::{Device, DeviceKind, Link, NodeSource};
 pub use parse::{CpuInfo, Mount, Privileges};
 pub use perf_header::{header_nodes, HeaderNode};
-pub use probe::{LiveProber, PerfProbe, ProbeOutcome, Prober};
+pub use probe::{LiveProber, PerfProbe, Prober};
+pub use probe_outcome::ProbeOutcome;
 pub use sockets::{Platform, PlatformError, Socket, PLATFORM_FILE};
 
 /// One feature and whether this machine has it.

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::probe::ProbeOutcome;
+use crate::probe_outcome::ProbeOutcome;
 use crate::{cap, names, read_trim, Capability};
 
 /// One NUMA node.
@@ -208,7 +208,7 @@ pub fn query_error_sentence(errno: i32, pid: i32) -> String {
         libc::ENOSYS => "this kernel has no move_pages(2) (ENOSYS: built without CONFIG_NUMA or CONFIG_MIGRATION), so page placement cannot be queried".into(),
         libc::EPERM | libc::EACCES => format!(
             "move_pages(2) on process {pid} was refused ({}): reading another process's page placement needs ptrace read access to it (PTRACE_MODE_READ_REALCREDS: the same user and a dumpable process, or CAP_SYS_PTRACE)",
-            crate::probe::errno_name(errno)
+            crate::probe_outcome::errno_name(errno)
         ),
         libc::ESRCH => format!("process {pid} is gone (ESRCH)"),
         e => format!("move_pages(2) on process {pid} failed: {}", std::io::Error::from_raw_os_error(e)),

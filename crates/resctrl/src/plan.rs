@@ -153,59 +153,14 @@ pub fn plan(tree: &Tree, req: &Request) -> Result<Plan, Error> {
 }
 
 fn plan_domain(tree: &Tree, res: &[&CacheResource], d: u32, n: u32) -> Result<DomainPlan, Error> {
-    let r0 = res[0];
-    let (width, min, sparse) = (r0.ways(), r0.min_cbm_bits, r0.sparse_masks);
-    let mut io: Cbm = 0;
-    let mut taken: Vec<(String, Cbm)> = Vec::new();
-    let mut locked: Cbm = 0;
-    for r in res {
-        io |= r.shareable_bits;
-        if let Some((_, u)) = r.bit_usage.iter().find(|(id, _)| *id == d) {
-            io |= hw_bits(u);
-            let cnt = u.chars().count() as u32;
-            locked |= u
-                .chars()
-                .enumerate()
-                .filter(|(_, c)| *c == 'P')
-                .fold(0, |m, (i, _)| m | 1u64 << (cnt - 1 - i as u32));
-        }
-        for g in tree.groups.iter().skip(1) {
-            if let Some(m) = g.cbm(&r.name, d)? {
-                match taken.iter_mut().find(|(n, _)| n == g.label()) {
-                    Some(t) => t.1 |= m,
-                    None => taken.push((g.label().to_string(), m)),
-                }
-            }
-        }
-    }
-    io &= r0.cbm_mask;
-    let others: Cbm = taken.iter().fold(locked, |a, (_, m)| a | m);
-    let defaults: Vec<(String, Cbm)> = res
-        .iter()
-        .map(|r| {
-            Ok((
-                r.name.clone(),
-                tree.default_group().cbm(&r.name, d)?.unwrap_or(r.cbm_mask),
-            ))
-        })
-        .collect::<Result<_, Error>>()?;
-    let default_ok = |m: Cbm| mask::ways(m) >= min.max(1) && (sparse || mask::is_contiguous(m));
-    let fits = |k: u32| {
-        (0..=width.saturating_sub(k))
-            .map(|low| mask::run(low, k))
-            .find(|&w| {
-                w & (others | io) == 0
-                    && defaults
-                        .iter()
-                        .all(|(_, dm)| dm & w == 0 || default_ok(dm & !w))
-            })
-    };
+    let u = DomainUsage::read(tree, res, d)?;
     // Prefer ways nobody uses; else shrink the default group.
-    let free = (0..=width - n)
+    let free = (0..=u.width - n)
         .map(|low| mask::run(low, n))
-        .find(|&w| w & (others | io) == 0 && defaults.iter().all(|(_, dm)| dm & w == 0));
-    if let Some(w) = free.or_else(|| fits(n)) {
-        let shrink = defaults
+        .find(|&w| w & (u.others() | u.io) == 0 && u.defaults.iter().all(|(_, dm)| dm & w == 0));
+    if let Some(w) = free.or_else(|| u.fits(n)) {
+        let shrink = u
+            .defaults
             .iter()
             .filter(|(_, dm)| dm & w != 0)
             .map(|(r, dm)| (r.clone(), *dm, dm & !w))
@@ -216,47 +171,140 @@ fn plan_domain(tree: &Tree, res: &[&CacheResource], d: u32, n: u32) -> Result<Do
             shrink,
         });
     }
-    // Refused: say what is in the way and what would fit.
-    let best = (1..n).rev().find(|&k| k >= min && fits(k).is_some());
-    let mut parts = Vec::new();
-    if io != 0 {
-        parts.push(format!("ways {} are filled by I/O or hardware as well (shareable_bits/bit_usage), so never exclusive", mask::way_list(io)));
-    }
-    // Groups with the same mask in one clause: "ways 0-19 belong to groups A, B".
-    let mut by_mask: Vec<(Cbm, Vec<&str>)> = Vec::new();
-    for (g, m) in &taken {
-        match by_mask.iter_mut().find(|(x, _)| x == m) {
-            Some((_, v)) => v.push(g),
-            None => by_mask.push((*m, vec![g])),
+    Err(u.refusal(res, d, n))
+}
+
+/// Who uses the ways of one domain of the resources planned.
+struct DomainUsage {
+    /// Ways, minimum ways in a mask and whether masks may have holes (the first resource's).
+    width: u32,
+    min: u32,
+    sparse: bool,
+    /// Ways I/O or hardware fills too (shareable_bits, bit_usage).
+    io: Cbm,
+    /// The ways of each other group.
+    taken: Vec<(String, Cbm)>,
+    locked: Cbm,
+    /// The default group's mask for each resource.
+    defaults: Vec<(String, Cbm)>,
+}
+
+impl DomainUsage {
+    fn read(tree: &Tree, res: &[&CacheResource], d: u32) -> Result<DomainUsage, Error> {
+        let r0 = res[0];
+        let mut io: Cbm = 0;
+        let mut taken: Vec<(String, Cbm)> = Vec::new();
+        let mut locked: Cbm = 0;
+        for r in res {
+            io |= r.shareable_bits;
+            if let Some((_, u)) = r.bit_usage.iter().find(|(id, _)| *id == d) {
+                io |= hw_bits(u);
+                let cnt = u.chars().count() as u32;
+                locked |= u
+                    .chars()
+                    .enumerate()
+                    .filter(|(_, c)| *c == 'P')
+                    .fold(0, |m, (i, _)| m | 1u64 << (cnt - 1 - i as u32));
+            }
+            for g in tree.groups.iter().skip(1) {
+                if let Some(m) = g.cbm(&r.name, d)? {
+                    match taken.iter_mut().find(|(n, _)| n == g.label()) {
+                        Some(t) => t.1 |= m,
+                        None => taken.push((g.label().to_string(), m)),
+                    }
+                }
+            }
         }
+        io &= r0.cbm_mask;
+        let defaults: Vec<(String, Cbm)> = res
+            .iter()
+            .map(|r| {
+                Ok((
+                    r.name.clone(),
+                    tree.default_group().cbm(&r.name, d)?.unwrap_or(r.cbm_mask),
+                ))
+            })
+            .collect::<Result<_, Error>>()?;
+        Ok(DomainUsage {
+            width: r0.ways(),
+            min: r0.min_cbm_bits,
+            sparse: r0.sparse_masks,
+            io,
+            taken,
+            locked,
+            defaults,
+        })
     }
-    for (m, gs) in by_mask.iter().filter(|(m, _)| *m != 0) {
-        let who = if gs.len() == 1 {
-            format!("group {}", gs[0])
-        } else {
-            format!("groups {}", gs.join(", "))
+
+    /// The ways other groups hold or the kernel has locked.
+    fn others(&self) -> Cbm {
+        self.taken.iter().fold(self.locked, |a, (_, m)| a | m)
+    }
+
+    /// The lowest run of `k` ways free of others and I/O whose taking leaves the default
+    /// group a valid mask.
+    fn fits(&self, k: u32) -> Option<Cbm> {
+        let default_ok =
+            |m: Cbm| mask::ways(m) >= self.min.max(1) && (self.sparse || mask::is_contiguous(m));
+        let others = self.others();
+        (0..=self.width.saturating_sub(k))
+            .map(|low| mask::run(low, k))
+            .find(|&w| {
+                w & (others | self.io) == 0
+                    && self
+                        .defaults
+                        .iter()
+                        .all(|(_, dm)| dm & w == 0 || default_ok(dm & !w))
+            })
+    }
+
+    /// Refused: say what is in the way and what would fit.
+    fn refusal(&self, res: &[&CacheResource], d: u32, n: u32) -> Error {
+        let (width, min, sparse) = (self.width, self.min, self.sparse);
+        let best = (1..n).rev().find(|&k| k >= min && self.fits(k).is_some());
+        let mut parts = Vec::new();
+        if self.io != 0 {
+            parts.push(format!("ways {} are filled by I/O or hardware as well (shareable_bits/bit_usage), so never exclusive", mask::way_list(self.io)));
+        }
+        // Groups with the same mask in one clause: "ways 0-19 belong to groups A, B".
+        let mut by_mask: Vec<(Cbm, Vec<&str>)> = Vec::new();
+        for (g, m) in &self.taken {
+            match by_mask.iter_mut().find(|(x, _)| x == m) {
+                Some((_, v)) => v.push(g),
+                None => by_mask.push((*m, vec![g])),
+            }
+        }
+        for (m, gs) in by_mask.iter().filter(|(m, _)| *m != 0) {
+            let who = if gs.len() == 1 {
+                format!("group {}", gs[0])
+            } else {
+                format!("groups {}", gs.join(", "))
+            };
+            parts.push(format!("ways {} belong to {who}", mask::way_list(*m)));
+        }
+        if self.locked != 0 {
+            parts.push(format!(
+                "ways {} are pseudo-locked",
+                mask::way_list(self.locked)
+            ));
+        }
+        let keep = min.max(1);
+        parts.push(format!(
+            "the default group must keep at least {keep}{} way{}",
+            if sparse { "" } else { " contiguous" },
+            if keep == 1 { "" } else { "s" }
+        ));
+        let fit = match best {
+            Some(k) => format!("at most {k} would fit"),
+            None => "none would fit".to_string(),
         };
-        parts.push(format!("ways {} belong to {who}", mask::way_list(*m)));
+        Error::Refused(format!(
+            "{n} exclusive ways do not fit in {} domain {d} ({width} ways): {}; {fit}",
+            res.iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>()
+                .join("/"),
+            parts.join("; ")
+        ))
     }
-    if locked != 0 {
-        parts.push(format!("ways {} are pseudo-locked", mask::way_list(locked)));
-    }
-    let keep = min.max(1);
-    parts.push(format!(
-        "the default group must keep at least {keep}{} way{}",
-        if sparse { "" } else { " contiguous" },
-        if keep == 1 { "" } else { "s" }
-    ));
-    let fit = match best {
-        Some(k) => format!("at most {k} would fit"),
-        None => "none would fit".to_string(),
-    };
-    Err(Error::Refused(format!(
-        "{n} exclusive ways do not fit in {} domain {d} ({width} ways): {}; {fit}",
-        res.iter()
-            .map(|r| r.name.as_str())
-            .collect::<Vec<_>>()
-            .join("/"),
-        parts.join("; ")
-    )))
 }

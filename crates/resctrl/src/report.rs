@@ -27,6 +27,24 @@ pub fn document(tree: &Tree, topo: &CacheTopology) -> Result<Document, Error> {
         "Cache allocation (resctrl at {})",
         tree.root.display()
     ));
+    doc.push_section(summary(tree));
+    doc.push_table(allocation_table(tree));
+    if let Some(t) = bandwidth_table(tree) {
+        doc.push_table(t);
+    }
+    doc.push_table(groups_table(tree));
+    let uses = avail::domains(tree)?;
+    doc.push_table(ways_table(&uses));
+    push_per_cpu(&mut doc, tree, topo, &uses);
+    let t = monitoring_table(tree);
+    if !t.rows.is_empty() {
+        doc.push_table(t);
+    }
+    Ok(doc)
+}
+
+/// The file system, CDP, classes of service and monitoring.
+fn summary(tree: &Tree) -> Section {
     let caps = &tree.caps;
     let mut s = Section::new("resctrl");
     s.push(
@@ -61,8 +79,12 @@ pub fn document(tree: &Tree, topo: &CacheTopology) -> Result<Document, Error> {
     if let Some(st) = &tree.last_cmd_status {
         s.push("Last command status", Cell::text(st.clone()));
     }
-    doc.push_section(s);
+    s
+}
 
+/// The cache allocation resources (L3, L2, their CDP halves).
+fn allocation_table(tree: &Tree) -> Table {
+    let caps = &tree.caps;
     let mut t = Table::new(vec![
         Column::left("Resource"),
         Column::left("Domains"),
@@ -100,41 +122,48 @@ pub fn document(tree: &Tree, topo: &CacheTopology) -> Result<Document, Error> {
     if caps.caches.is_empty() {
         t.push_note("no cache allocation resource: ways cannot be given to a program here");
     }
-    doc.push_table(t);
+    t
+}
 
-    if !caps.bandwidth.is_empty() {
-        let mut t = Table::new(vec![
-            Column::left("Resource"),
-            Column::left("Unit"),
-            Column::right("Granularity"),
-            Column::right("Minimum"),
-            Column::left("Linear"),
-            Column::right("CLOS"),
-            Column::left("Throttle mode"),
-        ])
-        .with_title("Memory bandwidth allocation");
-        for b in &caps.bandwidth {
-            let unit = if tree.mba_mbps && b.name == "MB" {
-                "MBps (mba_MBps)"
-            } else {
-                "percent"
-            };
-            t.push_row(vec![
-                Cell::text(b.name.clone()),
-                Cell::text(unit),
-                opt(b.bandwidth_gran),
-                opt(b.min_bandwidth),
-                b.delay_linear
-                    .map_or(Cell::Empty, |l| Cell::text(if l { "yes" } else { "no" })),
-                opt(b.num_closids),
-                b.thread_throttle_mode
-                    .clone()
-                    .map_or(Cell::Empty, Cell::text),
-            ]);
-        }
-        doc.push_table(t);
+/// Memory bandwidth allocation, when the machine has it.
+fn bandwidth_table(tree: &Tree) -> Option<Table> {
+    if tree.caps.bandwidth.is_empty() {
+        return None;
     }
+    let mut t = Table::new(vec![
+        Column::left("Resource"),
+        Column::left("Unit"),
+        Column::right("Granularity"),
+        Column::right("Minimum"),
+        Column::left("Linear"),
+        Column::right("CLOS"),
+        Column::left("Throttle mode"),
+    ])
+    .with_title("Memory bandwidth allocation");
+    for b in &tree.caps.bandwidth {
+        let unit = if tree.mba_mbps && b.name == "MB" {
+            "MBps (mba_MBps)"
+        } else {
+            "percent"
+        };
+        t.push_row(vec![
+            Cell::text(b.name.clone()),
+            Cell::text(unit),
+            opt(b.bandwidth_gran),
+            opt(b.min_bandwidth),
+            b.delay_linear
+                .map_or(Cell::Empty, |l| Cell::text(if l { "yes" } else { "no" })),
+            opt(b.num_closids),
+            b.thread_throttle_mode
+                .clone()
+                .map_or(Cell::Empty, Cell::text),
+        ]);
+    }
+    Some(t)
+}
 
+/// The control groups, with a note for each group a killed Kairos left.
+fn groups_table(tree: &Tree) -> Table {
     let mut t = Table::new(vec![
         Column::left("Group"),
         Column::left("Mode"),
@@ -179,12 +208,12 @@ pub fn document(tree: &Tree, topo: &CacheTopology) -> Result<Document, Error> {
             }
         }
     }
-    doc.push_table(t);
+    t
+}
 
-    let uses = avail::domains(tree)?;
-    doc.push_table(ways_table(&uses));
-
-    match avail::per_cpu(tree, topo, &uses) {
+/// Which ways each CPU's tasks of the default group may fill, or why not shown.
+fn push_per_cpu(doc: &mut Document, tree: &Tree, topo: &CacheTopology, uses: &[DomainUse]) {
+    match avail::per_cpu(tree, topo, uses) {
         Some(rows) => {
             let mut t = Table::new(vec![
                 Column::left("CPUs"),
@@ -223,7 +252,10 @@ pub fn document(tree: &Tree, topo: &CacheTopology) -> Result<Document, Error> {
         }
         None => {}
     }
+}
 
+/// The monitoring counters of every group that has them (no rows: none readable).
+fn monitoring_table(tree: &Tree) -> Table {
     let mut t = Table::new(vec![
         Column::left("Group"),
         Column::right("Domain"),
@@ -247,10 +279,7 @@ pub fn document(tree: &Tree, topo: &CacheTopology) -> Result<Document, Error> {
             ]);
         }
     }
-    if !t.rows.is_empty() {
-        doc.push_table(t);
-    }
-    Ok(doc)
+    t
 }
 
 /// One row per group and run of domains whose ways look the same.

@@ -152,8 +152,32 @@ pub struct Applied {
 
 /// Applies `plan`: every change is in `journal` before it is made.
 pub fn apply(tree: &Tree, plan: &Plan, journal: &mut Journal) -> Result<Applied, Error> {
+    shrink_default_group(tree, plan, journal)?;
+    let dir = create_group(tree, plan, journal)?;
+    set_masks(&dir, plan, journal)?;
+    verify_masks(&dir, plan)?;
+    let mut applied = Applied {
+        path: dir.clone(),
+        exclusive_mode: Ok(()),
+        lock_device: None,
+    };
+    if plan.lock {
+        applied.lock_device = Some(lock_device(tree, plan, &dir)?);
+    } else {
+        // Kernel exclusive mode also keeps groups made later off our ways; it is refused
+        // when the group shares another resource (e.g. the other cache level).
+        applied.exclusive_mode = write_file(&dir.join("mode"), "exclusive\n").map_err(|e| {
+            journal
+                .kernel_error("set exclusive mode".into(), e)
+                .to_string()
+        });
+    }
+    Ok(applied)
+}
+
+/// Step 1: shrinks the default group where the plan needs its ways.
+fn shrink_default_group(tree: &Tree, plan: &Plan, journal: &mut Journal) -> Result<(), Error> {
     let full = plan.cbm_mask;
-    // 1. Shrink the default group where the plan needs its ways.
     let mut root = tree.default_group().schemata.clone();
     let mut changed = false;
     for r in &plan.resources {
@@ -172,7 +196,12 @@ pub fn apply(tree: &Tree, plan: &Plan, journal: &mut Journal) -> Result<Applied,
     if changed {
         journal.set_schemata(&tree.root.join("schemata"), &root, true)?;
     }
-    // 2. The group. EEXIST / ENOSPC come with the kernel's reason.
+    Ok(())
+}
+
+/// Step 2: the group (in pseudo-locksetup mode when locking). EEXIST / ENOSPC come with
+/// the kernel's reason.
+fn create_group(tree: &Tree, plan: &Plan, journal: &mut Journal) -> Result<PathBuf, Error> {
     let dir = tree.root.join(&plan.group);
     std::fs::create_dir(&dir).map_err(|e| {
         let why = if e.raw_os_error() == Some(libc::ENOSPC) {
@@ -196,8 +225,12 @@ pub fn apply(tree: &Tree, plan: &Plan, journal: &mut Journal) -> Result<Applied,
             dir.join("mode").display()
         ));
     }
-    // 3. Its masks: the kernel's initial schemata with our lines replaced. A region to
-    // pseudo-lock gets exactly one line with one domain, as the kernel demands.
+    Ok(dir)
+}
+
+/// Step 3: the group's masks: the kernel's initial schemata with our lines replaced. A
+/// region to pseudo-lock gets exactly one line with one domain, as the kernel demands.
+fn set_masks(dir: &Path, plan: &Plan, journal: &mut Journal) -> Result<(), Error> {
     let initial = std::fs::read_to_string(dir.join("schemata"))
         .map_err(|e| Error::io("read", dir.join("schemata"), e))?;
     let mut ours = if plan.lock {
@@ -211,12 +244,19 @@ pub fn apply(tree: &Tree, plan: &Plan, journal: &mut Journal) -> Result<Applied,
             domains: Vec::new(),
         });
         for dp in &plan.domains {
-            set_dom(&mut line, dp.domain, &mask::format_cbm(dp.mask, full));
+            set_dom(
+                &mut line,
+                dp.domain,
+                &mask::format_cbm(dp.mask, plan.cbm_mask),
+            );
         }
         ours.set_line(line);
     }
-    journal.set_schemata(&dir.join("schemata"), &ours, false)?;
-    // Verify what the kernel kept (it may also normalise the text).
+    journal.set_schemata(&dir.join("schemata"), &ours, false)
+}
+
+/// Verifies what the kernel kept (it may also normalise the text).
+fn verify_masks(dir: &Path, plan: &Plan) -> Result<(), Error> {
     let now = Schemata::parse(&std::fs::read_to_string(dir.join("schemata")).unwrap_or_default())?;
     for r in &plan.resources {
         for dp in &plan.domains {
@@ -232,38 +272,27 @@ pub fn apply(tree: &Tree, plan: &Plan, journal: &mut Journal) -> Result<Applied,
             }
         }
     }
-    let mut applied = Applied {
-        path: dir.clone(),
-        exclusive_mode: Ok(()),
-        lock_device: None,
-    };
-    if plan.lock {
-        let mode = std::fs::read_to_string(dir.join("mode")).unwrap_or_default();
-        let dev = PathBuf::from("/dev/pseudo_lock").join(&plan.group);
-        if mode.trim() != "pseudo-locked" || !dev.exists() {
-            let st =
-                std::fs::read_to_string(tree.root.join("info/last_cmd_status")).unwrap_or_default();
-            return Err(Error::Kernel {
-                what: "pseudo-lock the region".into(),
-                status: format!(
-                    "the group's mode is '{}' and {} does not exist ({}); the kernel pseudo-locks only on Broadwell-X and Goldmont/Goldmont Plus CPUs",
-                    mode.trim(),
-                    dev.display(),
-                    if st.trim().is_empty() { "no status" } else { st.trim() }
-                ),
-            });
-        }
-        applied.lock_device = Some(dev);
-    } else {
-        // Kernel exclusive mode also keeps groups made later off our ways; it is refused
-        // when the group shares another resource (e.g. the other cache level).
-        applied.exclusive_mode = write_file(&dir.join("mode"), "exclusive\n").map_err(|e| {
-            journal
-                .kernel_error("set exclusive mode".into(), e)
-                .to_string()
+    Ok(())
+}
+
+/// The pseudo-locked region's device, once the kernel has locked it.
+fn lock_device(tree: &Tree, plan: &Plan, dir: &Path) -> Result<PathBuf, Error> {
+    let mode = std::fs::read_to_string(dir.join("mode")).unwrap_or_default();
+    let dev = PathBuf::from("/dev/pseudo_lock").join(&plan.group);
+    if mode.trim() != "pseudo-locked" || !dev.exists() {
+        let st =
+            std::fs::read_to_string(tree.root.join("info/last_cmd_status")).unwrap_or_default();
+        return Err(Error::Kernel {
+            what: "pseudo-lock the region".into(),
+            status: format!(
+                "the group's mode is '{}' and {} does not exist ({}); the kernel pseudo-locks only on Broadwell-X and Goldmont/Goldmont Plus CPUs",
+                mode.trim(),
+                dev.display(),
+                if st.trim().is_empty() { "no status" } else { st.trim() }
+            ),
         });
     }
-    Ok(applied)
+    Ok(dev)
 }
 
 /// Moves a task into a group (children it forks later follow it).

@@ -13,7 +13,8 @@ use kairos_model::{BranchKind, BranchRecord, Profile};
 use crate::dir::{ResultDir, TABLES_DIR};
 use crate::error::Result;
 use crate::manifest::TableInfo;
-use crate::tables::{f, opt, read_table, slice, write_table, TableDef};
+use crate::table_io::{f, read_table, slice, write_table, TableDef};
+use kairos_table::opt;
 
 pub const NAME: &str = "branches";
 

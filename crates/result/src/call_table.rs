@@ -13,7 +13,7 @@ use kairos_model::{Call, Profile};
 use crate::dir::{ResultDir, TABLES_DIR};
 use crate::error::Result;
 use crate::manifest::TableInfo;
-use crate::tables::{f, read_table, slice, write_table, TableDef};
+use crate::table_io::{f, read_table, slice, write_table, TableDef};
 
 pub const NAME: &str = "calls";
 

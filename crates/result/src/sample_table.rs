@@ -12,10 +12,9 @@ use arrow_schema::{DataType, Schema};
 use kairos_model::{Profile, Sample};
 
 use crate::dir::ResultDir;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::manifest::TableInfo;
-use crate::table_io::{read_table, read_table_part, Cols};
-use crate::tables::{f, slice, TableDef};
+use crate::table_io::{f, read_table, read_table_part, slice, Cols, TableDef};
 
 /// Rows read by the threads into a vector filled up front at most; above it, and when the
 /// row groups cannot be checked against the manifest, the table is read serially into a
@@ -154,8 +153,8 @@ fn read_parallel(dir: &ResultDir, root: &Path) -> Result<Option<(Vec<Sample>, Ve
             results.push(match t {
                 Ok(t) => t
                     .join()
-                    .unwrap_or_else(|_| Err(crate::tables::thread_failed(root, "reading"))),
-                Err(_) => Err(crate::tables::thread_failed(root, "reading")),
+                    .unwrap_or_else(|_| Err(thread_failed(root, "reading"))),
+                Err(_) => Err(thread_failed(root, "reading")),
             });
         }
         results
@@ -254,4 +253,13 @@ fn read_serial(dir: &ResultDir, root: &Path) -> Result<(Vec<Sample>, Vec<u16>)> 
         fill(c, &mut samples[start..], &mut events[start..])
     })?;
     Ok((samples, events))
+}
+
+/// The error of a thread writing or reading the samples table that did not come back: the
+/// samples table's file, and what the thread was doing.
+pub(crate) fn thread_failed(root: &Path, what: &str) -> Error {
+    Error::Io {
+        path: root.join(SAMPLES.file()),
+        source: std::io::Error::other(format!("the thread {what} the samples table failed")),
+    }
 }

@@ -1,6 +1,8 @@
 //! How the profile tables are stored, on top of the one Parquet writer and reader of
-//! Kairos (crate kairos-table): each table's definition, and its errors in the terms of
-//! this crate (the table's name and file).
+//! Kairos (crate kairos-table): each table's definition, writing and reading it in
+//! batches, and its errors in the terms of this crate (the table's name and file). Every
+//! table's file (`tables.rs`, `sample_table.rs`, `branch_table.rs`, `call_table.rs`)
+//! stores its table through these, so they live here, one layer below all of them.
 
 use std::ops::Range;
 use std::path::Path;
@@ -42,6 +44,12 @@ pub(crate) struct TableDef {
 
 pub(crate) fn f(name: &str, t: DataType, nullable: bool) -> Field {
     Field::new(name, t, nullable)
+}
+
+/// The rows `r` of `v`, the batch [`write_table`] asks a table's columns for (none when
+/// `r` is out of range).
+pub(crate) fn slice<'a, T>(v: &'a [T], r: &Range<usize>) -> &'a [T] {
+    v.get(r.clone()).unwrap_or(&[])
 }
 
 impl TableDef {

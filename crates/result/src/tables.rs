@@ -19,9 +19,9 @@ use kairos_model::{Frame, Mode, Module, Profile, Stack, Thread};
 use crate::dir::{ResultDir, TABLES_DIR};
 use crate::error::{io_err, Error, Result};
 use crate::manifest::{Counts, TableInfo};
-use crate::sample_table;
-pub(crate) use crate::table_io::{f, read_table, write_table, TableDef};
-pub(crate) use kairos_table::opt;
+use crate::sample_table::{self, thread_failed};
+use crate::table_io::{f, read_table, slice, write_table, TableDef};
+use kairos_table::opt;
 
 /// Table names, in the order they are written and read.
 pub const TABLES: [&str; 5] = ["threads", "modules", "frames", "stacks", "samples"];
@@ -126,13 +126,6 @@ pub fn write_profile(dir: &mut ResultDir, profile: &Profile) -> Result<Vec<Table
     update_manifest(dir, p, &infos);
     dir.save_manifest()?;
     Ok(infos)
-}
-
-pub(crate) fn thread_failed(root: &Path, what: &str) -> Error {
-    Error::Io {
-        path: root.join(sample_table::SAMPLES.file()),
-        source: std::io::Error::other(format!("the thread {what} the samples table failed")),
-    }
 }
 
 /// Threads, modules, frames and stacks, in this order.
@@ -364,10 +357,6 @@ fn read_small_tables(dir: &ResultDir, root: &Path, p: &mut Profile) -> Result<()
         }
         Ok(())
     })
-}
-
-pub(crate) fn slice<'a, T>(v: &'a [T], r: &Range<usize>) -> &'a [T] {
-    v.get(r.clone()).unwrap_or(&[])
 }
 
 fn ids(r: &Range<usize>) -> ArrayRef {

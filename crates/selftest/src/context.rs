@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use kairos_platform::Capabilities;
 
 use crate::perf_text;
+use crate::shared_runs::{KernelRuns, PmuMemoryRun};
 use crate::verdict::Line;
 
 /// A check's step: its value, or the check's final line.
@@ -29,8 +30,8 @@ pub(crate) struct Ctx {
     /// `perf version`, or why there is no usable perf.
     pub perf: Result<String, String>,
     /// Runs more than one check reads, made once.
-    pub kernel_runs: Option<Step<crate::checks::kernel::Runs>>,
-    pub pmu_memory: Option<Step<crate::checks::pmu_memory::Run>>,
+    pub kernel_runs: Option<Step<KernelRuns>>,
+    pub pmu_memory: Option<Step<PmuMemoryRun>>,
 }
 
 /// What a subprocess did.

@@ -8,13 +8,15 @@
 //!
 //! Modules: `checks` (one per capability), `verdict` (figures, tolerances, verdicts),
 //! `perf_text` (reading perf's output), `programs` (reading the sample programs' output),
-//! `render` (text and JSON), `context` (running things).
+//! `render` (text and JSON), `context` (running things), `shared_runs` (the runs more than
+//! one check reads).
 
 mod checks;
 mod context;
 pub mod perf_text;
 pub mod programs;
 pub mod render;
+mod shared_runs;
 pub mod verdict;
 
 use std::path::PathBuf;

@@ -17,6 +17,7 @@
 //! [`Symbolizer::notes`] says why, once per module.
 
 mod addr_table;
+mod blaze_frames;
 pub mod buildid_cache;
 mod debug_file;
 mod debuginfod;

@@ -10,8 +10,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use blazesym::symbolize::source::{Elf, Source};
-use blazesym::symbolize::{Input, Symbolized};
+use blazesym::symbolize::Input;
 
+use crate::blaze_frames::to_frames;
 use crate::elf_info::LoadSegment;
 use crate::kallsyms::Kallsyms;
 use crate::locate::Locator;
@@ -241,47 +242,4 @@ impl Symbolizer {
             Err(_) => Err("the ELF/DWARF reader crashed on this file".into()),
         }
     }
-}
-
-/// blazesym reports the outer function with the call-site location of its first inlined
-/// callee, and each inlined callee with the location inside it; that is our frame order.
-pub(crate) fn to_frames(sym: &Symbolized<'_>) -> Vec<SymFrame> {
-    to_frames_named(sym, &mut |n| n.to_string())
-}
-
-/// As [`to_frames`], with `demangle` giving each function's name from blazesym's.
-pub(crate) fn to_frames_named(
-    sym: &Symbolized<'_>,
-    demangle: &mut dyn FnMut(&str) -> String,
-) -> Vec<SymFrame> {
-    let Some(sym) = sym.as_sym() else {
-        return Vec::new();
-    };
-    let loc = |ci: Option<&blazesym::symbolize::CodeInfo<'_>>| match ci {
-        Some(ci) => (Some(ci.to_path().display().to_string()), ci.line),
-        None => (None, None),
-    };
-    let mut name = |n: &str| {
-        let n = demangle(n);
-        if n.is_empty() {
-            "[unknown]".to_string()
-        } else {
-            n
-        }
-    };
-    let (file, line) = loc(sym.code_info.as_deref());
-    let mut frames = vec![SymFrame {
-        function: name(&sym.name),
-        file,
-        line,
-    }];
-    for f in sym.inlined.iter() {
-        let (file, line) = loc(f.code_info.as_ref());
-        frames.push(SymFrame {
-            function: name(&f.name),
-            file,
-            line,
-        });
-    }
-    frames
 }

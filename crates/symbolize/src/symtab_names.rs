@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::Input;
 
-use crate::symbolizer::to_frames_named;
+use crate::blaze_frames::to_frames_named;
 use crate::SymFrame;
 
 /// A blazesym instance that leaves names mangled, and the names demangled so far.
@@ -128,7 +128,7 @@ mod tests {
                 .symbolize(&src, Input::VirtOffset(&addrs))
                 .expect("blazesym reads the file")
                 .iter()
-                .map(crate::symbolizer::to_frames)
+                .map(crate::blaze_frames::to_frames)
                 .collect();
             let got = names.lookup(path, &addrs).expect("reads the file");
             assert!(want.iter().filter(|w| !w.is_empty()).count() > 100);

@@ -220,9 +220,28 @@ impl Vm {
         let job = tmp.path().join("job.sh");
         std::fs::write(&job, script).map_err(io(format!("cannot write {}", job.display())))?;
         let result = tmp.path().join("result");
+        let mut cmd = self.command(&runner, &kairos, &job, &result);
+        if std::env::var_os("KAIROS_VM_CACHE").is_none() {
+            cmd.env("KAIROS_VM_CACHE", &cache);
+        }
 
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let out = cmd.output().map_err(|e| VmError::Unavailable {
+            reason: format!("cannot run bash {}: {e}", runner.display()),
+        })?;
+        self.check_runner(&out, &runner, &result)?;
+        read_output(&result, tmp)
+    }
+
+    /// The timeout in whole seconds, rounded up.
+    fn timeout_secs(&self) -> u64 {
+        self.timeout.as_secs() + u64::from(self.timeout.subsec_nanos() > 0)
+    }
+
+    /// `bash run.sh` with the machine's shape, what to carry and the script.
+    fn command(&self, runner: &Path, kairos: &Path, job: &Path, result: &Path) -> Command {
         let mut cmd = Command::new("bash");
-        cmd.arg(&runner).arg("--out").arg(&result);
+        cmd.arg(runner).arg("--out").arg(result);
         for (flag, v) in [
             ("--nodes", self.nodes),
             ("--cpus", self.cpus),
@@ -236,74 +255,80 @@ impl Vm {
         if self.peer_nic {
             cmd.arg("--peer-nic");
         }
-        let secs = self.timeout.as_secs() + u64::from(self.timeout.subsec_nanos() > 0);
-        cmd.arg("--timeout").arg(secs.to_string());
+        cmd.arg("--timeout").arg(self.timeout_secs().to_string());
         cmd.arg("--accel").arg(match self.accel {
             Accel::Auto => "auto",
             Accel::Tcg => "tcg",
             Accel::Kvm => "kvm",
         });
-        cmd.arg("--kairos").arg(&kairos);
+        cmd.arg("--kairos").arg(kairos);
         for p in &self.puts {
             cmd.arg("--put").arg(p);
         }
         if !self.append.is_empty() {
             cmd.arg("--append").arg(&self.append);
         }
-        cmd.arg("--script").arg(&job);
-        if std::env::var_os("KAIROS_VM_CACHE").is_none() {
-            cmd.env("KAIROS_VM_CACHE", &cache);
-        }
+        cmd.arg("--script").arg(job);
+        cmd
+    }
 
-        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        let out = cmd.output().map_err(|e| VmError::Unavailable {
-            reason: format!("cannot run bash {}: {e}", runner.display()),
-        })?;
+    /// The runner's exit code as an error: bad usage, timeout, no result, or any other
+    /// failure.
+    fn check_runner(
+        &self,
+        out: &std::process::Output,
+        runner: &Path,
+        result: &Path,
+    ) -> Result<(), VmError> {
         let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
         let console = || tail(&read_lossy(&result.join("console.log")), 20);
         match out.status.code() {
-            Some(0) => {}
-            Some(2) => return Err(VmError::Usage(stderr)),
-            Some(4) => {
-                return Err(VmError::Timeout {
-                    after: Duration::from_secs(secs),
-                    console: console(),
-                })
-            }
-            Some(5) => return Err(VmError::NoResult { console: console() }),
+            Some(0) => Ok(()),
+            Some(2) => Err(VmError::Usage(stderr)),
+            Some(4) => Err(VmError::Timeout {
+                after: Duration::from_secs(self.timeout_secs()),
+                console: console(),
+            }),
+            Some(5) => Err(VmError::NoResult { console: console() }),
             other => {
                 let code = other.map_or("a signal".to_string(), |c| format!("exit {c}"));
-                return Err(VmError::Unavailable {
+                Err(VmError::Unavailable {
                     reason: format!("{stderr} ({} {code})", runner.display()),
-                });
+                })
             }
         }
-        let status_text = read_lossy(&result.join("status"));
-        let status = status_text.trim().parse().map_err(|_| VmError::NoResult {
-            console: format!("unreadable exit status {status_text:?}\n{}", console()),
-        })?;
-        let times = read_lossy(&result.join("times"));
-        let time = |key: &str| {
-            times
-                .lines()
-                .filter_map(|l| l.strip_prefix(key)?.trim().parse().ok())
-                .next()
-                .unwrap_or(f64::NAN)
-        };
-        let keep = std::env::var_os("KAIROS_VM_KEEP").is_some_and(|v| v == "1");
-        Ok(VmOutput {
-            stdout: read_lossy(&result.join("stdout")),
-            stderr: read_lossy(&result.join("stderr")),
-            status,
-            files: result.join("files"),
-            console: read_lossy(&result.join("console.log")),
-            accel: read_lossy(&result.join("accel")).trim().to_string(),
-            boot_s: time("ready_s "),
-            job_s: time("job_s "),
-            wall_s: time("wall_s "),
-            _dir: if keep { keep_dir(tmp) } else { Some(tmp) },
-        })
     }
+}
+
+/// What the run left in `result`: the script's outputs and status, the console and the
+/// times; `tmp` (which holds it) lives as long as the output, unless kept.
+fn read_output(result: &Path, tmp: tempfile::TempDir) -> Result<VmOutput, VmError> {
+    let console = || tail(&read_lossy(&result.join("console.log")), 20);
+    let status_text = read_lossy(&result.join("status"));
+    let status = status_text.trim().parse().map_err(|_| VmError::NoResult {
+        console: format!("unreadable exit status {status_text:?}\n{}", console()),
+    })?;
+    let times = read_lossy(&result.join("times"));
+    let time = |key: &str| {
+        times
+            .lines()
+            .filter_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+            .next()
+            .unwrap_or(f64::NAN)
+    };
+    let keep = std::env::var_os("KAIROS_VM_KEEP").is_some_and(|v| v == "1");
+    Ok(VmOutput {
+        stdout: read_lossy(&result.join("stdout")),
+        stderr: read_lossy(&result.join("stderr")),
+        status,
+        files: result.join("files"),
+        console: read_lossy(&result.join("console.log")),
+        accel: read_lossy(&result.join("accel")).trim().to_string(),
+        boot_s: time("ready_s "),
+        job_s: time("job_s "),
+        wall_s: time("wall_s "),
+        _dir: if keep { keep_dir(tmp) } else { Some(tmp) },
+    })
 }
 
 impl VmOutput {

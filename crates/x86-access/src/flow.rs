@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory};
 
 use crate::regs::perf_reg_index;
-use crate::step::{step, Op, Src, Step, GPRS, RBP, RSP};
+use crate::step::{step, Mem, Op, Src, Step, GPRS, RBP, RSP};
 use crate::terms::{Loc, Term, Terms, V};
 use crate::Registers;
 
@@ -127,6 +127,22 @@ impl State {
     fn put_slot(&mut self, d: i64, n: u8, v: V) {
         let at = self.slots.partition_point(|&(e, m, _)| (e, m) < (d, n));
         self.slots.insert(at, (d, n, v));
+    }
+
+    /// The name of a memory operand's address here, where every part of it has one.
+    fn address(&self, t: &mut Terms, m: &Mem) -> Option<V> {
+        if !m.exact {
+            return None;
+        }
+        let mut v = t.constant(m.disp)?;
+        if let Some(b) = m.base {
+            v = t.add(self.regs[b as usize]?, v)?;
+        }
+        if let Some((ix, scale)) = m.index {
+            let i = t.mul(self.regs[ix as usize]?, scale)?;
+            v = t.add(v, i)?;
+        }
+        Some(v)
     }
 }
 
@@ -460,12 +476,12 @@ impl Flow {
                 self.set_place(&mut s, dst, v);
             }
             Op::Load { dst, mem } => {
-                let addr = mem.address(&mut self.terms, &s);
+                let addr = s.address(&mut self.terms, &mem);
                 let v = self.load_at(&mut s, n, addr, dst);
                 self.set_place(&mut s, dst, v);
             }
             Op::Store { mem, src } => {
-                let addr = mem.address(&mut self.terms, &s);
+                let addr = s.address(&mut self.terms, &mem);
                 let v = match src {
                     Src::Reg(r) => reg(&s, r),
                     Src::Const(c) => self.terms.constant(c),
@@ -473,7 +489,7 @@ impl Flow {
                 self.store_at(&mut s, addr, mem.size, mem.frame_syntax, v);
             }
             Op::Lea { dst, mem } => {
-                let v = match mem.address(&mut self.terms, &s) {
+                let v = match s.address(&mut self.terms, &mem) {
                     Some(v) => Some(v),
                     None => self.def(n, dst),
                 };
@@ -497,33 +513,8 @@ impl Flow {
                 };
                 self.set_place(&mut s, dst, v);
             }
-            Op::Push { src } => {
-                let value = match src {
-                    Src::Reg(r) => reg(&s, r),
-                    Src::Const(c) => self.terms.constant(c),
-                };
-                let sp = reg(&s, RSP).and_then(|a| self.terms.off(a, 8u64.wrapping_neg()));
-                self.store_at(&mut s, sp, 8, true, value);
-                let sp = match sp {
-                    Some(v) => Some(v),
-                    None => self.def(n, RSP),
-                };
-                self.set_rsp(&mut s, sp);
-            }
-            Op::Pop { dst } => {
-                let sp = reg(&s, RSP);
-                let v = self.load_at(&mut s, n, sp, dst);
-                if dst == RSP {
-                    self.set_rsp(&mut s, v);
-                } else {
-                    let up = match sp.and_then(|a| self.terms.off(a, 8)) {
-                        Some(v) => Some(v),
-                        None => self.def(n, RSP),
-                    };
-                    self.set_rsp(&mut s, up);
-                    self.set_place(&mut s, dst, v);
-                }
-            }
+            Op::Push { src } => self.push(&mut s, n, src),
+            Op::Pop { dst } => self.pop(&mut s, n, dst),
             Op::Leave => {
                 let fp = reg(&s, RBP);
                 let v = self.load_at(&mut s, n, fp, RBP);
@@ -541,35 +532,70 @@ impl Flow {
                     self.set_place(&mut s, r, v);
                 }
             }
-            Op::Other => {
-                for m in &step.stores {
-                    let addr = m.address(&mut self.terms, &s);
-                    self.store_at(&mut s, addr, m.size, m.frame_syntax, None);
-                }
-                for r in 0..16u8 {
-                    if step.writes & (1 << r) == 0 {
-                        continue;
-                    }
-                    if r == RSP && step.sp_inc != 0 {
-                        let sp = reg(&s, RSP)
-                            .and_then(|a| self.terms.off(a, i64::from(step.sp_inc) as u64));
-                        let sp = match sp {
-                            Some(v) => Some(v),
-                            None => self.def(n, RSP),
-                        };
-                        self.set_rsp(&mut s, sp);
-                        continue;
-                    }
-                    let v = self.def(n, r);
-                    if r == RSP {
-                        self.set_rsp(&mut s, v);
-                    } else {
-                        self.set_place(&mut s, r, v);
-                    }
-                }
-            }
+            Op::Other => self.other(&mut s, n, &step),
         }
         s
+    }
+
+    /// `push src`: the value stored below rsp, rsp 8 lower.
+    fn push(&mut self, s: &mut State, n: usize, src: Src) {
+        let value = match src {
+            Src::Reg(r) => s.regs.get(r as usize).copied().flatten(),
+            Src::Const(c) => self.terms.constant(c),
+        };
+        let sp = s.regs[RSP as usize].and_then(|a| self.terms.off(a, 8u64.wrapping_neg()));
+        self.store_at(s, sp, 8, true, value);
+        let sp = match sp {
+            Some(v) => Some(v),
+            None => self.def(n, RSP),
+        };
+        self.set_rsp(s, sp);
+    }
+
+    /// `pop dst`: the value loaded from rsp, rsp 8 higher (unless rsp is `dst`).
+    fn pop(&mut self, s: &mut State, n: usize, dst: u8) {
+        let sp = s.regs[RSP as usize];
+        let v = self.load_at(s, n, sp, dst);
+        if dst == RSP {
+            self.set_rsp(s, v);
+        } else {
+            let up = match sp.and_then(|a| self.terms.off(a, 8)) {
+                Some(v) => Some(v),
+                None => self.def(n, RSP),
+            };
+            self.set_rsp(s, up);
+            self.set_place(s, dst, v);
+        }
+    }
+
+    /// Any other instruction: its stores forget what they overwrite, and each register it
+    /// writes gets a new name (rsp moved by its known increment).
+    fn other(&mut self, s: &mut State, n: usize, step: &Step) {
+        for m in &step.stores {
+            let addr = s.address(&mut self.terms, m);
+            self.store_at(s, addr, m.size, m.frame_syntax, None);
+        }
+        for r in 0..16u8 {
+            if step.writes & (1 << r) == 0 {
+                continue;
+            }
+            if r == RSP && step.sp_inc != 0 {
+                let sp = s.regs[RSP as usize]
+                    .and_then(|a| self.terms.off(a, i64::from(step.sp_inc) as u64));
+                let sp = match sp {
+                    Some(v) => Some(v),
+                    None => self.def(n, RSP),
+                };
+                self.set_rsp(s, sp);
+                continue;
+            }
+            let v = self.def(n, r);
+            if r == RSP {
+                self.set_rsp(s, v);
+            } else {
+                self.set_place(s, r, v);
+            }
+        }
     }
 
     /// Writes a register, rsp through `set_rsp`.

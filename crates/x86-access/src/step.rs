@@ -9,9 +9,6 @@ use iced_x86::{
     Register, UsedMemory,
 };
 
-use crate::flow::State;
-use crate::terms::{Terms, V};
-
 /// General-purpose registers in iced's order: a place's number is its index here.
 pub(crate) const GPRS: [Register; 16] = [
     Register::RAX,
@@ -119,22 +116,6 @@ impl Mem {
         mem.exact &= m.address_size() == CodeSize::Code64;
         mem
     }
-
-    /// The address's name, where every part of it has one.
-    pub(crate) fn address(&self, t: &mut Terms, s: &State) -> Option<V> {
-        if !self.exact {
-            return None;
-        }
-        let mut v = t.constant(self.disp)?;
-        if let Some(b) = self.base {
-            v = t.add(s.regs[b as usize]?, v)?;
-        }
-        if let Some((ix, scale)) = self.index {
-            let m = t.mul(s.regs[ix as usize]?, scale)?;
-            v = t.add(v, m)?;
-        }
-        Some(v)
-    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -213,13 +194,22 @@ pub(crate) struct Step {
     pub(crate) target: Option<u64>,
 }
 
-fn classify(i: &Instruction) -> Op {
-    let reg = |op: u32| -> Option<Register> {
+/// An instruction's operands, as registers (by place number) and immediates.
+struct Operands<'a>(&'a Instruction);
+
+impl Operands<'_> {
+    fn reg(&self, op: u32) -> Option<Register> {
+        let i = self.0;
         (op < i.op_count() && i.op_kind(op) == OpKind::Register).then(|| i.op_register(op))
-    };
-    let reg64 = |op: u32| reg(op).filter(|r| r.is_gpr64()).and_then(gpr);
-    let reg32 = |op: u32| reg(op).filter(|r| r.is_gpr32()).and_then(gpr);
-    let imm = |op: u32| -> Option<u64> {
+    }
+    fn reg64(&self, op: u32) -> Option<u8> {
+        self.reg(op).filter(|r| r.is_gpr64()).and_then(gpr)
+    }
+    fn reg32(&self, op: u32) -> Option<u8> {
+        self.reg(op).filter(|r| r.is_gpr32()).and_then(gpr)
+    }
+    fn imm(&self, op: u32) -> Option<u64> {
+        let i = self.0;
         if op >= i.op_count() {
             return None;
         }
@@ -229,60 +219,72 @@ fn classify(i: &Instruction) -> Op {
             }
             _ => None,
         }
-    };
-    let is_mem = |op: u32| op < i.op_count() && i.op_kind(op) == OpKind::Memory;
+    }
+    fn is_mem(&self, op: u32) -> bool {
+        op < self.0.op_count() && self.0.op_kind(op) == OpKind::Memory
+    }
+}
+
+/// A two-operand `mov`: a copy, a constant, an 8-byte load or store, or other.
+fn classify_mov(o: &Operands) -> Op {
+    let i = o.0;
     let size8 = i.memory_size().size() == 8;
-    let same_reg = reg(0).is_some() && reg(0) == reg(1);
-    match i.mnemonic() {
-        Mnemonic::Mov if i.op_count() == 2 => {
-            if let (Some(dst), Some(src)) = (reg64(0), reg64(1)) {
-                return Op::Copy { dst, src };
-            }
-            if let (Some(dst), Some(value)) = (reg64(0), imm(1)) {
-                return Op::Set { dst, value };
-            }
-            if let (Some(dst), OpKind::Immediate32) = (reg32(0), i.op_kind(1)) {
-                return Op::Set {
-                    dst,
-                    value: u64::from(i.immediate32()),
-                };
-            }
-            if let (Some(dst), true, true) = (reg64(0), is_mem(1), size8) {
-                return Op::Load {
-                    dst,
-                    mem: Mem::operand(i),
-                };
-            }
-            if is_mem(0) && size8 {
-                if let Some(r) = reg64(1) {
-                    return Op::Store {
-                        mem: Mem::operand(i),
-                        src: Src::Reg(r),
-                    };
-                }
-                if let Some(c) = imm(1) {
-                    return Op::Store {
-                        mem: Mem::operand(i),
-                        src: Src::Const(c),
-                    };
-                }
-            }
-            Op::Other
+    if let (Some(dst), Some(src)) = (o.reg64(0), o.reg64(1)) {
+        return Op::Copy { dst, src };
+    }
+    if let (Some(dst), Some(value)) = (o.reg64(0), o.imm(1)) {
+        return Op::Set { dst, value };
+    }
+    if let (Some(dst), OpKind::Immediate32) = (o.reg32(0), i.op_kind(1)) {
+        return Op::Set {
+            dst,
+            value: u64::from(i.immediate32()),
+        };
+    }
+    if let (Some(dst), true, true) = (o.reg64(0), o.is_mem(1), size8) {
+        return Op::Load {
+            dst,
+            mem: Mem::operand(i),
+        };
+    }
+    if o.is_mem(0) && size8 {
+        if let Some(r) = o.reg64(1) {
+            return Op::Store {
+                mem: Mem::operand(i),
+                src: Src::Reg(r),
+            };
         }
-        Mnemonic::Lea => match (reg64(0), is_mem(1)) {
+        if let Some(c) = o.imm(1) {
+            return Op::Store {
+                mem: Mem::operand(i),
+                src: Src::Const(c),
+            };
+        }
+    }
+    Op::Other
+}
+
+fn classify(i: &Instruction) -> Op {
+    let o = Operands(i);
+    let same_reg = o.reg(0).is_some() && o.reg(0) == o.reg(1);
+    match i.mnemonic() {
+        Mnemonic::Mov if i.op_count() == 2 => classify_mov(&o),
+        Mnemonic::Lea => match (o.reg64(0), o.is_mem(1)) {
             (Some(dst), true) => Op::Lea {
                 dst,
                 mem: Mem::operand(i),
             },
             _ => Op::Other,
         },
-        Mnemonic::Xor | Mnemonic::Sub if same_reg && (reg64(0).is_some() || reg32(0).is_some()) => {
-            match reg64(0).or(reg32(0)) {
+        Mnemonic::Xor | Mnemonic::Sub
+            if same_reg && (o.reg64(0).is_some() || o.reg32(0).is_some()) =>
+        {
+            match o.reg64(0).or(o.reg32(0)) {
                 Some(dst) => Op::Set { dst, value: 0 },
                 None => Op::Other,
             }
         }
-        Mnemonic::Add | Mnemonic::Sub => match (reg64(0), imm(1), reg64(1)) {
+        Mnemonic::Add | Mnemonic::Sub => match (o.reg64(0), o.imm(1), o.reg64(1)) {
             (Some(dst), Some(k), _) => Op::AddConst {
                 dst,
                 k: if i.mnemonic() == Mnemonic::Sub {
@@ -296,7 +298,7 @@ fn classify(i: &Instruction) -> Op {
             }
             _ => Op::Other,
         },
-        Mnemonic::Inc | Mnemonic::Dec => match reg64(0) {
+        Mnemonic::Inc | Mnemonic::Dec => match o.reg64(0) {
             Some(dst) => Op::AddConst {
                 dst,
                 k: if i.mnemonic() == Mnemonic::Dec {
@@ -307,7 +309,7 @@ fn classify(i: &Instruction) -> Op {
             },
             None => Op::Other,
         },
-        Mnemonic::Push if i.code() == Code::Push_r64 => match reg64(0) {
+        Mnemonic::Push if i.code() == Code::Push_r64 => match o.reg64(0) {
             Some(r) => Op::Push { src: Src::Reg(r) },
             None => Op::Other,
         },
@@ -317,7 +319,7 @@ fn classify(i: &Instruction) -> Op {
                 Err(_) => Op::Other,
             }
         }
-        Mnemonic::Pop if i.code() == Code::Pop_r64 => match reg64(0) {
+        Mnemonic::Pop if i.code() == Code::Pop_r64 => match o.reg64(0) {
             Some(dst) => Op::Pop { dst },
             None => Op::Other,
         },

@@ -110,24 +110,8 @@ pub fn collect(req: &CollectRequest) -> Result<(), Failure> {
         ..IoResult::default()
     };
     let kernel = Kernel::open(Path::new("/sys"));
-    if kernel.is_some() {
-        r.sources.push(crate::kernel::SOURCE.into());
-    } else {
-        r.notes
-            .push("no network interface or block device in /sys: no device counters".into());
-    }
     let uncore = uncore(&perfmon);
-    match &uncore {
-        Ok((p, _)) => {
-            r.sources.push("Intel uncore counters (IIO stacks: 4-byte data requests per part; CHA TOR inserts from IO)".into());
-            r.metrics = p.metrics.clone();
-            r.notes.extend(p.notes.iter().cloned());
-        }
-        Err(why) => {
-            r.ddio_unmeasured = Some(why.clone());
-            r.pcie_unmeasured = Some(why.clone());
-        }
-    }
+    describe_sources(&mut r, kernel.is_some(), &uncore);
     // DRAM and socket-link traffic: the timeline every collection records.
     let bandwidth = kairos_session::bandwidth::start(&perfmon);
     let stop = Arc::new(AtomicBool::new(false));
@@ -155,38 +139,18 @@ pub fn collect(req: &CollectRequest) -> Result<(), Failure> {
     let points = thread.join().unwrap_or_default();
     r.series = kseries.into_iter().chain(useries).collect::<Vec<Series>>();
     r.points = points;
-    r.dram_note = Some(
-        match kairos_session::bandwidth::finish(&mut dir, bandwidth) {
-            Some(t) => match t.unavailable {
-                Some(why) => why,
-                None => format!("recorded in bandwidth.json ({})", t.source),
-            },
-            None => "not recorded".into(),
-        },
-    );
+    r.dram_note = Some(dram_note(kairos_session::bandwidth::finish(
+        &mut dir, bandwidth,
+    )));
     let use_ = kairos_session::device_use::finish(dir.path(), devices, pid);
-    r.device_use_note = Some(match &use_ {
-        Some(u) => match &u.unavailable {
-            Some(why) => format!("not traced: {why}"),
-            None => format!(
-                "traced in device_use.json: {} flows of the target, {} records lost",
-                u.flows.len(),
-                u.lost
-            ),
-        },
-        None => "not recorded: device_use.json could not be written".into(),
-    });
+    r.device_use_note = Some(device_use_note(use_.as_ref()));
     let m = dir.manifest_mut();
     m.duration_secs = Some(started.elapsed().as_secs_f64());
-    match exit {
-        Ok(Some((code, sig))) => {
-            m.target_exit = Some(kairos_session::exit_of(code));
-            if let Some(s) = sig {
-                m.stopped_by = Some(format!("signal {s}"));
-            }
+    if let Some((code, sig)) = exit? {
+        m.target_exit = Some(kairos_session::exit_of(code));
+        if let Some(s) = sig {
+            m.stopped_by = Some(format!("signal {s}"));
         }
-        Ok(None) => {}
-        Err(e) => return Err(e),
     }
     r.save(dir.path()).map_err(|e| {
         Failure::failed(format!(
@@ -197,6 +161,58 @@ pub fn collect(req: &CollectRequest) -> Result<(), Failure> {
     print!("{}", crate::report::summary_text(&r, use_.as_ref()));
     println!("result: {}", dir.path().display());
     Ok(())
+}
+
+/// The sources the result has (device counters, uncore counters), and why those missing
+/// are.
+fn describe_sources(
+    r: &mut IoResult,
+    kernel: bool,
+    uncore: &Result<(crate::uncore::Plan, Sampler), String>,
+) {
+    if kernel {
+        r.sources.push(crate::kernel::SOURCE.into());
+    } else {
+        r.notes
+            .push("no network interface or block device in /sys: no device counters".into());
+    }
+    match uncore {
+        Ok((p, _)) => {
+            r.sources.push("Intel uncore counters (IIO stacks: 4-byte data requests per part; CHA TOR inserts from IO)".into());
+            r.metrics = p.metrics.clone();
+            r.notes.extend(p.notes.iter().cloned());
+        }
+        Err(why) => {
+            r.ddio_unmeasured = Some(why.clone());
+            r.pcie_unmeasured = Some(why.clone());
+        }
+    }
+}
+
+/// Where the DRAM bandwidth timeline is, or why there is none.
+fn dram_note(t: Option<kairos_bandwidth::timeline::Timeline>) -> String {
+    match t {
+        Some(t) => match t.unavailable {
+            Some(why) => why,
+            None => format!("recorded in bandwidth.json ({})", t.source),
+        },
+        None => "not recorded".into(),
+    }
+}
+
+/// Where the target's device use is, or why it is not.
+fn device_use_note(u: Option<&kairos_session::device_use::DeviceUse>) -> String {
+    match u {
+        Some(u) => match &u.unavailable {
+            Some(why) => format!("not traced: {why}"),
+            None => format!(
+                "traced in device_use.json: {} flows of the target, {} records lost",
+                u.flows.len(),
+                u.lost
+            ),
+        },
+        None => "not recorded: device_use.json could not be written".into(),
+    }
 }
 
 /// Until the program ends (its exit status), or for `-d` / until Ctrl-C with `-a`.

@@ -128,54 +128,63 @@ pub fn plan_files(
         by_name.entry(e.event_name.as_str()).or_insert(e);
     }
     let derived = crate::opcode::derived(&by_name);
-    let devices = {
-        let topo = kairos_platform::numa::Topology::read(&places.sys);
-        kairos_platform::devices::read_devices(&places.sys, &topo)
+    let mut planner = Planner {
+        places,
+        pmus: &pmus,
+        by_name: &by_name,
+        p: Plan::default(),
     };
-    let mut p = Plan::default();
-    for pmu in numbered(&pmus, "uncore_iio_") {
-        for &cpu in &pmu.cpus {
-            let socket = socket_of(&places.sys, cpu);
-            let bus = stack_bus(&places.pmus, &pmu.name, socket);
-            let block = bus.as_ref().map(|b| format!("pci{b}"));
-            let behind: Vec<String> = devices
-                .iter()
-                .filter(|d| block.is_some() && d.root == block)
-                .map(|d| d.label())
-                .collect();
-            for (flow, prefix) in STACK_FLOWS {
-                let index = p.series.len();
-                let mut any = false;
-                for part in 0..4 {
-                    let name = format!("{prefix}{part}");
-                    let Some(e) = by_name.get(name.as_str()) else {
+    planner.stacks();
+    let wanted = planner.metrics(metrics_json)?;
+    planner.socket_events(wanted, &derived);
+    let mut p = planner.p;
+    let mut seen_notes = std::collections::BTreeSet::new();
+    p.notes.retain(|n| seen_notes.insert(n.clone()));
+    if p.counters.is_empty() {
+        return Err(format!(
+            "none of the uncore PMUs here ({}) counts PCIe or DDIO traffic",
+            pmus.iter()
+                .map(|p| p.name.as_str())
+                .take(6)
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
+    Ok(p)
+}
+
+/// The plan being made from the machine's uncore PMUs and the perfmon files' events.
+struct Planner<'a> {
+    places: &'a Places,
+    pmus: &'a [UncorePmu],
+    /// The events of the uncore files, by name.
+    by_name: &'a BTreeMap<&'a str, &'a Event>,
+    p: Plan,
+}
+
+impl Planner<'_> {
+    /// The per-stack series: each flow of [`STACK_FLOWS`] on each IIO stack, labelled with
+    /// the devices behind the stack.
+    fn stacks(&mut self) {
+        let devices = {
+            let topo = kairos_platform::numa::Topology::read(&self.places.sys);
+            kairos_platform::devices::read_devices(&self.places.sys, &topo)
+        };
+        for pmu in numbered(self.pmus, "uncore_iio_") {
+            for &cpu in &pmu.cpus {
+                let socket = socket_of(&self.places.sys, cpu);
+                let bus = stack_bus(&self.places.pmus, &pmu.name, socket);
+                let block = bus.as_ref().map(|b| format!("pci{b}"));
+                let behind: Vec<String> = devices
+                    .iter()
+                    .filter(|d| block.is_some() && d.root == block)
+                    .map(|d| d.label())
+                    .collect();
+                for (flow, prefix) in STACK_FLOWS {
+                    if !self.stack_flow(pmu, cpu, prefix) {
                         continue;
-                    };
-                    let Some(scale) = bytes_per_count(e) else {
-                        p.notes.push(format!("{name} is not counted: the perfmon file does not say how many bytes a count is"));
-                        continue;
-                    };
-                    let c = match encode(&places.pmus.join(&pmu.name), e) {
-                        Ok(c) => c,
-                        Err(why) => {
-                            p.notes.push(format!("{name} is not counted: {why}"));
-                            continue;
-                        }
-                    };
-                    p.counters.push(Counter {
-                        pmu: pmu.name.clone(),
-                        type_: pmu.type_,
-                        config: c.config,
-                        config1: c.config1,
-                        event: name,
-                        cpu,
-                        series: index,
-                        scale,
-                    });
-                    any = true;
-                }
-                if any {
-                    p.series.push(Series {
+                    }
+                    self.p.series.push(Series {
                         scope: Scope::Stack,
                         name: pmu.name.clone(),
                         flow: flow.into(),
@@ -193,82 +202,121 @@ pub fn plan_files(
                 }
             }
         }
-    }
-    if p.series.is_empty() {
-        p.notes.push("no uncore_iio PMU with the perfmon file's IIO events: per-stack PCIe traffic is not measured".into());
-    }
-    // Socket events: the metrics' own and the DDIO and latency ones, present in the file.
-    let metric_list: Vec<kairos_metrics::PerfmonMetric> = match metrics_json {
-        Some(j) => {
-            kairos_metrics::load_perfmon(j).map_err(|e| format!("the perfmon metric file: {e}"))?
+        if self.p.series.is_empty() {
+            self.p.notes.push("no uncore_iio PMU with the perfmon file's IIO events: per-stack PCIe traffic is not measured".into());
         }
-        None => Vec::new(),
-    };
-    let mut wanted: Vec<String> = SOCKET_EVENTS.iter().map(|s| s.to_string()).collect();
-    for m in metric_list
-        .iter()
-        .filter(|m| METRICS.contains(&m.name.as_str()))
-    {
-        let missing: Vec<&str> = m
-            .events
+    }
+
+    /// Counters for the four PART events of one flow on one stack, into the series to be
+    /// pushed next; false when none can be counted.
+    fn stack_flow(&mut self, pmu: &UncorePmu, cpu: u32, prefix: &str) -> bool {
+        let p = &mut self.p;
+        let index = p.series.len();
+        let mut any = false;
+        for part in 0..4 {
+            let name = format!("{prefix}{part}");
+            let Some(e) = self.by_name.get(name.as_str()) else {
+                continue;
+            };
+            let Some(scale) = bytes_per_count(e) else {
+                p.notes.push(format!("{name} is not counted: the perfmon file does not say how many bytes a count is"));
+                continue;
+            };
+            let c = match encode(&self.places.pmus.join(&pmu.name), e) {
+                Ok(c) => c,
+                Err(why) => {
+                    p.notes.push(format!("{name} is not counted: {why}"));
+                    continue;
+                }
+            };
+            p.counters.push(Counter {
+                pmu: pmu.name.clone(),
+                type_: pmu.type_,
+                config: c.config,
+                config1: c.config1,
+                event: name,
+                cpu,
+                series: index,
+                scale,
+            });
+            any = true;
+        }
+        any
+    }
+
+    /// The perfmon metrics of [`METRICS`] whose events the uncore files define; returns
+    /// the socket events to count: [`SOCKET_EVENTS`] and the metrics', each once.
+    fn metrics(&mut self, metrics_json: Option<&str>) -> Result<Vec<String>, String> {
+        let metric_list: Vec<kairos_metrics::PerfmonMetric> = match metrics_json {
+            Some(j) => kairos_metrics::load_perfmon(j)
+                .map_err(|e| format!("the perfmon metric file: {e}"))?,
+            None => Vec::new(),
+        };
+        let mut wanted: Vec<String> = SOCKET_EVENTS.iter().map(|s| s.to_string()).collect();
+        for m in metric_list
             .iter()
-            .map(|b| b.name.as_str())
-            .filter(|n| !by_name.contains_key(n))
-            .collect();
-        if !missing.is_empty() {
-            p.notes.push(format!(
-                "{} is not evaluated: it counts {}, which the uncore event file does not define",
-                m.name,
-                missing.join(", ")
-            ));
-            continue;
-        }
-        wanted.extend(m.events.iter().map(|b| b.name.clone()));
-        p.metrics.push(Metric {
-            name: m.name.clone(),
-            formula: m.formula.clone(),
-            events: m
+            .filter(|m| METRICS.contains(&m.name.as_str()))
+        {
+            let missing: Vec<&str> = m
                 .events
                 .iter()
-                .map(|b| (b.alias.clone(), b.name.clone()))
-                .collect(),
-        });
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    wanted.retain(|w| seen.insert(w.clone()));
-    let chas: Vec<&UncorePmu> = numbered(&pmus, "uncore_cha_").collect();
-    if chas.is_empty() {
-        p.notes
-            .push("no uncore_cha PMU: DDIO hits and misses are not measured".into());
-    }
-    let mut socket_series: BTreeMap<(u32, String), usize> = BTreeMap::new();
-    for name in wanted {
-        // The events summed into this series: built from filters (SKX), else the file's own.
-        let parts: Vec<&Event> = match derived.get(&name) {
-            Some(list) => list.iter().collect(),
-            None => by_name.get(name.as_str()).copied().into_iter().collect(),
-        };
-        if let Some(e) = parts.iter().find(|e| crate::opcode::unfiltered(e)) {
-            p.notes.push(format!("{} is not counted: the perfmon file gives it a CHA FILTER1 value of 0, which matches no request, and has no opcode events to take the filter from (give the CPU's uncore_experimental file too)", e.event_name));
-            continue;
+                .map(|b| b.name.as_str())
+                .filter(|n| !self.by_name.contains_key(n))
+                .collect();
+            if !missing.is_empty() {
+                self.p.notes.push(format!(
+                    "{} is not evaluated: it counts {}, which the uncore event file does not define",
+                    m.name,
+                    missing.join(", ")
+                ));
+                continue;
+            }
+            wanted.extend(m.events.iter().map(|b| b.name.clone()));
+            self.p.metrics.push(Metric {
+                name: m.name.clone(),
+                formula: m.formula.clone(),
+                events: m
+                    .events
+                    .iter()
+                    .map(|b| (b.alias.clone(), b.name.clone()))
+                    .collect(),
+            });
         }
-        for e in parts {
-            socket_counters(places, &pmus, &mut p, &mut socket_series, &name, e);
+        let mut seen = std::collections::BTreeSet::new();
+        wanted.retain(|w| seen.insert(w.clone()));
+        Ok(wanted)
+    }
+
+    /// Counters of the socket events on every box of their unit, summed per socket.
+    fn socket_events(&mut self, wanted: Vec<String>, derived: &BTreeMap<String, Vec<Event>>) {
+        let p = &mut self.p;
+        let chas: Vec<&UncorePmu> = numbered(self.pmus, "uncore_cha_").collect();
+        if chas.is_empty() {
+            p.notes
+                .push("no uncore_cha PMU: DDIO hits and misses are not measured".into());
+        }
+        let mut socket_series: BTreeMap<(u32, String), usize> = BTreeMap::new();
+        for name in wanted {
+            // The events summed into this series: built from filters (SKX), else the file's
+            // own.
+            let parts: Vec<&Event> = match derived.get(&name) {
+                Some(list) => list.iter().collect(),
+                None => self
+                    .by_name
+                    .get(name.as_str())
+                    .copied()
+                    .into_iter()
+                    .collect(),
+            };
+            if let Some(e) = parts.iter().find(|e| crate::opcode::unfiltered(e)) {
+                p.notes.push(format!("{} is not counted: the perfmon file gives it a CHA FILTER1 value of 0, which matches no request, and has no opcode events to take the filter from (give the CPU's uncore_experimental file too)", e.event_name));
+                continue;
+            }
+            for e in parts {
+                socket_counters(self.places, self.pmus, p, &mut socket_series, &name, e);
+            }
         }
     }
-    let mut seen_notes = std::collections::BTreeSet::new();
-    p.notes.retain(|n| seen_notes.insert(n.clone()));
-    if p.counters.is_empty() {
-        return Err(format!(
-            "none of the uncore PMUs here ({}) counts PCIe or DDIO traffic",
-            pmus.iter()
-                .map(|p| p.name.as_str())
-                .take(6)
-                .collect::<Vec<_>>()
-                .join(" ")
-        ));
-    }
-    Ok(p)
 }
 
 /// Counters of `e` on every box of its unit (all CHAs, or all IIO stacks), summed per

@@ -50,10 +50,7 @@ pub fn build_full(
     heap: Vec<HeapBlock>,
     hits: &[kairos_collector::watch::Hit],
 ) -> (Built, ObjectMap) {
-    let mut functions: Vec<String> = Vec::new();
-    let mut function_ids: HashMap<String, u32> = HashMap::new();
-    let mut statics: HashMap<(u32, u64), StaticVar> = HashMap::new();
-    let mut regions: HashMap<(u32, u64, u64), Region> = HashMap::new();
+    let mut seen = Seen::default();
     let mut samples = Vec::with_capacity(accesses.len());
     let mut skipped = 0;
     for a in accesses {
@@ -65,17 +62,91 @@ pub fn build_full(
             .and_then(|s| profile.stacks.get(s as usize))
             .and_then(|s| profile.frames.get(s.frame as usize))
             .map_or("[unknown]", |f| f.function.as_str());
-        let function = *function_ids.entry(name.to_string()).or_insert_with(|| {
-            functions.push(name.to_string());
-            (functions.len() - 1) as u32
+        let function = seen.function(name);
+        seen.places(a, pid);
+        let Some(k) = kind(a) else {
+            skipped += 1;
+            continue;
+        };
+        samples.push(AccessSample {
+            time_ns: a.time_ns,
+            pid,
+            tid,
+            ip: a.ip,
+            function,
+            addr: a.addr,
+            size: a.size,
+            direction: k.direction,
+            weight: k.weight,
+            source: k.source,
+            sp: a.sp,
+            level: k.level,
+            hitm: k.hitm,
+            cpu: a.cpu,
+            phys_addr: a.phys_addr.filter(|&p| p != 0),
         });
+    }
+    if !hits.is_empty() {
+        let by_ip: HashMap<u64, u32> = samples.iter().map(|s| (s.ip, s.function)).collect();
+        for h in hits {
+            let function = match by_ip.get(&h.ip) {
+                Some(&f) => f,
+                None => seen.function("[unknown]"),
+            };
+            samples.push(crate::watch_table::sample(h, function));
+        }
+    }
+    let mut map = ObjectMap::new(
+        heap,
+        seen.statics.into_values().collect(),
+        seen.regions.into_values().collect(),
+    );
+    let locations = samples.iter().map(|s| map.locate(s)).collect();
+    (
+        Built {
+            samples,
+            locations,
+            objects: map.objects().to_vec(),
+            functions: seen.functions,
+            skipped,
+        },
+        map,
+    )
+}
+
+/// The functions, static variables and mapped regions the accesses name.
+#[derive(Default)]
+struct Seen {
+    functions: Vec<String>,
+    function_ids: HashMap<String, u32>,
+    statics: HashMap<(u32, u64), StaticVar>,
+    regions: HashMap<(u32, u64, u64), Region>,
+}
+
+impl Seen {
+    /// The id of a function name, given on first sight.
+    fn function(&mut self, name: &str) -> u32 {
+        let functions = &mut self.functions;
+        *self
+            .function_ids
+            .entry(name.to_string())
+            .or_insert_with(|| {
+                functions.push(name.to_string());
+                (functions.len() - 1) as u32
+            })
+    }
+
+    /// The static variable and the mapping the access's address lies in.
+    fn places(&mut self, a: &DataAccess, pid: u32) {
         if let Some(v) = &a.static_var {
-            statics.entry((pid, v.start)).or_insert_with(|| StaticVar {
-                pid,
-                addr: v.start,
-                size: v.size,
-                name: v.name.clone(),
-            });
+            self.statics
+                .entry((pid, v.start))
+                .or_insert_with(|| StaticVar {
+                    pid,
+                    addr: v.start,
+                    size: v.size,
+                    name: v.name.clone(),
+                });
         }
         let m = &a.mapping;
         // The upper half of the x86-64 (and arm64) address space is the kernel's.
@@ -89,96 +160,56 @@ pub fn build_full(
         } else {
             (m.start, m.end)
         };
-        regions.entry((pid, start, end)).or_insert_with(|| Region {
-            pid,
-            start,
-            end,
-            name,
-        });
-        let (direction, weight, source, level, hitm) = match a.source {
-            AccessSource::Registers => (
-                a.direction.unwrap_or(Direction::Load),
-                a.period,
-                Source::Registers,
-                None,
-                false,
-            ),
-            AccessSource::Event => (
-                a.direction.unwrap_or(Direction::Load),
-                a.period,
-                Source::Event,
-                None,
-                false,
-            ),
-            AccessSource::Pmu => {
-                let class = classify(&DataSrc::from_raw(a.data_src.unwrap_or(0)));
-                let direction = match class.access {
-                    MemOp::Load => Direction::Load,
-                    MemOp::Store => Direction::Store,
-                    // Samples of a loads-only event (ldlat) often carry no op: they are loads.
-                    MemOp::Unknown => Direction::Load,
-                    MemOp::Prefetch | MemOp::Exec => {
-                        skipped += 1;
-                        continue;
-                    }
-                };
-                let bucket = class.bucket();
-                (
-                    direction,
-                    a.latency.unwrap_or(0),
-                    Source::Pmu,
-                    Some(bucket),
-                    matches!(bucket, Bucket::LocalHitm | Bucket::RemoteHitm),
-                )
-            }
-        };
-        samples.push(AccessSample {
-            time_ns: a.time_ns,
-            pid,
-            tid,
-            ip: a.ip,
-            function,
-            addr: a.addr,
-            size: a.size,
-            direction,
-            weight,
-            source,
-            sp: a.sp,
-            level,
-            hitm,
-            cpu: a.cpu,
-            phys_addr: a.phys_addr.filter(|&p| p != 0),
-        });
+        self.regions
+            .entry((pid, start, end))
+            .or_insert_with(|| Region {
+                pid,
+                start,
+                end,
+                name,
+            });
     }
-    if !hits.is_empty() {
-        let by_ip: HashMap<u64, u32> = samples.iter().map(|s| (s.ip, s.function)).collect();
-        for h in hits {
-            let function = match by_ip.get(&h.ip) {
-                Some(&f) => f,
-                None => *function_ids
-                    .entry("[unknown]".to_string())
-                    .or_insert_with(|| {
-                        functions.push("[unknown]".to_string());
-                        (functions.len() - 1) as u32
-                    }),
+}
+
+/// What kind of access a sample is, and what it weighs.
+struct Kind {
+    direction: Direction,
+    weight: u64,
+    source: Source,
+    level: Option<Bucket>,
+    hitm: bool,
+}
+
+/// The access's kind; None for a PMU sample that is neither a load nor a store
+/// (prefetch, instruction fetch).
+fn kind(a: &DataAccess) -> Option<Kind> {
+    let plain = |source| Kind {
+        direction: a.direction.unwrap_or(Direction::Load),
+        weight: a.period,
+        source,
+        level: None,
+        hitm: false,
+    };
+    Some(match a.source {
+        AccessSource::Registers => plain(Source::Registers),
+        AccessSource::Event => plain(Source::Event),
+        AccessSource::Pmu => {
+            let class = classify(&DataSrc::from_raw(a.data_src.unwrap_or(0)));
+            let direction = match class.access {
+                MemOp::Load => Direction::Load,
+                MemOp::Store => Direction::Store,
+                // Samples of a loads-only event (ldlat) often carry no op: they are loads.
+                MemOp::Unknown => Direction::Load,
+                MemOp::Prefetch | MemOp::Exec => return None,
             };
-            samples.push(crate::watch_table::sample(h, function));
+            let bucket = class.bucket();
+            Kind {
+                direction,
+                weight: a.latency.unwrap_or(0),
+                source: Source::Pmu,
+                level: Some(bucket),
+                hitm: matches!(bucket, Bucket::LocalHitm | Bucket::RemoteHitm),
+            }
         }
-    }
-    let mut map = ObjectMap::new(
-        heap,
-        statics.into_values().collect(),
-        regions.into_values().collect(),
-    );
-    let locations = samples.iter().map(|s| map.locate(s)).collect();
-    (
-        Built {
-            samples,
-            locations,
-            objects: map.objects().to_vec(),
-            functions,
-            skipped,
-        },
-        map,
-    )
+    })
 }

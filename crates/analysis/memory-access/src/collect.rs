@@ -7,9 +7,12 @@ use std::path::Path;
 
 use kairos_analysis_api::{CollectRequest, Failure};
 use kairos_collector::pmu::{PmuError, PmuEvent, PmuGroup, PmuSampling};
-use kairos_collector::{CollectError, CollectOptions, EventChoice, Target, Unwinding};
+use kairos_collector::{
+    CollectError, CollectOptions, CollectSummary, EventChoice, Progress, Target, Unwinding,
+};
 use kairos_mem_source::choice::{Sampling, DEVICES};
 use kairos_mem_source::{choose, AttrSpec, Options, Plan};
+use kairos_result::ResultDir;
 use kairos_session::{self as session, PERF_DATA};
 
 use crate::cpu::this_cpu;
@@ -98,10 +101,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     let mut tma = None;
     let (source, reason) = match chosen {
         Chosen::Registers(reason) => {
-            opts.event = EventChoice::CpuClock;
-            opts.user_regs = kairos_x86_access::SAMPLE_REGS_MASK;
-            // Kernel samples make no user access.
-            opts.include_kernel = Some(false);
+            sample_registers(&mut opts);
             (Source::Registers, reason)
         }
         Chosen::Pmu(plan, reason) => {
@@ -120,18 +120,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
             "heap blocks are not named by allocation site: {why}"
         )),
     }
-    let watching = match watchpoints(req, &target, source) {
-        Ok(true) => {
-            let (tx, w) = crate::watch::start();
-            opts.on_sample = Some(tx);
-            Some(w)
-        }
-        Ok(false) => None,
-        Err(why) => {
-            dir.manifest_mut().notes.push(why);
-            None
-        }
-    };
+    let watching = start_watching(req, &target, source, &mut opts, &mut dir);
     crate::finish::remember_source(&mut dir, source, &reason);
     match tma {
         Some(Ok((groups, perfmon_dir))) => {
@@ -149,37 +138,72 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     opts.cpus = req.cpus.clone();
     session::save(&dir)?;
     let bandwidth = crate::bandwidth::start(req.knobs.get("perfmon"));
-    let bar = session::spinner(req.quiet, "collecting");
-    let mut summary = kairos_collector::collect(&opts, &mut |p| {
-        bar.set_message(format!(
-            "collecting: {} samples, {} KiB",
-            p.samples,
-            p.bytes / 1024
-        ));
-    });
-    if let Some(why) = busy_pmu(req.knobs.get("source"), &summary) {
-        // The program never ran (the events open before it starts): run it again with
-        // address sampling, and say why.
-        dir.manifest_mut().notes.push(why.clone());
-        crate::finish::remember_source(&mut dir, Source::Registers, &why);
-        opts.pmu_events.clear();
-        opts.event = EventChoice::CpuClock;
-        opts.user_regs = kairos_x86_access::SAMPLE_REGS_MASK;
-        opts.include_kernel = Some(false);
-        summary = kairos_collector::collect(&opts, &mut |p| {
-            bar.set_message(format!(
-                "collecting: {} samples, {} KiB",
-                p.samples,
-                p.bytes / 1024
-            ));
-        });
-    }
-    bar.finish_and_clear();
+    let summary = record(req, &mut opts, &mut dir);
     crate::bandwidth::finish(&mut dir, bandwidth);
     // The sender goes first, so the decoder sees the end of the samples.
     drop(opts);
     let watched = watching.map(crate::watch::Watching::finish);
     crate::finish::finish(&mut dir, summary, req.quiet, watched, numa)
+}
+
+/// Address sampling: the cpu-clock timer with the user registers, user mode only (kernel
+/// samples make no user access).
+fn sample_registers(opts: &mut CollectOptions) {
+    opts.event = EventChoice::CpuClock;
+    opts.user_regs = kairos_x86_access::SAMPLE_REGS_MASK;
+    opts.include_kernel = Some(false);
+}
+
+/// The watchpoint side, when `-k watchpoints=on` applies (it hears every sample); else
+/// None, with a note when it was asked for in vain.
+fn start_watching(
+    req: &CollectRequest,
+    target: &Target,
+    source: Source,
+    opts: &mut CollectOptions,
+    dir: &mut ResultDir,
+) -> Option<crate::watch::Watching> {
+    match watchpoints(req, target, source) {
+        Ok(true) => {
+            let (tx, w) = crate::watch::start();
+            opts.on_sample = Some(tx);
+            Some(w)
+        }
+        Ok(false) => None,
+        Err(why) => {
+            dir.manifest_mut().notes.push(why);
+            None
+        }
+    }
+}
+
+/// Records the program; when the PMU is busy and `-k source=auto` allows, records it
+/// again with address sampling.
+fn record(
+    req: &CollectRequest,
+    opts: &mut CollectOptions,
+    dir: &mut ResultDir,
+) -> Result<CollectSummary, CollectError> {
+    let bar = session::spinner(req.quiet, "collecting");
+    let mut progress = |p: &Progress| {
+        bar.set_message(format!(
+            "collecting: {} samples, {} KiB",
+            p.samples,
+            p.bytes / 1024
+        ));
+    };
+    let mut summary = kairos_collector::collect(opts, &mut progress);
+    if let Some(why) = busy_pmu(req.knobs.get("source"), &summary) {
+        // The program never ran (the events open before it starts): run it again with
+        // address sampling, and say why.
+        dir.manifest_mut().notes.push(why.clone());
+        crate::finish::remember_source(dir, Source::Registers, &why);
+        opts.pmu_events.clear();
+        sample_registers(opts);
+        summary = kairos_collector::collect(opts, &mut progress);
+    }
+    bar.finish_and_clear();
+    summary
 }
 
 /// With `-k source=auto`, PMU events another tool holds (EBUSY) are no reason to fail:

@@ -7,6 +7,9 @@ use crate::lines::{lines, Line, Verdict};
 use crate::notes::{fix_notes, note_source, share};
 use crate::{AccessData, Source};
 
+/// The watchpoint columns, only in results that have hits (after HITM).
+const WATCH_AT: usize = 10;
+
 /// `cache-lines`: lines touched by more than one thread first, each with its verdict,
 /// then a table of offsets by thread for those lines.
 pub fn cache_lines(d: &AccessData, limit: Option<usize>) -> Document {
@@ -30,8 +33,6 @@ pub fn cache_lines(d: &AccessData, limit: Option<usize>) -> Document {
         Column::left("Functions"),
         Column::sentence("Fix"),
     ];
-    // The watchpoint columns, only in results that have hits (after HITM).
-    const WATCH_AT: usize = 10;
     if watched {
         cols.splice(
             WATCH_AT..WATCH_AT,
@@ -39,6 +40,83 @@ pub fn cache_lines(d: &AccessData, limit: Option<usize>) -> Document {
         );
     }
     let mut t = Table::new(cols).with_title("Cache lines");
+    for l in &shown {
+        t.push_row(line_row(d, l, total, watched));
+    }
+    let false_sharing = all
+        .iter()
+        .filter(|l| l.verdict == Verdict::FalseSharing)
+        .count();
+    t.push_note(format!(
+        "{} lines, {} touched by more than one thread, {false_sharing} with false sharing. False sharing: two or more threads at the same time on disjoint bytes of a line, at least one writing; true sharing: a byte written by one thread and used by another.",
+        all.len(),
+        all.iter().filter(|l| l.threads.len() > 1).count()
+    ));
+    fix_notes(d, &shown, &mut t);
+    note_source(d, &mut t);
+    let mut doc = Document::default();
+    doc.push_table(t);
+    let offsets = offsets_table(&shown);
+    if !offsets.rows.is_empty() {
+        doc.push_table(offsets);
+    }
+    let hits = hits_table(&shown);
+    if !hits.rows.is_empty() {
+        doc.push_table(hits);
+    }
+    doc
+}
+
+/// One line's row of the cache lines table.
+fn line_row(d: &AccessData, l: &Line, total: u64, watched: bool) -> Vec<Cell> {
+    let object = &d.built.objects[l.object as usize].name;
+    let loads: u64 = l.threads.iter().map(|t| t.loads).sum();
+    let stores: u64 = l.threads.iter().map(|t| t.stores).sum();
+    let mut functions: Vec<(&u32, &u64)> = l.functions.iter().collect();
+    functions.sort_by(|a, b| b.1.cmp(a.1));
+    let names: Vec<&str> = functions
+        .iter()
+        .take(3)
+        .filter_map(|(f, _)| d.built.functions.get(**f as usize).map(String::as_str))
+        .collect();
+    let mut row = vec![
+        Cell::text(format!("{:#x}", l.addr)),
+        Cell::text(object.clone()),
+        Cell::text(range(l.object_offset, 0, 63)),
+        Cell::text(l.verdict.name()),
+        Cell::UInt(l.threads.len() as u64),
+        Cell::UInt(l.samples),
+        share(l.samples, total),
+        Cell::UInt(loads),
+        Cell::UInt(stores),
+        if d.source == Source::Pmu {
+            Cell::UInt(l.hitm)
+        } else {
+            Cell::Empty
+        },
+        Cell::text(names.join(", ")),
+        Cell::text(
+            l.fix(
+                d.built
+                    .objects
+                    .get(l.object as usize)
+                    .map_or(crate::objects::ObjectKind::Unknown, |o| o.kind),
+            )
+            .unwrap_or_default(),
+        ),
+    ];
+    if watched {
+        row.splice(
+            WATCH_AT..WATCH_AT,
+            [Cell::UInt(l.watch_hits), Cell::text(confirmed(l))],
+        );
+    }
+    row
+}
+
+/// Loads and stores per offset range and thread, of the lines used by more than one
+/// thread.
+fn offsets_table(shown: &[&Line]) -> Table {
     let mut offsets = Table::new(vec![
         Column::left("Line"),
         Column::left("Offsets"),
@@ -47,6 +125,24 @@ pub fn cache_lines(d: &AccessData, limit: Option<usize>) -> Document {
         Column::right("Stores"),
     ])
     .with_title("Offsets by thread (lines used by more than one thread)");
+    for l in shown.iter().filter(|l| l.threads.len() > 1) {
+        for th in &l.threads {
+            for (&first, &(last, ld, st)) in &th.by_offset {
+                offsets.push_row(vec![
+                    Cell::text(format!("{:#x}", l.addr)),
+                    Cell::text(range(l.object_offset, first, last)),
+                    Cell::UInt(u64::from(th.tid)),
+                    Cell::UInt(ld),
+                    Cell::UInt(st),
+                ]);
+            }
+        }
+    }
+    offsets
+}
+
+/// Watchpoint hits per offset range and thread, of the lines watched.
+fn hits_table(shown: &[&Line]) -> Table {
     let mut hits = Table::new(vec![
         Column::left("Line"),
         Column::left("Offsets"),
@@ -55,64 +151,6 @@ pub fn cache_lines(d: &AccessData, limit: Option<usize>) -> Document {
         Column::right("Other hits"),
     ])
     .with_title("Watchpoint hits by thread");
-    for l in &shown {
-        let object = &d.built.objects[l.object as usize].name;
-        let loads: u64 = l.threads.iter().map(|t| t.loads).sum();
-        let stores: u64 = l.threads.iter().map(|t| t.stores).sum();
-        let mut functions: Vec<(&u32, &u64)> = l.functions.iter().collect();
-        functions.sort_by(|a, b| b.1.cmp(a.1));
-        let names: Vec<&str> = functions
-            .iter()
-            .take(3)
-            .filter_map(|(f, _)| d.built.functions.get(**f as usize).map(String::as_str))
-            .collect();
-        let mut row = vec![
-            Cell::text(format!("{:#x}", l.addr)),
-            Cell::text(object.clone()),
-            Cell::text(range(l.object_offset, 0, 63)),
-            Cell::text(l.verdict.name()),
-            Cell::UInt(l.threads.len() as u64),
-            Cell::UInt(l.samples),
-            share(l.samples, total),
-            Cell::UInt(loads),
-            Cell::UInt(stores),
-            if d.source == Source::Pmu {
-                Cell::UInt(l.hitm)
-            } else {
-                Cell::Empty
-            },
-            Cell::text(names.join(", ")),
-            Cell::text(
-                l.fix(
-                    d.built
-                        .objects
-                        .get(l.object as usize)
-                        .map_or(crate::objects::ObjectKind::Unknown, |o| o.kind),
-                )
-                .unwrap_or_default(),
-            ),
-        ];
-        if watched {
-            row.splice(
-                WATCH_AT..WATCH_AT,
-                [Cell::UInt(l.watch_hits), Cell::text(confirmed(l))],
-            );
-        }
-        t.push_row(row);
-        if l.threads.len() > 1 {
-            for th in &l.threads {
-                for (&first, &(last, ld, st)) in &th.by_offset {
-                    offsets.push_row(vec![
-                        Cell::text(format!("{:#x}", l.addr)),
-                        Cell::text(range(l.object_offset, first, last)),
-                        Cell::UInt(u64::from(th.tid)),
-                        Cell::UInt(ld),
-                        Cell::UInt(st),
-                    ]);
-                }
-            }
-        }
-    }
     for l in shown.iter().filter(|l| l.watch_hits > 0) {
         for th in &l.watch {
             for (&first, &(last, reads, writes)) in &th.by_offset {
@@ -127,26 +165,7 @@ pub fn cache_lines(d: &AccessData, limit: Option<usize>) -> Document {
         }
     }
     hits.push_note("Hits are counts of accesses that trapped a hardware watchpoint (exact, not sampled): write hits are known writes; other hits are reads, or accesses the hardware did not tell apart.");
-    let false_sharing = all
-        .iter()
-        .filter(|l| l.verdict == Verdict::FalseSharing)
-        .count();
-    t.push_note(format!(
-        "{} lines, {} touched by more than one thread, {false_sharing} with false sharing. False sharing: two or more threads at the same time on disjoint bytes of a line, at least one writing; true sharing: a byte written by one thread and used by another.",
-        all.len(),
-        all.iter().filter(|l| l.threads.len() > 1).count()
-    ));
-    fix_notes(d, &shown, &mut t);
-    note_source(d, &mut t);
-    let mut doc = Document::default();
-    doc.push_table(t);
-    if !offsets.rows.is_empty() {
-        doc.push_table(offsets);
-    }
-    if !hits.rows.is_empty() {
-        doc.push_table(hits);
-    }
-    doc
+    hits
 }
 
 /// Whether watchpoint hits confirm the sampled verdict: yes, no (watched, and the hits

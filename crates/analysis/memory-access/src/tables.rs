@@ -179,7 +179,6 @@ fn col<'a, T: Array + 'static>(b: &Batch<'a>, name: &str) -> Result<&'a T, Table
 
 pub fn read(tables_dir: &Path) -> Result<Built, TableError> {
     let mut built = Built::default();
-    let mut functions: HashMap<String, u32> = HashMap::new();
     let path = tables_dir.join(format!("{OBJECTS}.parquet"));
     kairos_table::read(&path, 1 << 16, |b| {
         let (kind, name, size) = (
@@ -198,87 +197,123 @@ pub fn read(tables_dir: &Path) -> Result<Built, TableError> {
         }
         Ok(())
     })?;
+    read_accesses(tables_dir, &mut built)?;
+    Ok(built)
+}
+
+/// The accesses table into `built` (whose objects are read), naming functions as they
+/// first appear.
+fn read_accesses(tables_dir: &Path, built: &mut Built) -> Result<(), TableError> {
+    let mut functions: HashMap<String, u32> = HashMap::new();
     let path = tables_dir.join(format!("{ACCESSES}.parquet"));
     let objects = built.objects.len();
     kairos_table::read(&path, 1 << 16, |b| {
-        let u64c = |n| col::<UInt64Array>(b, n);
-        let u32c = |n| col::<UInt32Array>(b, n);
-        let strc = |n| col::<StringArray>(b, n);
-        let (time, ip, addr, weight, sp, offset) = (
-            u64c("time_ns")?,
-            u64c("ip")?,
-            u64c("address")?,
-            u64c("weight")?,
-            u64c("sp")?,
-            u64c("offset")?,
-        );
-        let (pid, tid, size, object) = (u32c("pid")?, u32c("tid")?, u32c("size")?, u32c("object")?);
-        let (function, direction, source, level) = (
-            strc("function")?,
-            strc("direction")?,
-            strc("source")?,
-            strc("level")?,
-        );
-        let hitm = col::<BooleanArray>(b, "hitm")?;
-        // Columns added later: results written before them read as unknown.
-        let cpu = if b.has("cpu") {
-            Some(col::<UInt32Array>(b, "cpu")?)
-        } else {
-            None
-        };
-        let phys = if b.has("phys_addr") {
-            Some(col::<UInt64Array>(b, "phys_addr")?)
-        } else {
-            None
-        };
+        let c = AccessColumns::of(b)?;
         for i in 0..b.rows {
             let bad = |what: &str, v: &str| b.damaged(format!("unknown {what} '{v}' in row {i}"));
             let dir = [Direction::Load, Direction::Store, Direction::LoadStore]
                 .into_iter()
-                .find(|d| d.name() == direction.value(i));
-            let level = if level.is_null(i) {
+                .find(|d| d.name() == c.direction.value(i));
+            let level = if c.level.is_null(i) {
                 None
             } else {
                 Some(
                     BUCKETS
                         .into_iter()
-                        .find(|&x| bucket_name(x) == level.value(i))
-                        .ok_or_else(|| bad("level", level.value(i)))?,
+                        .find(|&x| bucket_name(x) == c.level.value(i))
+                        .ok_or_else(|| bad("level", c.level.value(i)))?,
                 )
             };
-            if object.value(i) as usize >= objects {
-                return Err(bad("object", &object.value(i).to_string()));
+            if c.object.value(i) as usize >= objects {
+                return Err(bad("object", &c.object.value(i).to_string()));
             }
-            let name = function.value(i);
+            let name = c.function.value(i);
             let next = functions.len() as u32;
             let f = *functions.entry(name.to_string()).or_insert(next);
             if f == next {
                 built.functions.push(name.to_string());
             }
             built.samples.push(AccessSample {
-                time_ns: time.value(i),
-                pid: pid.value(i),
-                tid: tid.value(i),
-                ip: ip.value(i),
+                time_ns: c.time.value(i),
+                pid: c.pid.value(i),
+                tid: c.tid.value(i),
+                ip: c.ip.value(i),
                 function: f,
-                addr: addr.value(i),
-                size: size.value(i),
-                direction: dir.ok_or_else(|| bad("direction", direction.value(i)))?,
-                weight: weight.value(i),
-                source: parse_source(source.value(i))
-                    .ok_or_else(|| bad("source", source.value(i)))?,
-                sp: opt(sp, i),
+                addr: c.addr.value(i),
+                size: c.size.value(i),
+                direction: dir.ok_or_else(|| bad("direction", c.direction.value(i)))?,
+                weight: c.weight.value(i),
+                source: parse_source(c.source.value(i))
+                    .ok_or_else(|| bad("source", c.source.value(i)))?,
+                sp: opt(c.sp, i),
                 level,
-                hitm: hitm.value(i),
-                cpu: cpu.map_or(0, |c| c.value(i)),
-                phys_addr: phys.and_then(|p| opt(p, i)),
+                hitm: c.hitm.value(i),
+                cpu: c.cpu.map_or(0, |c| c.value(i)),
+                phys_addr: c.phys.and_then(|p| opt(p, i)),
             });
             built.locations.push(Location {
-                object: object.value(i),
-                offset: offset.value(i),
+                object: c.object.value(i),
+                offset: c.offset.value(i),
             });
         }
         Ok(())
     })?;
-    Ok(built)
+    Ok(())
+}
+
+/// The columns of one batch of the accesses table.
+struct AccessColumns<'a> {
+    time: &'a UInt64Array,
+    ip: &'a UInt64Array,
+    addr: &'a UInt64Array,
+    weight: &'a UInt64Array,
+    sp: &'a UInt64Array,
+    offset: &'a UInt64Array,
+    pid: &'a UInt32Array,
+    tid: &'a UInt32Array,
+    size: &'a UInt32Array,
+    object: &'a UInt32Array,
+    function: &'a StringArray,
+    direction: &'a StringArray,
+    source: &'a StringArray,
+    level: &'a StringArray,
+    hitm: &'a BooleanArray,
+    /// Columns added later: results written before them read as unknown.
+    cpu: Option<&'a UInt32Array>,
+    phys: Option<&'a UInt64Array>,
+}
+
+impl<'a> AccessColumns<'a> {
+    fn of(b: &Batch<'a>) -> Result<Self, TableError> {
+        let u64c = |n| col::<UInt64Array>(b, n);
+        let u32c = |n| col::<UInt32Array>(b, n);
+        let strc = |n| col::<StringArray>(b, n);
+        Ok(AccessColumns {
+            time: u64c("time_ns")?,
+            ip: u64c("ip")?,
+            addr: u64c("address")?,
+            weight: u64c("weight")?,
+            sp: u64c("sp")?,
+            offset: u64c("offset")?,
+            pid: u32c("pid")?,
+            tid: u32c("tid")?,
+            size: u32c("size")?,
+            object: u32c("object")?,
+            function: strc("function")?,
+            direction: strc("direction")?,
+            source: strc("source")?,
+            level: strc("level")?,
+            hitm: col::<BooleanArray>(b, "hitm")?,
+            cpu: if b.has("cpu") {
+                Some(u32c("cpu")?)
+            } else {
+                None
+            },
+            phys: if b.has("phys_addr") {
+                Some(u64c("phys_addr")?)
+            } else {
+                None
+            },
+        })
+    }
 }

@@ -4,7 +4,7 @@
 //! and presents the plans.
 
 use kairos_analysis_api::{Failure, ReportRequest};
-use kairos_analysis_hugepages::{commands, parse_glibc, plan, Op, OpKind, GIB1, MIB2};
+use kairos_analysis_hugepages::{commands, parse_glibc, plan, Op, OpKind, Plan, GIB1, MIB2};
 use kairos_platform::Prober;
 use kairos_report::{Cell, Column, Document, Format, Table};
 
@@ -32,7 +32,26 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
     let glibc = glibc_text.as_deref().and_then(parse_glibc);
     let ops: Vec<Op> = data.rows.iter().map(op).collect();
     let plans = [plan(&ops, MIB2), plan(&ops, GIB1)];
+    let t = pages_table(&plans);
+    let mut cmds = Table::new(vec![Column::left("Command")]);
+    for p in &plans {
+        if p.pool_pages == 0 {
+            continue;
+        }
+        for c in commands(p, glibc, &program) {
+            cmds.push_row(vec![Cell::text(c)]);
+        }
+    }
+    cmds.push_note(format!(
+        "glibc on this machine: {}",
+        glibc_text.unwrap_or_else(|| "not found (not a glibc system?)".into())
+    ));
+    print_report(format, t, cmds);
+    Ok(())
+}
 
+/// The pages each size needs, and how they are counted.
+fn pages_table(plans: &[Plan; 2]) -> Table {
     let mut t = Table::new(vec![
         Column::left("Page size"),
         Column::right("Pool blocks"),
@@ -42,7 +61,7 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
         Column::right("ceil(total/page)"),
         Column::right("Own mmaps (not counted)"),
     ]);
-    for p in &plans {
+    for p in plans {
         t.push_row(vec![
             Cell::text(if p.page_size == MIB2 {
                 "2 MiB"
@@ -88,19 +107,12 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
             p2.direct_mmaps, p2.direct_mmap_pages
         ));
     }
-    let mut cmds = Table::new(vec![Column::left("Command")]);
-    for p in &plans {
-        if p.pool_pages == 0 {
-            continue;
-        }
-        for c in commands(p, glibc, &program) {
-            cmds.push_row(vec![Cell::text(c)]);
-        }
-    }
-    cmds.push_note(format!(
-        "glibc on this machine: {}",
-        glibc_text.unwrap_or_else(|| "not found (not a glibc system?)".into())
-    ));
+    t
+}
+
+/// Text: the table cut to no width and the commands whole, to be pasted; else the
+/// document in `format`.
+fn print_report(format: Format, t: Table, cmds: Table) {
     if format == Format::Text {
         let mut d = Document::new("Huge pages");
         d.push_table(t.with_title("Pages needed"));
@@ -121,7 +133,6 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
         d.push_table(cmds);
         print!("{}", d.render(format));
     }
-    Ok(())
 }
 
 /// A row as the huge-page planner reads it.

@@ -89,21 +89,71 @@ pub fn recording_faults(side: &[SideSample], names: &EventNames) -> u64 {
 /// while a sample was being taken (the recording's own faults, [`recording_faults`]) are
 /// left out.
 pub fn build(side: &[SideSample], names: &EventNames) -> Vec<Entry> {
-    let mut out: Vec<Entry> = Vec::new();
-    // Fault entries nest: the cpu-clock sample's walk of the user stack, in the timer
-    // interrupt, can fault (in kernel mode) while a user fault is being handled, and such
-    // a fault never completes. So the open faults of a thread are a stack, and a closing
-    // fault event closes the innermost open fault of its own mode (a user IP closes a
-    // user-mode fault, a kernel IP a kernel-mode one); faults opened inside it that never
-    // completed are dropped from the stack. One slot per thread made the nested entry
-    // take the close and left the user fault untimed.
-    let mut open_fault: HashMap<u32, Vec<usize>> = HashMap::default();
-    let mut open_sys: HashMap<u32, usize> = HashMap::default();
-    // Interrupts nest with nothing of their own kind on one CPU, so one open entry per
-    // (CPU, kind) pairs them.
-    let mut open_irq: HashMap<(u32, bool), usize> = HashMap::default();
-    let with_tracepoints = names.has_fault_tracepoints();
-    let entry = |s: &SideSample, cause: Cause| Entry {
+    let mut p = Pairing {
+        out: Vec::new(),
+        open_fault: HashMap::default(),
+        open_sys: HashMap::default(),
+        open_irq: HashMap::default(),
+        with_tracepoints: names.has_fault_tracepoints(),
+    };
+    for s in side.iter().filter(|s| !s.nested) {
+        match names.kind(s.attr) {
+            k @ (Kind::FaultUserEntry | Kind::FaultKernelEntry) => {
+                let cause = if k == Kind::FaultUserEntry {
+                    Cause::UserFault
+                } else {
+                    Cause::KernelFault
+                };
+                let mut e = entry(s, cause);
+                // The tracepoint's first field is the faulting address.
+                e.addr = s.payload.map(|a| a as u64);
+                e.detail = None;
+                p.open_fault.entry(s.thread).or_default().push(p.out.len());
+                p.out.push(e);
+            }
+            k @ (Kind::MinorFault | Kind::MajorFault) => p.fault_done(s, k == Kind::MajorFault),
+            Kind::SysEnter => {
+                p.open_sys.insert(s.thread, p.out.len());
+                p.out.push(entry(s, Cause::Syscall));
+            }
+            Kind::SysExit => {
+                if let Some(e) = p.open_sys.remove(&s.thread).and_then(|i| p.out.get_mut(i)) {
+                    e.duration_ns = Some(s.time_ns.saturating_sub(e.time_ns));
+                }
+            }
+            k @ (Kind::IrqEntry | Kind::TimerEntry) => {
+                p.open_irq
+                    .insert((s.cpu, k == Kind::TimerEntry), p.out.len());
+                let mut e = entry(s, Cause::Interrupt);
+                if k == Kind::TimerEntry {
+                    // Vectors and IRQ numbers overlap; the timer is told apart by sign.
+                    e.detail = Some(-1);
+                }
+                p.out.push(e);
+            }
+            k @ (Kind::IrqExit | Kind::TimerExit) => {
+                if let Some(e) = p
+                    .open_irq
+                    .remove(&(s.cpu, k == Kind::TimerExit))
+                    .and_then(|i| p.out.get_mut(i))
+                {
+                    e.duration_ns = Some(s.time_ns.saturating_sub(e.time_ns));
+                }
+            }
+            Kind::Switch => {
+                let mut e = entry(s, Cause::ContextSwitch);
+                e.detail = None;
+                p.out.push(e);
+            }
+            Kind::Other => {}
+        }
+    }
+    p.out
+}
+
+/// The entry a side sample opens (or is, when nothing closes it).
+fn entry(s: &SideSample, cause: Cause) -> Entry {
+    Entry {
         time_ns: s.time_ns,
         duration_ns: None,
         cause,
@@ -118,106 +168,80 @@ pub fn build(side: &[SideSample], names: &EventNames) -> Vec<Entry> {
         object_start: 0,
         object_end: 0,
         detail: s.payload,
-    };
-    for s in side.iter().filter(|s| !s.nested) {
-        match names.kind(s.attr) {
-            k @ (Kind::FaultUserEntry | Kind::FaultKernelEntry) => {
-                let cause = if k == Kind::FaultUserEntry {
-                    Cause::UserFault
-                } else {
-                    Cause::KernelFault
-                };
-                let mut e = entry(s, cause);
-                // The tracepoint's first field is the faulting address.
-                e.addr = s.payload.map(|a| a as u64);
-                e.detail = None;
-                open_fault.entry(s.thread).or_default().push(out.len());
-                out.push(e);
-            }
-            k @ (Kind::MinorFault | Kind::MajorFault) => {
-                let want = if kernel_address(s.ip) {
-                    Cause::KernelFault
-                } else {
-                    Cause::UserFault
-                };
-                let opened = open_fault.get_mut(&s.thread).and_then(|stack| {
-                    let at = stack
-                        .iter()
-                        .rposition(|&i| out.get(i).is_some_and(|e| e.cause == want))
-                        .or_else(|| stack.len().checked_sub(1))?;
-                    let i = stack.get(at).copied();
-                    stack.truncate(at);
-                    i
-                });
-                let i = match opened {
-                    Some(i) => i,
-                    // Without the tracepoints every software fault event is an entry; with
-                    // them, a fault event without an open entry is one whose entry came
-                    // before recording started: counted by the tracepoint side only.
-                    None if with_tracepoints => continue,
-                    None => {
-                        let cause = if kernel_address(s.ip) {
-                            Cause::KernelFault
-                        } else {
-                            Cause::UserFault
-                        };
-                        out.push(entry(s, cause));
-                        out.len() - 1
-                    }
-                };
-                let Some(e) = out.get_mut(i) else { continue };
-                if opened.is_some() {
-                    e.duration_ns = Some(s.time_ns.saturating_sub(e.time_ns));
-                }
-                e.major = k == Kind::MajorFault;
-                e.completed = true;
-                if !kernel_address(s.ip) {
-                    e.ip = s.ip;
-                }
-                e.stack = s.stack.or(e.stack);
-                e.addr = s.addr.or(e.addr);
-                if let Some(o) = &s.object {
-                    e.object = Some(o.name.clone());
-                    e.object_start = o.start;
-                    e.object_end = o.end;
-                }
-                e.detail = None;
-            }
-            Kind::SysEnter => {
-                open_sys.insert(s.thread, out.len());
-                out.push(entry(s, Cause::Syscall));
-            }
-            Kind::SysExit => {
-                if let Some(e) = open_sys.remove(&s.thread).and_then(|i| out.get_mut(i)) {
-                    e.duration_ns = Some(s.time_ns.saturating_sub(e.time_ns));
-                }
-            }
-            k @ (Kind::IrqEntry | Kind::TimerEntry) => {
-                open_irq.insert((s.cpu, k == Kind::TimerEntry), out.len());
-                let mut e = entry(s, Cause::Interrupt);
-                if k == Kind::TimerEntry {
-                    // Vectors and IRQ numbers overlap; the timer is told apart by sign.
-                    e.detail = Some(-1);
-                }
-                out.push(e);
-            }
-            k @ (Kind::IrqExit | Kind::TimerExit) => {
-                if let Some(e) = open_irq
-                    .remove(&(s.cpu, k == Kind::TimerExit))
-                    .and_then(|i| out.get_mut(i))
-                {
-                    e.duration_ns = Some(s.time_ns.saturating_sub(e.time_ns));
-                }
-            }
-            Kind::Switch => {
-                let mut e = entry(s, Cause::ContextSwitch);
-                e.detail = None;
-                out.push(e);
-            }
-            Kind::Other => {}
-        }
     }
-    out
+}
+
+/// The entries so far, and those still open.
+struct Pairing {
+    out: Vec<Entry>,
+    /// Fault entries nest: the cpu-clock sample's walk of the user stack, in the timer
+    /// interrupt, can fault (in kernel mode) while a user fault is being handled, and such
+    /// a fault never completes. So the open faults of a thread are a stack, and a closing
+    /// fault event closes the innermost open fault of its own mode (a user IP closes a
+    /// user-mode fault, a kernel IP a kernel-mode one); faults opened inside it that never
+    /// completed are dropped from the stack. One slot per thread made the nested entry
+    /// take the close and left the user fault untimed.
+    open_fault: HashMap<u32, Vec<usize>>,
+    open_sys: HashMap<u32, usize>,
+    /// Interrupts nest with nothing of their own kind on one CPU, so one open entry per
+    /// (CPU, kind) pairs them.
+    open_irq: HashMap<(u32, bool), usize>,
+    with_tracepoints: bool,
+}
+
+impl Pairing {
+    /// A minor or major fault event: closes (and completes) the innermost open fault of
+    /// its mode, or, without the tracepoints, is a fault entry of its own.
+    fn fault_done(&mut self, s: &SideSample, major: bool) {
+        let want = if kernel_address(s.ip) {
+            Cause::KernelFault
+        } else {
+            Cause::UserFault
+        };
+        let out = &mut self.out;
+        let opened = self.open_fault.get_mut(&s.thread).and_then(|stack| {
+            let at = stack
+                .iter()
+                .rposition(|&i| out.get(i).is_some_and(|e| e.cause == want))
+                .or_else(|| stack.len().checked_sub(1))?;
+            let i = stack.get(at).copied();
+            stack.truncate(at);
+            i
+        });
+        let i = match opened {
+            Some(i) => i,
+            // Without the tracepoints every software fault event is an entry; with them,
+            // a fault event without an open entry is one whose entry came before recording
+            // started: counted by the tracepoint side only.
+            None if self.with_tracepoints => return,
+            None => {
+                let cause = if kernel_address(s.ip) {
+                    Cause::KernelFault
+                } else {
+                    Cause::UserFault
+                };
+                out.push(entry(s, cause));
+                out.len() - 1
+            }
+        };
+        let Some(e) = out.get_mut(i) else { return };
+        if opened.is_some() {
+            e.duration_ns = Some(s.time_ns.saturating_sub(e.time_ns));
+        }
+        e.major = major;
+        e.completed = true;
+        if !kernel_address(s.ip) {
+            e.ip = s.ip;
+        }
+        e.stack = s.stack.or(e.stack);
+        e.addr = s.addr.or(e.addr);
+        if let Some(o) = &s.object {
+            e.object = Some(o.name.clone());
+            e.object_start = o.start;
+            e.object_end = o.end;
+        }
+        e.detail = None;
+    }
 }
 
 #[cfg(test)]

@@ -119,25 +119,8 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(
         }
         doc.push_section(s);
     }
-    let mut by_thread: BTreeMap<u32, Tally> = BTreeMap::new();
-    let mut all = Tally::default();
-    for e in entries {
-        by_thread.entry(e.thread).or_default().add(e);
-        all.add(e);
-    }
-    for s in &profile.samples {
-        let k = sample_is_kernel(profile, s);
-        for t in [by_thread.entry(s.thread).or_default(), &mut all] {
-            t.cpu_ns += s.weight;
-            if k {
-                t.kernel_cpu_ns += s.weight;
-            }
-        }
-    }
+    let (by_thread, all) = tally_by_thread(profile, entries);
     let ktime = kernel_time::per_thread(profile, entries, cost);
-    let measured = |t: Option<&ThreadKernelTime>| t.map_or(0, ThreadKernelTime::total_ns);
-    let all_measured: u64 = ktime.values().map(ThreadKernelTime::total_ns).sum();
-    let all_paths: u64 = ktime.values().map(|k| k.paths_ns).sum();
     let mut run = Section::new("Kernel entries");
     run.push(
         "Elapsed",
@@ -161,6 +144,39 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(
     run.push("Interrupts", Cell::UInt(all.irqs));
     run.push("Context switches", Cell::UInt(all.switches));
     doc.push_section(run);
+    doc.push_section(kernel_time_section(&all, cost, &ktime));
+    doc.push_table(threads_table(profile, by_thread, &ktime));
+    doc
+}
+
+/// Entries and CPU time (all, and in kernel mode) per thread and over all threads.
+fn tally_by_thread(profile: &Profile, entries: &[Entry]) -> (BTreeMap<u32, Tally>, Tally) {
+    let mut by_thread: BTreeMap<u32, Tally> = BTreeMap::new();
+    let mut all = Tally::default();
+    for e in entries {
+        by_thread.entry(e.thread).or_default().add(e);
+        all.add(e);
+    }
+    for s in &profile.samples {
+        let k = sample_is_kernel(profile, s);
+        for t in [by_thread.entry(s.thread).or_default(), &mut all] {
+            t.cpu_ns += s.weight;
+            if k {
+                t.kernel_cpu_ns += s.weight;
+            }
+        }
+    }
+    (by_thread, all)
+}
+
+/// CPU time, the kernel's share sampled and measured, and what the measurement adds up.
+fn kernel_time_section(
+    all: &Tally,
+    cost: &PathCost,
+    ktime: &BTreeMap<u32, ThreadKernelTime>,
+) -> Section {
+    let all_measured: u64 = ktime.values().map(ThreadKernelTime::total_ns).sum();
+    let all_paths: u64 = ktime.values().map(|k| k.paths_ns).sum();
     let mut kt = Section::new("Kernel time");
     kt.push("CPU time (cpu-clock samples)", Cell::ns(all.cpu_ns));
     kt.push(
@@ -188,8 +204,16 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(
         "Kernel share (measured, of CPU time)",
         pct(all_measured, all.cpu_ns),
     );
-    doc.push_section(kt);
+    kt
+}
 
+/// Entries and kernel time per thread, the threads with the most entries first.
+fn threads_table(
+    profile: &Profile,
+    by_thread: BTreeMap<u32, Tally>,
+    ktime: &BTreeMap<u32, ThreadKernelTime>,
+) -> Table {
+    let measured = |t: Option<&ThreadKernelTime>| t.map_or(0, ThreadKernelTime::total_ns);
     let mut t = Table::new(vec![
         Column::left("Process"),
         Column::right("PID"),
@@ -235,8 +259,7 @@ pub fn summary<K: AsRef<str>, V: AsRef<str>>(
     }
     t.push_note("Page faults: faults handle_mm_fault completed (minor-faults + major-faults), what `perf stat -e page-faults` counts; fault-handler entries (exceptions tracepoints) also include faults on kernel addresses and faults that end in an error.");
     t.push_note("Kernel sampled: share of cpu-clock samples taken in kernel mode. Kernel measured: page-fault, system-call and interrupt time, each measured from its entry to its exit event (overlaps counted once, time switched out left out), plus the kernel's way in and out around each fault and system call that no event times, estimated from the cost per entry calibrated at collection and from where the thread's own samples landed (a sample taken in user mode right where the kernel returned to was held back by the way out: kernel time), the two weighted by their uncertainty (a way out that ended in a preemption counted whole), as a share of the thread's CPU time.");
-    doc.push_table(t);
-    doc
+    t
 }
 
 /// `kernel-entries`: entries by cause per time bucket.
@@ -286,6 +309,20 @@ pub fn kernel_entries(
     t
 }
 
+/// Faults of one function or one memory object.
+#[derive(Default)]
+struct FaultAcc {
+    faults: u64,
+    major: u64,
+    ns: u64,
+    pages: HashSet<u64>,
+}
+
+/// (function, module) of the faulting code.
+type FaultFunctions = BTreeMap<(String, String), FaultAcc>;
+/// (object, start, end) holding the faulting address.
+type FaultObjects = BTreeMap<(String, u64, u64), FaultAcc>;
+
 /// `page-faults`: faults by the function of the faulting code and by memory object.
 pub fn page_faults(
     profile: &Profile,
@@ -294,19 +331,22 @@ pub fn page_faults(
     limit: Option<usize>,
 ) -> Document {
     let mut doc = Document::new("Page faults");
-    #[derive(Default)]
-    struct Acc {
-        faults: u64,
-        major: u64,
-        ns: u64,
-        pages: HashSet<u64>,
-    }
-    let mut by_fn: BTreeMap<(String, String), Acc> = BTreeMap::new();
-    let mut by_obj: BTreeMap<(String, u64, u64), Acc> = BTreeMap::new();
+    let (by_fn, by_obj) = faults_by(profile, entries);
+    let total: u64 = by_fn.values().map(|a| a.faults).sum();
+    let n = limit.unwrap_or(usize::MAX);
+    doc.push_table(functions_table(by_fn, total, n, recording_faults));
+    doc.push_table(objects_table(by_obj, total, n));
+    doc
+}
+
+/// The faults by function and by memory object.
+fn faults_by(profile: &Profile, entries: &[Entry]) -> (FaultFunctions, FaultObjects) {
+    let mut by_fn: FaultFunctions = BTreeMap::new();
+    let mut by_obj: FaultObjects = BTreeMap::new();
     for e in entries.iter().filter(|e| e.cause.is_fault()) {
         let key =
             user_function(profile, e.stack).unwrap_or_else(|| ("[unknown]".into(), String::new()));
-        let add = |a: &mut Acc| {
+        let add = |a: &mut FaultAcc| {
             a.faults += 1;
             a.major += e.major as u64;
             a.ns += e.duration_ns.unwrap_or(0);
@@ -322,8 +362,11 @@ pub fn page_faults(
         );
         add(by_obj.entry(obj).or_default());
     }
-    let total: u64 = by_fn.values().map(|a| a.faults).sum();
-    let n = limit.unwrap_or(usize::MAX);
+    (by_fn, by_obj)
+}
+
+/// The `n` functions with the most faults.
+fn functions_table(by_fn: FaultFunctions, total: u64, n: usize, recording_faults: u64) -> Table {
     let mut t = Table::new(vec![
         Column::left("Function"),
         Column::left("Module"),
@@ -352,7 +395,11 @@ pub fn page_faults(
     if recording_faults > 0 {
         t.push_note(format!("{recording_faults} page faults taken while kairos read a sample's call stack are the recording's own and left out (the kernel's walk of the user stack ends on a frame pointer that leads nowhere, about once per sample)."));
     }
-    doc.push_table(t);
+    t
+}
+
+/// The `n` memory objects with the most faults.
+fn objects_table(by_obj: FaultObjects, total: u64, n: usize) -> Table {
     let mut t = Table::new(vec![
         Column::left("Object"),
         Column::left("Range"),
@@ -386,8 +433,7 @@ pub fn page_faults(
         ]);
     }
     t.push_note("[anon]: an anonymous mapping (malloc places blocks of 128 KiB and more in their own); [heap]: the brk heap; [stack]: above every mapping. Pages: distinct 4 KiB pages faulted.");
-    doc.push_table(t);
-    doc
+    t
 }
 
 /// `timeline`: rates per bucket and the longest interruptions of the hottest user function.

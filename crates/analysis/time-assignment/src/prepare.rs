@@ -11,10 +11,10 @@ use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::ops::{Deref, Range};
 
-use kairos_model::{BranchKind, BranchRecord, FrameIdx, Profile, ThreadIdx};
+use kairos_model::{BranchKind, BranchRecord, FrameIdx, Profile, Sample, ThreadIdx};
 
 use crate::slots::ThreadSlots;
-use crate::snapshots::{first_interval, Order, Scan, Snapshots};
+use crate::snapshots::{first_interval, Order, Scan, SnapIter, Snapshots};
 use crate::{Method, Owners};
 
 /// Index of a function (name + module) in [`Prepared::names`]; 0 is `[unknown]`.
@@ -293,18 +293,10 @@ pub(crate) fn prepare_scanned<S: Owners + ?Sized>(
     method: Method,
     (snaps, scan): (Snapshots, Scan),
 ) -> Prepared {
-    let (keep, links) = (method != Method::None, method == Method::Nesting);
-    let mut keys = Keys {
-        profile,
-        by_name: HashMap::new(),
-        names: vec!["[unknown]".into()],
-        by_frame: vec![FnKey::MAX; profile.frames.len()],
-    };
-    let mut notes = Vec::new();
-
+    let mut b = Builder::new(profile, samples.len(), method);
     let stray = scan.stray;
     if stray > 0 {
-        notes.push(format!(
+        b.notes.push(format!(
             "{stray} branch records name a sample that does not exist and were ignored"
         ));
     }
@@ -318,63 +310,136 @@ pub(crate) fn prepare_scanned<S: Owners + ?Sized>(
 
     let order = Order::of(samples);
     let first_len = first_interval(profile, samples, &order);
-    let mut by_func: Vec<(f64, f64)> = Vec::new();
-    let mut slots = ThreadSlots::default();
-    let mut threads: Vec<ThreadIdx> = Vec::new();
-    let mut last: Vec<Option<u64>> = Vec::new();
-    // Each interval's records are a range of one vector for all.
-    let mut intervals: Vec<Interval> = Vec::with_capacity(samples.len());
-    // At most one record per branch record; only the pages written become resident.
-    let mut all_recs: Vec<Rec> = Vec::with_capacity(if keep { profile.branches.len() } else { 0 });
-    let mut unknown_from = 0u64;
-    let mut has_cycles = false;
-    let mut all_links: Vec<Link> = if links {
-        Vec::with_capacity(profile.branches.len())
-    } else {
-        Vec::new()
-    };
     for si in order.iter() {
         let Some(s) = samples.get(si) else {
             continue;
         };
-        let slot = slots.of(s.thread);
-        if slot as usize == threads.len() {
-            threads.push(s.thread);
-        }
-        if last.len() <= slot as usize {
-            last.resize(slot as usize + 1, None);
-        }
-        let start = match last[slot as usize].replace(s.time_ns) {
-            Some(prev) => prev.min(s.time_ns),
-            None => s.time_ns.saturating_sub(if profile.weight_is_time() {
-                s.weight
-            } else {
-                first_len
-            }),
-        };
-        let leaf_frame = s
-            .stack
-            .and_then(|st| profile.stacks.get(st as usize))
-            .map(|n| n.frame);
-        let leaf_func = keys.of(leaf_frame);
-        // r_f, summed in sample time order: by weight, and by count should no sample
-        // have a weight.
-        let k = leaf_func as usize;
-        if by_func.len() <= k {
-            by_func.resize(k + 1, (0.0, 0.0));
-        }
-        by_func[k].0 += s.weight as f64;
-        by_func[k].1 += 1.0;
+        let (slot, start) = b.interval_start(&s, first_len);
+        let leaf_frame = b.count_leaf(&s);
         let snap = snaps.get(si);
         // Read forward first (the records lie in memory in this order, so the hardware
         // streams them into cache; the walk below goes backwards and would miss).
         let has_old = snap.iter().fold(false, |old, i| {
             old | profile.branches.get(i as usize).is_some_and(|b| !b.is_new)
         });
-        let first_rec = all_recs.len();
-        let recs = &mut all_recs;
-        // Walk oldest first so each record knows the record that opened its segment:
-        // (kind, FROM function, TO frame, TO function) of the one before.
+        let first_rec = b.recs.len();
+        b.walk(&snap);
+        let complete = has_old || snap.len() < depth || snap.is_empty();
+        b.intervals.push(Interval {
+            sample: si as u32,
+            slot,
+            start,
+            end: s.time_ns,
+            leaf_frame: leaf_frame.unwrap_or(NO_FRAME),
+            rec_range: first_rec as u32..b.recs.len() as u32,
+            complete,
+        });
+    }
+    b.finish(cycles_saturate)
+}
+
+/// What [`prepare_scanned`] builds up, sample by sample.
+struct Builder<'p> {
+    profile: &'p Profile,
+    /// Keep the records ([`Rec`]s), and the [`Link`]s.
+    keep: bool,
+    links: bool,
+    keys: Keys<'p>,
+    notes: Vec<String>,
+    /// Per function key: (summed weight, samples) of the samples it is the leaf of.
+    by_func: Vec<(f64, f64)>,
+    slots: ThreadSlots,
+    threads: Vec<ThreadIdx>,
+    /// Per slot: the time of the thread's last sample.
+    last: Vec<Option<u64>>,
+    /// Each interval's records are a range of one vector for all.
+    intervals: Vec<Interval>,
+    recs: Vec<Rec>,
+    unknown_from: u64,
+    has_cycles: bool,
+    all_links: Vec<Link>,
+}
+
+impl<'p> Builder<'p> {
+    fn new(profile: &'p Profile, samples: usize, method: Method) -> Self {
+        let (keep, links) = (method != Method::None, method == Method::Nesting);
+        Builder {
+            profile,
+            keep,
+            links,
+            keys: Keys {
+                profile,
+                by_name: HashMap::new(),
+                names: vec!["[unknown]".into()],
+                by_frame: vec![FnKey::MAX; profile.frames.len()],
+            },
+            notes: Vec::new(),
+            by_func: Vec::new(),
+            slots: ThreadSlots::default(),
+            threads: Vec::new(),
+            last: Vec::new(),
+            intervals: Vec::with_capacity(samples),
+            // At most one record per branch record; only the pages written become
+            // resident.
+            recs: Vec::with_capacity(if keep { profile.branches.len() } else { 0 }),
+            unknown_from: 0,
+            has_cycles: false,
+            all_links: if links {
+                Vec::with_capacity(profile.branches.len())
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// The sample's thread slot and the start of its interval: the thread's previous
+    /// sample, or for its first one the sample's weight (when a time) or `first_len` back.
+    #[inline]
+    fn interval_start(&mut self, s: &Sample, first_len: u64) -> (u32, u64) {
+        let slot = self.slots.of(s.thread);
+        if slot as usize == self.threads.len() {
+            self.threads.push(s.thread);
+        }
+        if self.last.len() <= slot as usize {
+            self.last.resize(slot as usize + 1, None);
+        }
+        let start = match self.last[slot as usize].replace(s.time_ns) {
+            Some(prev) => prev.min(s.time_ns),
+            None => s.time_ns.saturating_sub(if self.profile.weight_is_time() {
+                s.weight
+            } else {
+                first_len
+            }),
+        };
+        (slot, start)
+    }
+
+    /// The sample's leaf frame, counted for its function's share.
+    #[inline]
+    fn count_leaf(&mut self, s: &Sample) -> Option<FrameIdx> {
+        let leaf_frame = s
+            .stack
+            .and_then(|st| self.profile.stacks.get(st as usize))
+            .map(|n| n.frame);
+        let leaf_func = self.keys.of(leaf_frame);
+        // r_f, summed in sample time order: by weight, and by count should no sample
+        // have a weight.
+        let k = leaf_func as usize;
+        if self.by_func.len() <= k {
+            self.by_func.resize(k + 1, (0.0, 0.0));
+        }
+        self.by_func[k].0 += s.weight as f64;
+        self.by_func[k].1 += 1.0;
+        leaf_frame
+    }
+
+    /// Walks one snapshot's new records oldest first, so each record knows the record
+    /// that opened its segment, keeping a [`Rec`] (and a [`Link`]) for each.
+    #[inline]
+    fn walk(&mut self, snap: &SnapIter) {
+        let profile = self.profile;
+        let keys = &mut self.keys;
+        // (kind, FROM function, TO frame, TO function) of the record before.
         let mut older: Option<(BranchKind, FnKey, Option<FrameIdx>, FnKey)> = None;
         // The old record just before, looked up only if a new record follows it (most
         // records are old, and their functions were looked up when they were new).
@@ -402,78 +467,74 @@ pub(crate) fn prepare_scanned<S: Owners + ?Sized>(
                 _ => match older {
                     Some((_, _, tf, tk)) if tk != UNKNOWN => (tf, tk),
                     _ => {
-                        unknown_from += 1;
+                        self.unknown_from += 1;
                         (b.from_frame, UNKNOWN)
                     }
                 },
             };
-            if keep {
+            if self.keep {
                 // The frame's function is `func` (see `Prepared::func`): both arms
                 // above take the key of the frame they give.
                 debug_assert_eq!(keys.of(frame), func);
-                recs.push(Rec {
+                self.recs.push(Rec {
                     frame: frame.unwrap_or(NO_FRAME),
                     cycles: b.cycles.and_then(NonZeroU32::new),
                     record: bi,
                 });
             }
-            if links {
-                all_links.push(Link {
+            if self.links {
+                self.all_links.push(Link {
                     to_func: to,
                     opened_func: older.map_or(0, |o| o.1),
                     kind: b.kind,
                     opened_kind: older.map(|o| o.0),
                 });
             }
-            has_cycles |= b.cycles.is_some_and(|c| c > 0);
+            self.has_cycles |= b.cycles.is_some_and(|c| c > 0);
             older = Some((b.kind, from, b.to_frame, to));
         }
-        let complete = has_old || snap.len() < depth || snap.is_empty();
-        intervals.push(Interval {
-            sample: si as u32,
-            slot,
-            start,
-            end: s.time_ns,
-            leaf_frame: leaf_frame.unwrap_or(NO_FRAME),
-            rec_range: first_rec as u32..all_recs.len() as u32,
-            complete,
-        });
-    }
-    all_recs.shrink_to_fit();
-    if unknown_from > 0 {
-        notes.push(format!(
-            "{unknown_from} branch records have no known function at FROM"
-        ));
-    }
-    let lost = intervals.iter().filter(|iv| !iv.complete).count();
-    if lost > 0 {
-        notes.push(format!(
-            "{lost} snapshots overflowed (more branches between two samples than the LBR holds)"
-        ));
     }
 
-    let by_weight = by_func.iter().any(|f| f.0 > 0.0);
-    let mut shares: Vec<f64> = by_func
-        .iter()
-        .map(|&(w, n)| if by_weight { w } else { n })
-        .collect();
-    shares.resize(keys.names.len(), 0.0);
-    let total: f64 = shares.iter().sum();
-    if total > 0.0 {
-        shares.iter_mut().for_each(|x| *x /= total);
-    }
-    Prepared {
-        intervals,
-        recs: all_recs,
-        threads,
-        names: keys.names,
-        shares,
-        cycles_saturate,
-        notes,
-        n_threads: slots.count as usize,
-        has_cycles,
-        links: all_links,
-        fn_of_frame: keys.by_frame,
+    /// The notes on what could not be read, and each function's share of the samples.
+    fn finish(mut self, cycles_saturate: Option<u32>) -> Prepared {
+        self.recs.shrink_to_fit();
+        let unknown_from = self.unknown_from;
+        if unknown_from > 0 {
+            self.notes.push(format!(
+                "{unknown_from} branch records have no known function at FROM"
+            ));
+        }
+        let lost = self.intervals.iter().filter(|iv| !iv.complete).count();
+        if lost > 0 {
+            self.notes.push(format!(
+                "{lost} snapshots overflowed (more branches between two samples than the LBR holds)"
+            ));
+        }
+
+        let by_weight = self.by_func.iter().any(|f| f.0 > 0.0);
+        let mut shares: Vec<f64> = self
+            .by_func
+            .iter()
+            .map(|&(w, n)| if by_weight { w } else { n })
+            .collect();
+        shares.resize(self.keys.names.len(), 0.0);
+        let total: f64 = shares.iter().sum();
+        if total > 0.0 {
+            shares.iter_mut().for_each(|x| *x /= total);
+        }
+        Prepared {
+            intervals: self.intervals,
+            recs: self.recs,
+            threads: self.threads,
+            names: self.keys.names,
+            shares,
+            cycles_saturate,
+            notes: self.notes,
+            n_threads: self.slots.count as usize,
+            has_cycles: self.has_cycles,
+            links: self.all_links,
+            fn_of_frame: self.keys.by_frame,
+        }
     }
 }
 

@@ -228,13 +228,6 @@ fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Fin
             .unwrap_or(0);
     let t_pct = (t_all > 0).then(|| pct(t_off, t_all));
     out.off_node_traffic_pct = t_pct;
-    let moved = traffic.map(|t| {
-        format!(
-            "the target read {} from it and wrote {}",
-            size(t.read_bytes),
-            size(t.write_bytes)
-        )
-    });
     if p.nodes.iter().filter(|n| !n.cpus.is_empty()).count() < 2 {
         out.verdict = Verdict::Local;
         out.sentence =
@@ -246,6 +239,20 @@ fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Fin
         out.sentence = format!("{device} is on node {node}; the result has no samples with a CPU and no page placement, so nothing to check it against");
         return out;
     }
+    let e = Evidence {
+        d,
+        u,
+        node,
+        traffic,
+        s_pct,
+        p_pct,
+        t_pct,
+    };
+    let parts = e.mismatches();
+    if parts.is_empty() {
+        out.sentence = format!("{device} is on node {node}; {}: local", e.local());
+        return out;
+    }
     let cpus = p
         .nodes
         .iter()
@@ -253,50 +260,89 @@ fn finding(p: &Platform, d: &Device, u: &Usage, samples: u64, pages: u64) -> Fin
         .map(|n| format_cpulist(&n.cpus))
         .unwrap_or_default();
     let fix = format!("pin the threads to node {node}'s CPUs {cpus} (taskset -c {cpus}, or numactl --cpunodebind={node} --membind={node})");
-    let mut parts: Vec<String> = Vec::new();
-    if let (Some(t), Some(tp)) = (traffic, t_pct) {
-        if let Some(other) = main_other(&t.bytes_by_node, node).filter(|_| tp > 50.0) {
-            parts.push(format!(
-                "{}, {tp:.0}% of it on node {other}'s CPUs{}: {}",
-                moved.clone().unwrap_or_default(),
-                off_threads(&t.threads, node),
-                what_lands(d, node)
-            ));
-        }
-    } else if let (Some(sp), Some(other)) = (s_pct, main_other(&u.samples_by_node, node)) {
-        // Not traced: a majority of the samples off the device's node is the mismatch.
-        if sp > 50.0 {
-            parts.push(format!(
-                "{:.0}% of the samples of the target's threads ran on node {other}{}: {}",
-                sp,
-                off_threads(&u.threads, node),
-                what_lands(d, node)
-            ));
-        }
+    out.verdict = Verdict::Mismatch;
+    out.sentence = format!("{device} is on node {node}; {}; {fix}", parts.join("; "));
+    out
+}
+
+/// What a device on `node` is judged by: the traffic traced through it, or the target's
+/// samples, and its pages; each off-node share, when there is anything to take it of.
+struct Evidence<'a> {
+    d: &'a Device,
+    u: &'a Usage,
+    node: u32,
+    traffic: Option<&'a Traffic>,
+    s_pct: Option<f64>,
+    p_pct: Option<f64>,
+    t_pct: Option<f64>,
+}
+
+impl Evidence<'_> {
+    /// What the target moved through the device.
+    fn moved(&self) -> Option<String> {
+        self.traffic.map(|t| {
+            format!(
+                "the target read {} from it and wrote {}",
+                size(t.read_bytes),
+                size(t.write_bytes)
+            )
+        })
     }
-    if let (Some(pp), Some(other)) = (
-        p_pct,
-        u.pages_by_node.as_ref().and_then(|m| main_other(m, node)),
-    ) {
-        if pp > 50.0 {
-            parts.push(format!("{pp:.0}% of the target's resident pages are on node {other}, so buffers exchanged with the device cross the interconnect"));
+
+    /// One clause per majority off the device's node: of its traffic (else of the
+    /// samples), and of the pages.
+    fn mismatches(&self) -> Vec<String> {
+        let (d, u, node) = (self.d, self.u, self.node);
+        let mut parts: Vec<String> = Vec::new();
+        if let (Some(t), Some(tp)) = (self.traffic, self.t_pct) {
+            if let Some(other) = main_other(&t.bytes_by_node, node).filter(|_| tp > 50.0) {
+                parts.push(format!(
+                    "{}, {tp:.0}% of it on node {other}'s CPUs{}: {}",
+                    self.moved().unwrap_or_default(),
+                    off_threads(&t.threads, node),
+                    what_lands(d, node)
+                ));
+            }
+        } else if let (Some(sp), Some(other)) = (self.s_pct, main_other(&u.samples_by_node, node)) {
+            // Not traced: a majority of the samples off the device's node is the mismatch.
+            if sp > 50.0 {
+                parts.push(format!(
+                    "{:.0}% of the samples of the target's threads ran on node {other}{}: {}",
+                    sp,
+                    off_threads(&u.threads, node),
+                    what_lands(d, node)
+                ));
+            }
         }
+        if let (Some(pp), Some(other)) = (
+            self.p_pct,
+            u.pages_by_node.as_ref().and_then(|m| main_other(m, node)),
+        ) {
+            if pp > 50.0 {
+                parts.push(format!("{pp:.0}% of the target's resident pages are on node {other}, so buffers exchanged with the device cross the interconnect"));
+            }
+        }
+        parts
     }
-    if parts.is_empty() {
-        let ran = match (&moved, t_pct) {
+
+    /// What shows the device's use local: its traffic's (else the samples') and the
+    /// pages' shares on its node.
+    fn local(&self) -> String {
+        let node = self.node;
+        let ran = match (self.moved(), self.t_pct) {
             (Some(m), Some(tp)) => Some(format!(
                 "{m}, {:.0}% of it on node {node}'s CPUs",
                 100.0 - tp
             )),
-            (Some(m), None) => Some(m.clone()),
-            _ => s_pct.map(|sp| format!("{:.0}% of the samples ran on node {node}", 100.0 - sp)),
+            (Some(m), None) => Some(m),
+            _ => self
+                .s_pct
+                .map(|sp| format!("{:.0}% of the samples ran on node {node}", 100.0 - sp)),
         };
-        let mem = p_pct.map(|pp| format!("{:.0}% of the pages are on node {node}", 100.0 - pp));
+        let mem = self
+            .p_pct
+            .map(|pp| format!("{:.0}% of the pages are on node {node}", 100.0 - pp));
         let what: Vec<String> = [ran, mem].into_iter().flatten().collect();
-        out.sentence = format!("{device} is on node {node}; {}: local", what.join(" and "));
-        return out;
+        what.join(" and ")
     }
-    out.verdict = Verdict::Mismatch;
-    out.sentence = format!("{device} is on node {node}; {}; {fix}", parts.join("; "));
-    out
 }

@@ -20,32 +20,13 @@ pub(crate) fn finish(
         &rec.functions,
         kairos_symbolize::SymbolizerOptions::default(),
     );
-    let calls = profile.calls.len() as u64;
-    let sum = |f: fn(&crate::Paired) -> u64| rec.threads.iter().map(|t| f(&t.paired)).sum::<u64>();
-    let (unmatched, unwound) = (sum(|p| p.unmatched_exits), sum(|p| p.unwound));
-    let mut open_names: Vec<String> = rec
-        .threads
-        .iter()
-        .flat_map(|t| t.paired.open_at_end.iter())
-        .filter_map(|&f| rec.functions.get(f as usize))
-        .filter_map(|loc| {
-            profile
-                .frames
-                .iter()
-                .find(|fr| fr.address == loc.address)
-                .map(|fr| fr.function.clone())
-        })
-        .collect();
-    let open = open_names.len();
-    open_names.sort();
-    open_names.dedup();
-
+    let c = Counts::of(&rec, &profile);
     let overhead = untraced.map(|u| {
         let slowdown = if u > 0.0 { rec.traced_seconds / u } else { 0.0 };
         // Negative when run-to-run noise exceeds the tracer's cost (few calls): reported
         // as is, so the reader sees the measurement rather than a clamped zero.
-        let per_call = if calls > 0 {
-            (rec.traced_seconds - u) * 1e9 / calls as f64
+        let per_call = if c.calls > 0 {
+            (rec.traced_seconds - u) * 1e9 / c.calls as f64
         } else {
             0.0
         };
@@ -60,49 +41,10 @@ pub(crate) fn finish(
     });
     m.notes.extend(rec.notes.iter().cloned());
     m.notes.extend(sym_notes);
-    if open > 0 {
-        m.notes.push(format!("{open} calls were still open when the trace ended ({}); they end at the last time stamp", open_names.join(", ")));
-    }
-    if unmatched > 0 || unwound > 0 {
-        m.notes.push(format!("{unmatched} exits had no matching entry and {unwound} calls were closed by a caller's exit (longjmp, exceptions, or missed returns)"));
-    }
-    if rec.lost_events > 0 {
-        m.notes.push(format!(
-            "the kernel dropped {} probe hits (ring buffer full); calls around them may be wrong",
-            rec.lost_events
-        ));
-    }
-    if !rec.refused.is_empty() {
-        let list: Vec<String> = rec
-            .refused
-            .iter()
-            .map(|(n, why)| format!("{n} ({why})"))
-            .collect();
-        m.notes.push(format!(
-            "the kernel refused to probe {} functions, not traced: {}",
-            rec.refused.len(),
-            list.join(", ")
-        ));
-    }
+    c.note(&rec, &mut m.notes);
     m.extra.insert(
         "trace".into(),
-        json!({
-            "mode": match mode { Mode::Instrument => "instrument", Mode::Uprobes => "uprobes" },
-            "mode_reason": reason,
-            "clock": "CLOCK_MONOTONIC",
-            "calls": calls,
-            "threads": profile.threads.len(),
-            "functions": profile.frames.len(),
-            "unmatched_exits": unmatched,
-            "unwound_calls": unwound,
-            "open_at_end": open,
-            "lost_events": rec.lost_events,
-            "probed_functions": rec.probed,
-            "refused_functions": rec.refused.iter().map(|(n, why)| json!({"name": n, "reason": why})).collect::<Vec<_>>(),
-            "overhead": overhead.map(|(u, s, p)| json!({
-                "untraced_seconds": u, "traced_seconds": rec.traced_seconds, "slowdown": s, "ns_per_call": p,
-            })),
-        }),
+        c.manifest_entry(&rec, &profile, (mode, reason), overhead),
     );
     let tables = kairos_result::write_profile(dir, &profile).map_err(|e| {
         Failure::failed(format!(
@@ -114,6 +56,103 @@ pub(crate) fn finish(
     session::save(dir)?;
     print_summary(dir, &profile, mode, reason, overhead, rec.traced_seconds);
     Ok(())
+}
+
+/// What the pairing of the trace left over, besides the calls.
+struct Counts {
+    calls: u64,
+    /// Exits with no entry, and calls closed by a caller's exit.
+    unmatched: u64,
+    unwound: u64,
+    /// Calls still open at the end, and their functions' names (each once, sorted).
+    open: usize,
+    open_names: Vec<String>,
+}
+
+impl Counts {
+    fn of(rec: &Recorded, profile: &kairos_model::Profile) -> Counts {
+        let sum =
+            |f: fn(&crate::Paired) -> u64| rec.threads.iter().map(|t| f(&t.paired)).sum::<u64>();
+        let mut open_names: Vec<String> = rec
+            .threads
+            .iter()
+            .flat_map(|t| t.paired.open_at_end.iter())
+            .filter_map(|&f| rec.functions.get(f as usize))
+            .filter_map(|loc| {
+                profile
+                    .frames
+                    .iter()
+                    .find(|fr| fr.address == loc.address)
+                    .map(|fr| fr.function.clone())
+            })
+            .collect();
+        let open = open_names.len();
+        open_names.sort();
+        open_names.dedup();
+        Counts {
+            calls: profile.calls.len() as u64,
+            unmatched: sum(|p| p.unmatched_exits),
+            unwound: sum(|p| p.unwound),
+            open,
+            open_names,
+        }
+    }
+
+    /// A note for each thing that makes calls wrong or missing.
+    fn note(&self, rec: &Recorded, notes: &mut Vec<String>) {
+        let (open, unmatched, unwound) = (self.open, self.unmatched, self.unwound);
+        if open > 0 {
+            notes.push(format!("{open} calls were still open when the trace ended ({}); they end at the last time stamp", self.open_names.join(", ")));
+        }
+        if unmatched > 0 || unwound > 0 {
+            notes.push(format!("{unmatched} exits had no matching entry and {unwound} calls were closed by a caller's exit (longjmp, exceptions, or missed returns)"));
+        }
+        if rec.lost_events > 0 {
+            notes.push(format!(
+                "the kernel dropped {} probe hits (ring buffer full); calls around them may be wrong",
+                rec.lost_events
+            ));
+        }
+        if !rec.refused.is_empty() {
+            let list: Vec<String> = rec
+                .refused
+                .iter()
+                .map(|(n, why)| format!("{n} ({why})"))
+                .collect();
+            notes.push(format!(
+                "the kernel refused to probe {} functions, not traced: {}",
+                rec.refused.len(),
+                list.join(", ")
+            ));
+        }
+    }
+
+    /// The manifest's `trace` entry: how it was traced, the counts and the overhead.
+    fn manifest_entry(
+        &self,
+        rec: &Recorded,
+        profile: &kairos_model::Profile,
+        (mode, reason): (Mode, &str),
+        overhead: Option<(f64, f64, f64)>,
+    ) -> serde_json::Value {
+        json!({
+            "mode": match mode { Mode::Instrument => "instrument", Mode::Uprobes => "uprobes" },
+            "mode_reason": reason,
+            "clock": "CLOCK_MONOTONIC",
+            "calls": self.calls,
+            "threads": profile.threads.len(),
+            "functions": profile.frames.len(),
+            "unmatched_exits": self.unmatched,
+            "unwound_calls": self.unwound,
+            "open_at_end": self.open,
+            "lost_events": rec.lost_events,
+            "probed_functions": rec.probed,
+            "refused_functions": rec.refused.iter().map(|(n, why)| json!({"name": n, "reason": why})).collect::<Vec<_>>(),
+            "overhead": overhead.map(|(u, s, p)| json!({
+                "untraced_seconds": u, "traced_seconds": rec.traced_seconds, "slowdown": s, "ns_per_call": p,
+            })),
+        })
+    }
 }
 
 fn print_summary(

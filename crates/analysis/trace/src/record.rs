@@ -8,13 +8,14 @@ use std::process::Command;
 use std::time::Instant;
 
 use kairos_analysis_api::Failure;
-use kairos_collector::uprobe::{ProbeTarget, UprobeOptions};
+use kairos_collector::uprobe::{ProbeTarget, UprobeHit, UprobeOptions};
 use kairos_result::ResultDir;
 use kairos_session as session;
 
 use crate::elf_functions::ElfTraceInfo;
 use crate::profile::locate;
 use crate::recorded::{runtime_path, Recorded, RAW_DIR};
+use crate::runtime_file::{RuntimeTrace, ThreadFile};
 use crate::{pair_thread, Event, EventKind, FunctionLoc, ThreadInfo, TracedThread};
 
 pub(crate) fn instrument(
@@ -67,76 +68,17 @@ pub(crate) fn instrument(
             program.display()
         )));
     }
-    // One function table across processes: (pid, run-time address) -> index.
-    let mut index: HashMap<(i32, u64), u32> = HashMap::new();
-    let mut by_pid: BTreeMap<i32, Vec<(u32, u64)>> = BTreeMap::new();
-    let mut threads = Vec::new();
     let prog_name = program
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    for t in &trace.threads {
-        let events: Vec<Event> = t
-            .events
-            .iter()
-            .map(|e| {
-                let next = index.len() as u32;
-                let f = *index.entry((t.pid, e.function)).or_insert_with(|| {
-                    by_pid.entry(t.pid).or_default().push((next, e.function));
-                    next
-                });
-                Event {
-                    time_ns: e.time_ns,
-                    function: f,
-                    kind: if e.exit {
-                        EventKind::Exit
-                    } else {
-                        EventKind::Entry
-                    },
-                }
-            })
-            .collect();
-        let name = if t.comm.is_empty() {
-            prog_name.clone()
-        } else {
-            t.comm.clone()
-        };
-        let process_name = trace
-            .threads
-            .iter()
-            .find(|m| m.tid == t.pid)
-            .map_or_else(|| prog_name.clone(), |m| m.comm.clone());
-        threads.push(TracedThread {
-            info: ThreadInfo {
-                pid: t.pid,
-                tid: t.tid,
-                name,
-                process_name,
-            },
-            paired: pair_thread(&events),
-        });
-    }
-    let mut functions = vec![
-        FunctionLoc {
-            address: 0,
-            module: None,
-            elf_vaddr: 0,
-            name_hint: None
-        };
-        index.len()
-    ];
-    for (pid, list) in by_pid {
-        let maps = trace.maps.get(&pid).map(Vec::as_slice).unwrap_or(&[]);
-        if maps.is_empty() {
-            notes.push(format!(
-                "no maps copy for process {pid}: its functions are named by address only"
-            ));
-        }
-        let addrs: Vec<u64> = list.iter().map(|&(_, a)| a).collect();
-        for ((i, _), loc) in list.iter().zip(locate(&addrs, maps)) {
-            functions[*i as usize] = loc;
-        }
-    }
+    let mut table = FunctionTable::default();
+    let threads = trace
+        .threads
+        .iter()
+        .map(|t| traced_thread(&trace, t, &prog_name, &mut table))
+        .collect();
+    let functions = table.locate(&trace, &mut notes);
     if interrupted.is_some() {
         notes.push("interrupted: the program was ended (SIGTERM) before it finished".to_string());
     }
@@ -151,6 +93,94 @@ pub(crate) fn instrument(
         probed: None,
         interrupted,
     })
+}
+
+/// One function table across processes: (pid, run-time address) -> index.
+#[derive(Default)]
+struct FunctionTable {
+    index: HashMap<(i32, u64), u32>,
+    /// Per process: (index, run-time address) of its functions.
+    by_pid: BTreeMap<i32, Vec<(u32, u64)>>,
+}
+
+impl FunctionTable {
+    /// The index of the function at `addr` in process `pid`, given on first sight.
+    fn of(&mut self, pid: i32, addr: u64) -> u32 {
+        let next = self.index.len() as u32;
+        let by_pid = &mut self.by_pid;
+        *self.index.entry((pid, addr)).or_insert_with(|| {
+            by_pid.entry(pid).or_default().push((next, addr));
+            next
+        })
+    }
+
+    /// Each function's location, from its process's copy of its maps (a note for a
+    /// process without one).
+    fn locate(self, trace: &RuntimeTrace, notes: &mut Vec<String>) -> Vec<FunctionLoc> {
+        let mut functions = vec![
+            FunctionLoc {
+                address: 0,
+                module: None,
+                elf_vaddr: 0,
+                name_hint: None
+            };
+            self.index.len()
+        ];
+        for (pid, list) in self.by_pid {
+            let maps = trace.maps.get(&pid).map(Vec::as_slice).unwrap_or(&[]);
+            if maps.is_empty() {
+                notes.push(format!(
+                    "no maps copy for process {pid}: its functions are named by address only"
+                ));
+            }
+            let addrs: Vec<u64> = list.iter().map(|&(_, a)| a).collect();
+            for ((i, _), loc) in list.iter().zip(locate(&addrs, maps)) {
+                functions[*i as usize] = loc;
+            }
+        }
+        functions
+    }
+}
+
+/// One thread's file as paired calls, its functions numbered in `table`.
+fn traced_thread(
+    trace: &RuntimeTrace,
+    t: &ThreadFile,
+    prog_name: &str,
+    table: &mut FunctionTable,
+) -> TracedThread {
+    let events: Vec<Event> = t
+        .events
+        .iter()
+        .map(|e| Event {
+            time_ns: e.time_ns,
+            function: table.of(t.pid, e.function),
+            kind: if e.exit {
+                EventKind::Exit
+            } else {
+                EventKind::Entry
+            },
+        })
+        .collect();
+    let name = if t.comm.is_empty() {
+        prog_name.to_string()
+    } else {
+        t.comm.clone()
+    };
+    let process_name = trace
+        .threads
+        .iter()
+        .find(|m| m.tid == t.pid)
+        .map_or_else(|| prog_name.to_string(), |m| m.comm.clone());
+    TracedThread {
+        info: ThreadInfo {
+            pid: t.pid,
+            tid: t.tid,
+            name,
+            process_name,
+        },
+        paired: pair_thread(&events),
+    }
 }
 
 pub(crate) fn uprobes(
@@ -185,39 +215,11 @@ pub(crate) fn uprobes(
     let mut rec = kairos_collector::uprobe::record(&opts).map_err(session::collect_error)?;
     // Rings are read one CPU after another; a thread that migrated has events in several.
     rec.hits.sort_by_key(|h| h.time_ns);
-    let mut per_tid: BTreeMap<(u32, u32), Vec<Event>> = BTreeMap::new();
-    let mut entry_ip: HashMap<u32, u64> = HashMap::new();
-    for h in &rec.hits {
-        if !h.is_return {
-            entry_ip.entry(h.function).or_insert(h.ip);
-        }
-        let kind = if h.is_return {
-            EventKind::Exit
-        } else {
-            EventKind::Entry
-        };
-        per_tid.entry((h.pid, h.tid)).or_default().push(Event {
-            time_ns: h.time_ns,
-            function: h.function,
-            kind,
-        });
-    }
     let name = program
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let threads = per_tid
-        .into_iter()
-        .map(|((pid, tid), ev)| TracedThread {
-            info: ThreadInfo {
-                pid: pid as i32,
-                tid: tid as i32,
-                name: name.clone(),
-                process_name: name.clone(),
-            },
-            paired: pair_thread(&ev),
-        })
-        .collect();
+    let (threads, entry_ip) = calls_per_thread(&rec.hits, &name);
     let module = Some(path.display().to_string());
     let functions = elf
         .functions
@@ -255,4 +257,39 @@ pub(crate) fn uprobes(
         probed: Some(rec.probed),
         interrupted: rec.signal.or(rec.interrupted.then_some(libc::SIGINT)),
     })
+}
+
+/// The hits (in time order) as paired calls per thread, and the address each function
+/// was first entered at.
+fn calls_per_thread(hits: &[UprobeHit], name: &str) -> (Vec<TracedThread>, HashMap<u32, u64>) {
+    let mut per_tid: BTreeMap<(u32, u32), Vec<Event>> = BTreeMap::new();
+    let mut entry_ip: HashMap<u32, u64> = HashMap::new();
+    for h in hits {
+        if !h.is_return {
+            entry_ip.entry(h.function).or_insert(h.ip);
+        }
+        let kind = if h.is_return {
+            EventKind::Exit
+        } else {
+            EventKind::Entry
+        };
+        per_tid.entry((h.pid, h.tid)).or_default().push(Event {
+            time_ns: h.time_ns,
+            function: h.function,
+            kind,
+        });
+    }
+    let threads = per_tid
+        .into_iter()
+        .map(|((pid, tid), ev)| TracedThread {
+            info: ThreadInfo {
+                pid: pid as i32,
+                tid: tid as i32,
+                name: name.to_string(),
+                process_name: name.to_string(),
+            },
+            paired: pair_thread(&ev),
+        })
+        .collect();
+    (threads, entry_ip)
 }

@@ -111,108 +111,143 @@ pub(crate) fn settle<'a>(
     (pid, cpu): (i32, i32),
     opener: &mut dyn Opener,
 ) -> Result<Settled<'a>, CollectError> {
-    let events = g.events();
     let role = Role {
         read_group: !g.members.is_empty(),
         ..role
     };
-    let max_drop = events
-        .iter()
-        .map(|e| e.precise_ip.saturating_sub(e.precise_min))
-        .max()
-        .unwrap_or(0);
-    let phys_options: &[bool] = if events.iter().any(|e| wants_phys(e.sample_type)) {
-        &[true, false]
-    } else {
-        &[false]
-    };
-    let mut attempts: Vec<(Try, usize, i32)> = Vec::new();
-    for &include_kernel in kernel_options {
-        for &phys_addr in phys_options {
-            for precise_drop in 0..=max_drop {
-                let t = Try {
-                    precise_drop,
-                    phys_addr,
-                    include_kernel,
-                };
-                let mut attrs = Vec::with_capacity(events.len());
-                for (i, ev) in events.iter().enumerate() {
-                    let role = Role {
-                        member: i > 0,
-                        ..role
-                    };
-                    attrs.push(build(ev, &t, role, max_freq).map_err(CollectError::Pmu)?);
-                }
-                match open_group(&mut attrs, pid, cpu, opener) {
-                    // Closed here: every pair, this one included, is opened by open_on_targets.
-                    Ok(_fds) => {
-                        let notes = events
-                            .iter()
-                            .map(|ev| notes_for(ev, &t, kernel_options, max_freq, &attempts))
-                            .collect();
-                        return Ok(Settled {
-                            t,
-                            events,
-                            attrs,
-                            notes,
-                        });
-                    }
-                    Err((i, errno)) if retryable(errno) => attempts.push((t, i, errno)),
-                    Err((i, errno)) => {
-                        return Err(refused(
-                            events[i],
-                            errno,
-                            precise_of(events[i], &t),
-                            pid,
-                            "",
-                        ))
-                    }
-                }
+    let mut s = Search::new(g, kernel_options);
+    for t in s.tries() {
+        let mut attrs = Vec::with_capacity(s.events.len());
+        for (i, ev) in s.events.iter().enumerate() {
+            let role = Role {
+                member: i > 0,
+                ..role
+            };
+            attrs.push(build(ev, &t, role, max_freq).map_err(CollectError::Pmu)?);
+        }
+        match open_group(&mut attrs, pid, cpu, opener) {
+            // Closed here: every pair, this one included, is opened by open_on_targets.
+            Ok(_fds) => {
+                let notes = s
+                    .events
+                    .iter()
+                    .map(|ev| notes_for(ev, &t, kernel_options, max_freq, &s.attempts))
+                    .collect();
+                return Ok(Settled {
+                    t,
+                    events: s.events,
+                    attrs,
+                    notes,
+                });
+            }
+            Err((i, errno)) if retryable(errno) => s.attempts.push((t, i, errno)),
+            Err((i, errno)) => {
+                let ev = s.events[i];
+                return Err(refused(ev, errno, precise_of(ev, &t), pid, ""));
             }
         }
     }
-    // A permission error is the answer only when nothing else went wrong: otherwise the
-    // event itself is the problem, whatever the privilege.
-    let perm = |e: i32| e == libc::EACCES || e == libc::EPERM;
-    let pick = attempts.iter().find(|a| !perm(a.2)).or(attempts.first());
-    let Some(&(t, i, errno)) = pick else {
-        return Err(CollectError::Pmu(PmuError::BadSpec {
-            event: g.event.name.clone(),
-            why: "no settings to try".into(),
-        }));
-    };
-    let lowest = events
-        .iter()
-        .map(|e| e.precise_min.min(e.precise_ip))
-        .min()
-        .unwrap_or(0);
-    let tried = format!(
-        " (tried {} settings: precise_ip down to {lowest}{}{})",
-        attempts.len(),
-        if phys_options.len() > 1 {
-            ", with and without physical addresses"
+    Err(s.all_refused(g, pid))
+}
+
+/// The settings [`settle`] falls back over for one group, and the refusals met so far.
+struct Search<'a, 'k> {
+    events: Vec<&'a PmuEvent>,
+    kernel_options: &'k [bool],
+    phys_options: &'static [bool],
+    /// The most any event's precise_ip can be lowered.
+    max_drop: u8,
+    /// Each retryable refusal: the settings, the event refused, the errno.
+    attempts: Vec<(Try, usize, i32)>,
+}
+
+impl<'a, 'k> Search<'a, 'k> {
+    fn new(g: &'a PmuGroup, kernel_options: &'k [bool]) -> Self {
+        let events = g.events();
+        let max_drop = events
+            .iter()
+            .map(|e| e.precise_ip.saturating_sub(e.precise_min))
+            .max()
+            .unwrap_or(0);
+        let phys_options: &[bool] = if events.iter().any(|e| wants_phys(e.sample_type)) {
+            &[true, false]
         } else {
-            ""
-        },
-        if kernel_options.len() > 1 {
-            ", with and without the kernel"
-        } else {
-            ""
+            &[false]
+        };
+        Search {
+            events,
+            kernel_options,
+            phys_options,
+            max_drop,
+            attempts: Vec::new(),
         }
-    );
-    Err(refused(
-        events[i],
-        errno,
-        precise_of(
-            events[i],
-            &Try {
-                precise_drop: max_drop,
-                ..t
+    }
+
+    /// Every combination of the settings, best first.
+    fn tries(&self) -> Vec<Try> {
+        let mut tries = Vec::new();
+        for &include_kernel in self.kernel_options {
+            for &phys_addr in self.phys_options {
+                for precise_drop in 0..=self.max_drop {
+                    tries.push(Try {
+                        precise_drop,
+                        phys_addr,
+                        include_kernel,
+                    });
+                }
+            }
+        }
+        tries
+    }
+
+    /// The error when the kernel refused every combination, naming what was tried.
+    fn all_refused(&self, g: &PmuGroup, pid: i32) -> CollectError {
+        // A permission error is the answer only when nothing else went wrong: otherwise
+        // the event itself is the problem, whatever the privilege.
+        let perm = |e: i32| e == libc::EACCES || e == libc::EPERM;
+        let pick = self
+            .attempts
+            .iter()
+            .find(|a| !perm(a.2))
+            .or(self.attempts.first());
+        let Some(&(t, i, errno)) = pick else {
+            return CollectError::Pmu(PmuError::BadSpec {
+                event: g.event.name.clone(),
+                why: "no settings to try".into(),
+            });
+        };
+        let lowest = self
+            .events
+            .iter()
+            .map(|e| e.precise_min.min(e.precise_ip))
+            .min()
+            .unwrap_or(0);
+        let tried = format!(
+            " (tried {} settings: precise_ip down to {lowest}{}{})",
+            self.attempts.len(),
+            if self.phys_options.len() > 1 {
+                ", with and without physical addresses"
+            } else {
+                ""
             },
-        ),
-        pid,
-        &tried,
-    ))
+            if self.kernel_options.len() > 1 {
+                ", with and without the kernel"
+            } else {
+                ""
+            }
+        );
+        let t = Try {
+            precise_drop: self.max_drop,
+            ..t
+        };
+        refused(
+            self.events[i],
+            errno,
+            precise_of(self.events[i], &t),
+            pid,
+            &tried,
+        )
+    }
 }
 
 /// What differs from the request for `ev`, and why.

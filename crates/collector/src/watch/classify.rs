@@ -3,7 +3,7 @@
 //! back to back into the ring of the CPU that trapped.
 
 use super::records::RawHit;
-use super::watcher::SlotUse;
+use super::slots::SlotUse;
 use super::{Access, Hit};
 
 /// Turns the samples of one ring, in ring order, into hits. An RW sample with a

@@ -653,21 +653,7 @@ unsafe fn helper(
 ) -> ! {
     // SAFETY (whole body): system calls on this process's own state and descriptors.
     unsafe {
-        close_others([ctl, rep]);
-        // Signals for the terminal's group are for kairos and the target: the helper
-        // stays until told to go (or until kairos is gone), whatever handlers it inherited.
-        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGPIPE] {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-        libc::signal(libc::SIGTERM, libc::SIG_DFL);
-        // Tracee stops arrive as SIGCHLD: through a signalfd, one poll waits for them and
-        // for the control pipe.
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGCHLD);
-        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        let sfd = libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
-
+        let sfd = isolate([ctl, rep]);
         let mut t = Tracees {
             pid,
             tids,
@@ -683,43 +669,8 @@ unsafe fn helper(
             // The kernel detaches the threads attached so far; nothing is armed yet.
             libc::_exit(1)
         };
-        // Until a listing finds no thread we do not trace yet: threads created meanwhile
-        // by a traced one are attached by the kernel, the others by the next listing.
-        for _ in 0..1000 {
-            let mut new = 0;
-            let mut failure = None;
-            each_thread(task_dir, |tid| {
-                if failure.is_some() || t.has(tid) {
-                    return;
-                }
-                match tracer_of(pid, tid) {
-                    Tracer::Gone => {}
-                    Tracer::Us => t.add(tid),
-                    Tracer::Nobody => {
-                        if ptrace(libc::PTRACE_SEIZE, tid, 0, OPTIONS as usize) == 0 {
-                            t.add(tid);
-                            new += 1;
-                        } else {
-                            let e = errno();
-                            // EPERM also answers a thread that is exiting, or that a
-                            // traced thread has just created (the kernel attached it).
-                            match tracer_of(pid, tid) {
-                                Tracer::Gone => {}
-                                Tracer::Us => t.add(tid),
-                                Tracer::Other(tracer) => failure = Some((TRACED, tracer, tid)),
-                                Tracer::Nobody => failure = Some((FAILED, e, tid)),
-                            }
-                        }
-                    }
-                    Tracer::Other(tracer) => failure = Some((TRACED, tracer, tid)),
-                }
-            });
-            if let Some((state, value, tid)) = failure {
-                fail(state, value, tid);
-            }
-            if new == 0 {
-                break;
-            }
+        if let Some((state, value, tid)) = t.attach_all(task_dir) {
+            fail(state, value, tid);
         }
         if t.n == 0 {
             fail(FAILED, libc::ESRCH, pid);
@@ -728,6 +679,101 @@ unsafe fn helper(
         libc::write(rep, [0u8].as_ptr().cast(), 1);
         libc::close(rep);
 
+        if !t.guard(ctl, sfd) {
+            // The target is gone.
+            libc::_exit(0);
+        }
+        // Told to go (the watcher has closed its events), or kairos is gone.
+        t.detach();
+        libc::_exit(0)
+    }
+}
+
+/// Keeps only the two pipe ends, ignores the terminal's signals and returns a signalfd
+/// for SIGCHLD.
+///
+/// # Safety
+/// Only in the helper.
+unsafe fn isolate(keep: [i32; 2]) -> i32 {
+    // SAFETY (whole body): system calls on this process's own state and descriptors.
+    unsafe {
+        close_others(keep);
+        // Signals for the terminal's group are for kairos and the target: the helper
+        // stays until told to go (or until kairos is gone), whatever handlers it inherited.
+        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGPIPE] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+        // Tracee stops arrive as SIGCHLD: through a signalfd, one poll waits for them and
+        // for the control pipe.
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC)
+    }
+}
+
+/// A failure to attach: (state for [`Shared`], value, thread).
+type Failure = (u32, i32, i32);
+
+impl Tracees<'_> {
+    /// Seizes every thread of the target. Until a listing finds no thread we do not trace
+    /// yet: threads created meanwhile by a traced one are attached by the kernel, the
+    /// others by the next listing.
+    fn attach_all(&mut self, task_dir: &CString) -> Option<Failure> {
+        for _ in 0..1000 {
+            let mut new = 0;
+            let mut failure = None;
+            each_thread(task_dir, |tid| {
+                if failure.is_some() || self.has(tid) {
+                    return;
+                }
+                match self.seize(tid) {
+                    Ok(true) => new += 1,
+                    Ok(false) => {}
+                    Err(f) => failure = Some(f),
+                }
+            });
+            if failure.is_some() {
+                return failure;
+            }
+            if new == 0 {
+                break;
+            }
+        }
+        None
+    }
+
+    /// Seizes one thread unless it is gone or ours already; true when newly seized.
+    fn seize(&mut self, tid: i32) -> Result<bool, Failure> {
+        let pid = self.pid;
+        match tracer_of(pid, tid) {
+            Tracer::Gone => {}
+            Tracer::Us => self.add(tid),
+            Tracer::Nobody => {
+                if ptrace(libc::PTRACE_SEIZE, tid, 0, OPTIONS as usize) == 0 {
+                    self.add(tid);
+                    return Ok(true);
+                }
+                let e = errno();
+                // EPERM also answers a thread that is exiting, or that a traced thread
+                // has just created (the kernel attached it).
+                match tracer_of(pid, tid) {
+                    Tracer::Gone => {}
+                    Tracer::Us => self.add(tid),
+                    Tracer::Other(tracer) => return Err((TRACED, tracer, tid)),
+                    Tracer::Nobody => return Err((FAILED, e, tid)),
+                }
+            }
+            Tracer::Other(tracer) => return Err((TRACED, tracer, tid)),
+        }
+        Ok(false)
+    }
+
+    /// Handles the tracees' stops until told to go on `ctl` (true) or until the target is
+    /// gone (false).
+    fn guard(&mut self, ctl: i32, sfd: i32) -> bool {
         let mut drain = [0u8; 1024];
         loop {
             let mut fds = [
@@ -742,26 +788,30 @@ unsafe fn helper(
                     revents: 0,
                 },
             ];
-            // The timeout only guards against a lost wake-up.
-            libc::poll(fds.as_mut_ptr(), 2, 100);
-            while libc::read(sfd, drain.as_mut_ptr().cast(), drain.len()) > 0 {}
-            if !t.reap(false) {
-                // The target is gone.
-                libc::_exit(0);
+            // SAFETY: a local array of two pollfds; reading into a local buffer.
+            unsafe {
+                // The timeout only guards against a lost wake-up.
+                libc::poll(fds.as_mut_ptr(), 2, 100);
+                while libc::read(sfd, drain.as_mut_ptr().cast(), drain.len()) > 0 {}
+            }
+            if !self.reap(false) {
+                return false;
             }
             if fds[0].revents != 0 {
-                break;
+                return true;
             }
         }
-        // Told to go (the watcher has closed its events), or kairos is gone.
-        t.leaving = true;
-        for i in 0..t.n {
-            if let Some(&tid) = t.tids.get(i) {
+    }
+
+    /// Interrupts every tracee and detaches each at its stop.
+    fn detach(&mut self) {
+        self.leaving = true;
+        for i in 0..self.n {
+            if let Some(&tid) = self.tids.get(i) {
                 ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0);
             }
         }
-        while t.reap(true) {}
-        libc::_exit(0)
+        while self.reap(true) {}
     }
 }
 

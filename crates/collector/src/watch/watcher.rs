@@ -5,7 +5,8 @@ use super::classify::classify;
 use super::events::{bp_attr, Events};
 use super::guard::Guard;
 use super::records::{Drained, RawHit};
-use super::{Hit, Losses, Watch, WatchError, WatchKind, WatchTarget};
+use super::slots::{plan_slots, SlotUse};
+use super::{Hit, Losses, Watch, WatchError, WatchTarget};
 
 /// How armed slots are moved to new addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,57 +17,6 @@ pub enum RearmMode {
     /// DISABLE, MODIFY_ATTRIBUTES with `disabled = 1`, ENABLE: the sequence the research
     /// found unreliable; kept to measure it.
     DisableModifyEnable,
-}
-
-/// What one slot holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SlotUse {
-    pub watch: Watch,
-    /// Traps on writes only (a Write watch, or a companion).
-    pub write_only: bool,
-    /// A W slot doubling an RW slot on the same bytes, to tell its writes from its reads.
-    pub companion: bool,
-    /// An RW slot that has such a companion, or the companion itself.
-    pub paired: bool,
-}
-
-/// Assigns watches to `slots` slots: one each, then a W companion for every ReadWrite
-/// watch while slots remain and `classify` asks for it.
-pub fn plan_slots(
-    watches: &[Watch],
-    slots: usize,
-    classify: bool,
-) -> Result<Vec<SlotUse>, WatchError> {
-    if watches.len() > slots {
-        return Err(WatchError::TooManyWatches {
-            wanted: watches.len(),
-            needed: watches.len(),
-            slots,
-        });
-    }
-    let mut plan: Vec<SlotUse> = watches
-        .iter()
-        .map(|&watch| SlotUse {
-            watch,
-            write_only: watch.kind() == WatchKind::Write,
-            companion: false,
-            paired: false,
-        })
-        .collect();
-    if classify {
-        for i in 0..watches.len() {
-            if plan.len() < slots && !plan[i].write_only {
-                plan[i].paired = true;
-                plan.push(SlotUse {
-                    watch: watches[i],
-                    write_only: true,
-                    companion: true,
-                    paired: true,
-                });
-            }
-        }
-    }
-    Ok(plan)
 }
 
 pub struct Watcher {

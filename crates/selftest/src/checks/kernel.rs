@@ -15,6 +15,7 @@ use kairos_platform::names;
 use crate::context::{Ctx, Step};
 use crate::perf_text;
 use crate::programs;
+use crate::shared_runs::KernelRuns;
 use crate::verdict::{Figure, Line, Tolerance, Unit};
 
 pub(crate) const FAULTS: &str = "page-faults";
@@ -27,17 +28,6 @@ const EVENTS: &str = "minor-faults,major-faults,exceptions:page_fault_user,excep
 /// the program's: one per sample) is hundreds.
 const FRACTION: f64 = 0.002;
 const FLOOR: f64 = 20.0;
-
-/// Both runs' figures.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Runs {
-    /// kairos: completed faults, entries from user mode, from kernel mode, system calls.
-    pub kairos: [Option<f64>; 4],
-    /// perf: the same, from its events.
-    pub perf: [Option<f64>; 4],
-    /// The program's own (kernel, user) faults.
-    pub truth: Option<(u64, u64)>,
-}
 
 fn against() -> String {
     format!(
@@ -80,7 +70,7 @@ pub(crate) fn perf_figures(stat: &str) -> Result<[Option<f64>; 4], String> {
     ])
 }
 
-fn runs(ctx: &Ctx) -> Step<Runs> {
+fn runs(ctx: &Ctx) -> Step<KernelRuns> {
     // A launched program's kernel entries need the tracepoints (system-overview's need).
     let na = |why: String| Line::not_available(FAULTS, why);
     ctx.capability(names::TRACEPOINTS)
@@ -119,7 +109,7 @@ fn runs(ctx: &Ctx) -> Step<Runs> {
             perf_text::message(&p.stderr)
         )));
     }
-    Ok(Runs {
+    Ok(KernelRuns {
         kairos: kairos_figures(&manifest),
         perf: perf_figures(&p.stderr).map_err(na)?,
         truth: programs::kfaults(&o.stdout),
@@ -128,7 +118,7 @@ fn runs(ctx: &Ctx) -> Step<Runs> {
 
 /// The shared runs, made by the first of the two checks that needs them. A failure is
 /// reported under the asking check's name.
-fn shared(ctx: &mut Ctx, name: &str) -> Step<Runs> {
+fn shared(ctx: &mut Ctx, name: &str) -> Step<KernelRuns> {
     if ctx.kernel_runs.is_none() {
         ctx.kernel_runs = Some(runs(ctx));
     }
@@ -162,7 +152,7 @@ fn percent(f: f64) -> String {
     format!("{}%", f * 100.0)
 }
 
-pub(crate) fn fault_line(r: &Runs) -> Line {
+pub(crate) fn fault_line(r: &KernelRuns) -> Line {
     let truth = r.truth.map_or(String::new(), |(k, u)| {
         format!(" (the program's own: {k} kernel-mode, {u} user-mode)")
     });
@@ -181,7 +171,7 @@ pub(crate) fn fault_line(r: &Runs) -> Line {
     )
 }
 
-pub(crate) fn syscall_line(r: &Runs) -> Line {
+pub(crate) fn syscall_line(r: &KernelRuns) -> Line {
     let truth = r.truth.map_or(String::new(), |(k, _)| {
         format!(" (the program makes {k} read calls and its start-up a few dozen)")
     });
@@ -214,7 +204,7 @@ mod tests {
 
     /// This VM: kairos's manifest of `collect system-overview -- kfaults 20000 2000 100`
     /// and perf stat of a separate run.
-    fn recorded() -> Runs {
+    fn recorded() -> KernelRuns {
         let so = serde_json::json!({
             "kernel_entries": {"context-switch": 44, "interrupt": 119, "kernel-page-fault": 20003, "syscall": 20041, "user-page-fault": 2058},
             "page_faults": 2061, "recording_faults": 99
@@ -222,7 +212,7 @@ mod tests {
         let stat = "2060,,minor-faults,44578859,100.00,,\n0,,major-faults,44578859,100.00,,\n\
                     2056,,exceptions:page_fault_user,44578859,100.00,,\n20004,,exceptions:page_fault_kernel,44578859,100.00,,\n\
                     20042,,raw_syscalls:sys_enter,44578859,100.00,,\n";
-        Runs {
+        KernelRuns {
             kairos: kairos_figures(&so),
             perf: perf_figures(stat).unwrap_or_default(),
             truth: Some((20000, 2000)),

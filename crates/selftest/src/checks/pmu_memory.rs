@@ -16,9 +16,10 @@ use kairos_mem_source::tma::MemoryBound;
 use kairos_platform::names;
 
 use super::{unavailable, Probe};
-use crate::context::{Ctx, Output, Step};
+use crate::context::{Ctx, Step};
 use crate::perf_text::{self, MemSample};
 use crate::programs::{self, Range};
+use crate::shared_runs::PmuMemoryRun;
 use crate::verdict::{median, share_tolerance, Figure, Line, Tolerance, Unit};
 
 pub(crate) const NAME: &str = "pebs-ibs";
@@ -31,13 +32,6 @@ const SHARE_FLOOR: f64 = 3.0;
 /// TMA figures are percent of slots or clocks of two runs: this many points apart at most.
 const TMA_POINTS: f64 = 5.0;
 
-/// kairos's run, shared by both checks.
-#[derive(Debug, Clone)]
-pub(crate) struct Run {
-    pub dir: PathBuf,
-    pub output: Output,
-}
-
 fn program_line() -> String {
     format!("{PROGRAM} {}", ARGS.join(" "))
 }
@@ -49,7 +43,7 @@ fn pmu_reason(ctx: &Ctx) -> Option<String> {
     }
 }
 
-fn collect(ctx: &Ctx) -> Step<Run> {
+fn collect(ctx: &Ctx) -> Step<PmuMemoryRun> {
     let na = |why: String| Line::not_available(NAME, why);
     if let Some(why) = pmu_reason(ctx) {
         return Err(unavailable(ctx, NAME, &why, Probe::Mem, true));
@@ -58,7 +52,10 @@ fn collect(ctx: &Ctx) -> Step<Run> {
     let dir = ctx.path("pmu-memory");
     let knobs = ["source=pmu", "numa=off", "track-allocations=off"];
     match ctx.collect("memory-access", &dir, &knobs, &prog, &ARGS) {
-        Ok(output) => Ok(Run { dir, output }),
+        Ok(output) => Ok(PmuMemoryRun {
+            dir,
+            stdout: output.stdout,
+        }),
         Err(e) => Err(Line::disagrees(
             NAME,
             format!(
@@ -71,7 +68,7 @@ fn collect(ctx: &Ctx) -> Step<Run> {
 }
 
 /// The shared run; a failure is reported under the asking check's name.
-fn shared(ctx: &mut Ctx, name: &str) -> Step<Run> {
+fn shared(ctx: &mut Ctx, name: &str) -> Step<PmuMemoryRun> {
     if ctx.pmu_memory.is_none() {
         ctx.pmu_memory = Some(collect(ctx));
     }
@@ -184,10 +181,10 @@ fn check_steps(ctx: &mut Ctx) -> Step<Line> {
             "perf mem -t load record on a separate run of {}",
             program_line()
         );
-        let ranges = programs::matrix_ranges(&kairos.output.stdout).ok_or_else(|| {
+        let ranges = programs::matrix_ranges(&kairos.stdout).ok_or_else(|| {
             na(format!(
                 "{PROGRAM} did not print its matrices: {}",
-                kairos.output.stdout.trim()
+                kairos.stdout.trim()
             ))
         })?;
         let built = kairos_analysis_memory_access::tables::read(&kairos.dir.join("tables"))

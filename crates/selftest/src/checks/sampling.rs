@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -104,8 +105,13 @@ fn same_run(
     rate: &[&str],
     pairing: Pairing,
 ) -> Step<Line> {
-    let against =
-        format!("perf record -e {event} -g attached to the same run of transitions {ITERATIONS}");
+    let c = Comparison {
+        name,
+        event,
+        against: format!(
+            "perf record -e {event} -g attached to the same run of transitions {ITERATIONS}"
+        ),
+    };
     let na = |why: String| Line::not_available(name, why);
     ctx.perf_ready().map_err(na)?;
     let prog = ctx.sample("transitions").map_err(na)?;
@@ -121,7 +127,7 @@ fn same_run(
         .args(["-p", &pid, "-o"])
         .arg(&data)
         .current_dir(&ctx.work);
-    let mut perf = Running::start(perf_cmd).map_err(na)?;
+    let perf = Running::start(perf_cmd).map_err(na)?;
     let mut kairos_cmd = Command::new(&ctx.kairos);
     kairos_cmd
         .args(["collect", "hotspots", "-q", "-r"])
@@ -135,42 +141,8 @@ fn same_run(
             &pid,
         ])
         .current_dir(&ctx.work);
-    let mut kairos = Running::start(kairos_cmd).map_err(na)?;
-    let deadline = Instant::now() + ATTACH_LIMIT;
-    let mut held = 0;
-    // Both hold their events for two looks 100 ms apart (kairos's capability probe opens
-    // and closes some at once at its start).
-    while held < 2 {
-        if kairos.ended() {
-            let o = kairos.wait(RUN_LIMIT).unwrap_or_default();
-            return Err(Line::disagrees(
-                name,
-                against,
-                format!("kairos collect hotspots -p failed: {}", o.kairos_sentence()),
-            ));
-        }
-        if perf.ended() {
-            let o = perf.wait(RUN_LIMIT).unwrap_or_default();
-            return Err(na(format!(
-                "perf record -e {event} -p failed: {}",
-                perf_text::message(&o.stderr)
-            )));
-        }
-        if Instant::now() > deadline {
-            return Err(na(format!(
-                "perf and kairos did not both attach within {} s",
-                ATTACH_LIMIT.as_secs()
-            )));
-        }
-        held = if context::perf_events_open(perf.pid()) > 0
-            && context::perf_events_open(kairos.pid()) > 0
-        {
-            held + 1
-        } else {
-            0
-        };
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let kairos = Running::start(kairos_cmd).map_err(na)?;
+    let (perf, kairos) = c.wait_attached(perf, kairos)?;
     target.resume();
     let ran = target.wait(RUN_LIMIT).map_err(na)?;
     if !ran.ok() {
@@ -183,11 +155,7 @@ fn same_run(
     let k = kairos.wait(RUN_LIMIT).map_err(na)?;
     let p = perf.wait(RUN_LIMIT).map_err(na)?;
     if !k.ok() || !dir.join("manifest.json").is_file() {
-        return Err(Line::disagrees(
-            name,
-            against,
-            format!("kairos collect hotspots -p failed: {}", k.kairos_sentence()),
-        ));
+        return Err(c.kairos_failed(&k));
     }
     if !p.ok() || !data.is_file() {
         return Err(na(format!(
@@ -195,53 +163,118 @@ fn same_run(
             perf_text::message(&p.stderr)
         )));
     }
-    let report: Vec<OsString> = [
-        "report",
-        "--stdio",
-        "-q",
-        "--children",
-        "-n",
-        "--sort",
-        "sym",
-        "-g",
-        "none",
-        "--percentage",
-        "relative",
-        "--comm",
-        "transitions",
-        "-i",
-    ]
-    .iter()
-    .map(OsString::from)
-    .chain([data.into()])
-    .collect();
-    let rep = ctx.perf(&report).map_err(na)?;
-    if !rep.ok() {
-        return Err(na(format!(
-            "perf report failed: {}",
-            perf_text::message(&rep.stderr)
-        )));
+    c.judge(ctx, &dir, data, pairing)
+}
+
+/// One run recorded by perf and kairos at once.
+struct Comparison<'a> {
+    name: &'a str,
+    event: &'a str,
+    /// What kairos is held against.
+    against: String,
+}
+
+impl Comparison<'_> {
+    fn na(&self, why: String) -> Line {
+        Line::not_available(self.name, why)
     }
-    let (perf, perf_n) = perf_shares(&perf_text::report_rows(&rep.stdout));
-    let doc = ctx
-        .report_json("hotspots", &dir)
-        .map_err(|e| Line::disagrees(name, &against, e))?;
-    let (ours, ours_n) = kairos_shares(&doc);
-    if perf_n == 0 {
-        return Err(na(format!(
-            "perf recorded no samples of transitions ({})",
-            perf_text::message(&rep.stderr)
-        )));
+
+    fn kairos_failed(&self, o: &context::Output) -> Line {
+        Line::disagrees(
+            self.name,
+            &self.against,
+            format!("kairos collect hotspots -p failed: {}", o.kairos_sentence()),
+        )
     }
-    let figures = compare_paired(&ours, ours_n, &perf, perf_n, pairing);
-    Ok(Line::judged(
-        name,
-        against,
-        format!(
-            "self and total shares of each function at {SHOWN}% or more, kairos ({ours_n} samples) vs perf ({perf_n} samples), within {USER_FLOOR} points ({KERNEL_FLOOR} for kernel functions) or 3 standard deviations"
-        ),
-        figures,
-    ))
+
+    /// Until both hold their events for two looks 100 ms apart (kairos's capability probe
+    /// opens and closes some at once at its start); Err when either ends first or the
+    /// wait is too long.
+    fn wait_attached(&self, mut perf: Running, mut kairos: Running) -> Step<(Running, Running)> {
+        let deadline = Instant::now() + ATTACH_LIMIT;
+        let mut held = 0;
+        while held < 2 {
+            if kairos.ended() {
+                let o = kairos.wait(RUN_LIMIT).unwrap_or_default();
+                return Err(self.kairos_failed(&o));
+            }
+            if perf.ended() {
+                let o = perf.wait(RUN_LIMIT).unwrap_or_default();
+                return Err(self.na(format!(
+                    "perf record -e {} -p failed: {}",
+                    self.event,
+                    perf_text::message(&o.stderr)
+                )));
+            }
+            if Instant::now() > deadline {
+                return Err(self.na(format!(
+                    "perf and kairos did not both attach within {} s",
+                    ATTACH_LIMIT.as_secs()
+                )));
+            }
+            held = if context::perf_events_open(perf.pid()) > 0
+                && context::perf_events_open(kairos.pid()) > 0
+            {
+                held + 1
+            } else {
+                0
+            };
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok((perf, kairos))
+    }
+
+    /// Holds kairos's function shares (from its result `dir`) against perf's (from
+    /// `perf report` of `data`).
+    fn judge(&self, ctx: &Ctx, dir: &Path, data: PathBuf, pairing: Pairing) -> Step<Line> {
+        let report: Vec<OsString> = [
+            "report",
+            "--stdio",
+            "-q",
+            "--children",
+            "-n",
+            "--sort",
+            "sym",
+            "-g",
+            "none",
+            "--percentage",
+            "relative",
+            "--comm",
+            "transitions",
+            "-i",
+        ]
+        .iter()
+        .map(OsString::from)
+        .chain([data.into()])
+        .collect();
+        let rep = ctx.perf(&report).map_err(|e| self.na(e))?;
+        if !rep.ok() {
+            return Err(self.na(format!(
+                "perf report failed: {}",
+                perf_text::message(&rep.stderr)
+            )));
+        }
+        let (perf, perf_n) = perf_shares(&perf_text::report_rows(&rep.stdout));
+        let doc = ctx
+            .report_json("hotspots", dir)
+            .map_err(|e| Line::disagrees(self.name, &self.against, e))?;
+        let (ours, ours_n) = kairos_shares(&doc);
+        if perf_n == 0 {
+            return Err(self.na(format!(
+                "perf recorded no samples of transitions ({})",
+                perf_text::message(&rep.stderr)
+            )));
+        }
+        let figures = compare_paired(&ours, ours_n, &perf, perf_n, pairing);
+        Ok(Line::judged(
+            self.name,
+            &self.against,
+            format!(
+                "self and total shares of each function at {SHOWN}% or more, kairos ({ours_n} samples) vs perf ({perf_n} samples), within {USER_FLOOR} points ({KERNEL_FLOOR} for kernel functions) or 3 standard deviations"
+            ),
+            figures,
+        ))
+    }
 }
 
 /// perf's shares: self from its sample counts (the Self column's base differs slightly

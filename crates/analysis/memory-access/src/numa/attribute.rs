@@ -182,29 +182,48 @@ impl Placing {
 }
 
 pub fn attribute(inp: &Inputs<'_>, map: &mut ObjectMap) -> NumaData {
-    let node_of = |cpu: u32| {
-        inp.topology
-            .and_then(|t| t.node_of_cpu(cpu))
-            .unwrap_or(UNKNOWN_NODE)
+    let mut a = Attribution {
+        inp,
+        placing: Placing::new(&inp.faults.faults, map),
+        tally: Tally::default(),
     };
-    let faults = &inp.faults.faults;
-    let mut placing = Placing::new(faults, map);
-    let mut objs: HashMap<u32, ObjectNuma> = HashMap::new();
-    // (object, pid, tid, stack) -> toucher
-    let mut touchers: HashMap<(u32, u32, u32, Option<u32>), Toucher> = HashMap::new();
-    let credit = |objs: &mut HashMap<u32, ObjectNuma>,
-                  touchers: &mut HashMap<(u32, u32, u32, Option<u32>), Toucher>,
-                  o: u32,
-                  f: &Fault,
-                  pages: u64| {
-        let node = node_of(f.cpu);
-        *objs
+    if let Some(p) = inp.placement {
+        a.queried(p, map);
+    }
+    a.unqueried();
+    let node_of = |cpu: u32| node_of_cpu(inp, cpu);
+    samples(inp, &a.placing.by_object, &node_of, &mut a.tally.objs);
+    finish(inp, map.objects(), a.tally.objs, a.tally.touchers)
+}
+
+/// The node of a CPU, [`UNKNOWN_NODE`] when the topology does not say.
+fn node_of_cpu(inp: &Inputs<'_>, cpu: u32) -> u32 {
+    inp.topology
+        .and_then(|t| t.node_of_cpu(cpu))
+        .unwrap_or(UNKNOWN_NODE)
+}
+
+/// The figures gathered per object, and the threads that placed its pages.
+#[derive(Default)]
+struct Tally {
+    objs: HashMap<u32, ObjectNuma>,
+    /// (object, pid, tid, stack) -> toucher
+    touchers: HashMap<(u32, u32, u32, Option<u32>), Toucher>,
+}
+
+impl Tally {
+    /// `pages` of object `o` placed by fault `f`: to its CPU's node and its thread's stack.
+    fn credit(&mut self, inp: &Inputs<'_>, o: u32, f: &Fault, pages: u64) {
+        let node = node_of_cpu(inp, f.cpu);
+        *self
+            .objs
             .entry(o)
             .or_default()
             .first_touch
             .entry(node)
             .or_default() += pages;
-        let t = touchers
+        let t = self
+            .touchers
             .entry((o, f.pid, f.tid, f.stack))
             .or_insert_with(|| {
                 let (function, stack) = stack_text(inp.profile, f.stack, STACK_DEPTH);
@@ -221,9 +240,19 @@ pub fn attribute(inp: &Inputs<'_>, map: &mut ObjectMap) -> NumaData {
                 }
             });
         t.pages += pages;
-    };
-    let mut owners = Vec::new();
-    if let Some(p) = inp.placement {
+    }
+}
+
+/// The pages of each object, by node and by the fault that placed them.
+struct Attribution<'i, 'a> {
+    inp: &'i Inputs<'a>,
+    placing: Placing,
+    tally: Tally,
+}
+
+impl Attribution<'_, '_> {
+    /// The pages the placement queries saw, each counted for every object it holds.
+    fn queried(&mut self, p: &Placement, map: &mut ObjectMap) {
         map.add_regions(
             p.vmas
                 .values()
@@ -237,75 +266,94 @@ pub fn attribute(inp: &Inputs<'_>, map: &mut ObjectMap) -> NumaData {
         );
         // Beyond 16 GiB of mappings every k-th page was asked: each stands for k.
         let stride = p.stride.max(1);
+        let mut owners = Vec::new();
         for (&pid, runs) in &p.runs {
             for r in runs.iter() {
                 let mut page = r.start;
                 while page < r.end {
                     map.owners(pid, page, page + PAGE, (r.first_ns, r.seen_ns), &mut owners);
                     for &o in &owners {
-                        let e = objs.entry(o).or_default();
-                        *e.pages.entry(r.node).or_default() += stride;
-                        if e.policy.is_empty() {
-                            e.policy = vma_at(p, pid, page)
-                                .map(|v| v.policy.clone())
-                                .unwrap_or_default();
-                        }
-                        let own = placing.by_object.get_mut(&(o, pid, page)).map(|t| {
-                            t.used = true;
-                            t.fault
-                        });
-                        let fault = own
-                            .or_else(|| placing.by_page.get(&(pid, page)).copied())
-                            .or_else(|| {
-                                // No fault of its own: the first of its 2 MiB block placed it, if
-                                // the mapping has transparent huge pages.
-                                let thp = vma_at(p, pid, page).is_some_and(|v| v.anon_huge_kb > 0);
-                                let f = placing
-                                    .by_block
-                                    .get(&(pid, page & !(HUGE - 1)))
-                                    .copied()
-                                    .filter(|_| thp);
-                                if f.is_some() {
-                                    e.huge_pages += stride;
-                                }
-                                f
-                            });
-                        match fault {
-                            Some(i) => credit(&mut objs, &mut touchers, o, &faults[i], stride),
-                            None => e.untouched += stride,
-                        }
+                        self.queried_page(p, o, (pid, page), (r.node, stride));
                     }
                     page += stride * PAGE;
                 }
             }
         }
     }
-    // Touched after the last query (or never queried): placed where the toucher ran. A
-    // fault's time stamp is its entry, and a huge page takes a while to clear before it is
-    // mapped, so a query just after a fault may miss its page: only a page that two later
-    // queries did not see is taken as gone (freed); a read placed nothing if one did not.
-    let starts: Vec<u64> = inp
-        .placement
-        .map(|p| p.snapshots.iter().map(|q| q.time_ns).collect())
-        .unwrap_or_default();
-    for (&(o, pid, page), t) in placing.by_object.iter().filter(|(_, t)| !t.used) {
-        let f = &faults[t.fault];
-        // A page inside what a query saw (a page between two asked ones): counted there.
-        if inp.placement.is_some_and(|p| p.node(pid, page).is_some()) {
-            continue;
+
+    /// One queried page of object `o`, standing for `stride` pages: on its node, and
+    /// credited to the fault that placed it (its own, its page's, or its huge page's).
+    fn queried_page(
+        &mut self,
+        p: &Placement,
+        o: u32,
+        (pid, page): (u32, u64),
+        (node, stride): (u32, u64),
+    ) {
+        let inp = self.inp;
+        let placing = &mut self.placing;
+        let e = self.tally.objs.entry(o).or_default();
+        *e.pages.entry(node).or_default() += stride;
+        if e.policy.is_empty() {
+            e.policy = vma_at(p, pid, page)
+                .map(|v| v.policy.clone())
+                .unwrap_or_default();
         }
-        let later = starts.len() - starts.partition_point(|&q| q <= f.time_ns);
-        if later >= 2 || (later >= 1 && f.write == Some(false)) {
-            continue;
+        let own = placing.by_object.get_mut(&(o, pid, page)).map(|t| {
+            t.used = true;
+            t.fault
+        });
+        let fault = own
+            .or_else(|| placing.by_page.get(&(pid, page)).copied())
+            .or_else(|| {
+                // No fault of its own: the first of its 2 MiB block placed it, if the
+                // mapping has transparent huge pages.
+                let thp = vma_at(p, pid, page).is_some_and(|v| v.anon_huge_kb > 0);
+                let f = placing
+                    .by_block
+                    .get(&(pid, page & !(HUGE - 1)))
+                    .copied()
+                    .filter(|_| thp);
+                if f.is_some() {
+                    e.huge_pages += stride;
+                }
+                f
+            });
+        match fault {
+            Some(i) => self.tally.credit(inp, o, &inp.faults.faults[i], stride),
+            None => e.untouched += stride,
         }
-        let pages = placing.extent(f, inp.placement);
-        let e = objs.entry(o).or_default();
-        *e.estimated.entry(node_of(f.cpu)).or_default() += pages;
-        e.huge_pages += pages - 1;
-        credit(&mut objs, &mut touchers, o, f, pages);
     }
-    samples(inp, &placing.by_object, &node_of, &mut objs);
-    finish(inp, map.objects(), objs, touchers)
+
+    /// Touched after the last query (or never queried): placed where the toucher ran. A
+    /// fault's time stamp is its entry, and a huge page takes a while to clear before it
+    /// is mapped, so a query just after a fault may miss its page: only a page that two
+    /// later queries did not see is taken as gone (freed); a read placed nothing if one
+    /// did not.
+    fn unqueried(&mut self) {
+        let inp = self.inp;
+        let faults = &inp.faults.faults;
+        let starts: Vec<u64> = inp
+            .placement
+            .map(|p| p.snapshots.iter().map(|q| q.time_ns).collect())
+            .unwrap_or_default();
+        for (&(o, pid, page), t) in self.placing.by_object.iter().filter(|(_, t)| !t.used) {
+            let f = &faults[t.fault];
+            // A page inside what a query saw (a page between two asked ones): counted there.
+            if inp.placement.is_some_and(|p| p.node(pid, page).is_some()) {
+                continue;
+            }
+            let later = starts.len() - starts.partition_point(|&q| q <= f.time_ns);
+            if later >= 2 || (later >= 1 && f.write == Some(false)) {
+                continue;
+            }
+            let pages = self.placing.extent(f, inp.placement);
+            let e = self.tally.objs.entry(o).or_default();
+            *e.estimated.entry(node_of_cpu(inp, f.cpu)).or_default() += pages;
+            e.huge_pages += pages - 1;
+            self.tally.credit(inp, o, f, pages);
+        }
+    }
 }
 
 /// Sampled accesses: by CPU node, remote when the page is on another node, threads by node.

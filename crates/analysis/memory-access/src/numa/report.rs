@@ -75,73 +75,7 @@ pub fn section(s: &Summary, title: &str) -> Section {
         );
     }
     if s.recorded {
-        let placement = match (&s.placement_missing, s.last_query_before_end_ns) {
-            _ if s.placement_from.is_some() => s.placement_from.clone().unwrap_or_default(),
-            (Some(_), _) => "not queried (see the notes): pages placed by first touch".to_string(),
-            (None, Some(before)) => {
-                let q = if s.queries == 1 { "1 query, " } else { "" };
-                let many = if s.queries == 1 {
-                    String::new()
-                } else {
-                    format!("{} queries, the last ", s.queries)
-                };
-                format!(
-                    "move_pages(2): {q}{many}{} before the end",
-                    duration(before)
-                )
-            }
-            (None, None) => "not queried".into(),
-        };
-        sec.push("Placement", Cell::text(placement));
-        if s.stride > 1 {
-            sec.push(
-                "Pages asked",
-                Cell::text(format!("every {}th (the mappings exceed 16 GiB)", s.stride)),
-            );
-        }
-        let from = match (s.fault_events.is_empty(), s.write_flag) {
-            (true, _) => "no page-fault event".to_string(),
-            (false, true) => "page-fault tracepoints, read/write told apart".to_string(),
-            (false, false) => "software page-fault events, no read/write flag".to_string(),
-        };
-        sec.push(
-            "First touch",
-            Cell::text(format!(
-                "{} faults ({from})",
-                kairos_report::thousands(s.faults)
-            )),
-        );
-        if s.lost_records > 0 && !s.fault_events.is_empty() {
-            // A lost fault leaves its page "before the recording": say why it may not be.
-            sec.push(
-                "Records lost (ring full)",
-                Cell::text(format!(
-                    "{}: a page whose fault was lost has no first touch",
-                    kairos_report::thousands(s.lost_records)
-                )),
-            );
-        }
-        for (n, c) in &s.pages_by_node {
-            sec.push(
-                format!("Pages on node {}", node_name(*n)),
-                Cell::text(pages_text(*c)),
-            );
-        }
-        let after = if s.placement_from.is_some() {
-            "Placed by first touch (no physical address), node"
-        } else {
-            "Touched after the last query, node"
-        };
-        for (n, c) in s.estimated_by_node.iter().filter(|(_, c)| **c > 0) {
-            sec.push(
-                format!("{after} {}", node_name(*n)),
-                Cell::text(pages_text(*c)),
-            );
-        }
-        sec.push(
-            "Transparent huge pages (4 KiB pages)",
-            Cell::UInt(s.huge_pages),
-        );
+        push_recorded(&mut sec, s);
     }
     if s.samples_with_node > 0 || s.recorded {
         sec.push(
@@ -162,6 +96,82 @@ pub fn section(s: &Summary, title: &str) -> Section {
         );
     }
     sec
+}
+
+/// The lines of a result that recorded placement: how it was learnt, the faults, and
+/// the pages by node.
+fn push_recorded(sec: &mut Section, s: &Summary) {
+    sec.push("Placement", Cell::text(placement_text(s)));
+    if s.stride > 1 {
+        sec.push(
+            "Pages asked",
+            Cell::text(format!("every {}th (the mappings exceed 16 GiB)", s.stride)),
+        );
+    }
+    let from = match (s.fault_events.is_empty(), s.write_flag) {
+        (true, _) => "no page-fault event".to_string(),
+        (false, true) => "page-fault tracepoints, read/write told apart".to_string(),
+        (false, false) => "software page-fault events, no read/write flag".to_string(),
+    };
+    sec.push(
+        "First touch",
+        Cell::text(format!(
+            "{} faults ({from})",
+            kairos_report::thousands(s.faults)
+        )),
+    );
+    if s.lost_records > 0 && !s.fault_events.is_empty() {
+        // A lost fault leaves its page "before the recording": say why it may not be.
+        sec.push(
+            "Records lost (ring full)",
+            Cell::text(format!(
+                "{}: a page whose fault was lost has no first touch",
+                kairos_report::thousands(s.lost_records)
+            )),
+        );
+    }
+    for (n, c) in &s.pages_by_node {
+        sec.push(
+            format!("Pages on node {}", node_name(*n)),
+            Cell::text(pages_text(*c)),
+        );
+    }
+    let after = if s.placement_from.is_some() {
+        "Placed by first touch (no physical address), node"
+    } else {
+        "Touched after the last query, node"
+    };
+    for (n, c) in s.estimated_by_node.iter().filter(|(_, c)| **c > 0) {
+        sec.push(
+            format!("{after} {}", node_name(*n)),
+            Cell::text(pages_text(*c)),
+        );
+    }
+    sec.push(
+        "Transparent huge pages (4 KiB pages)",
+        Cell::UInt(s.huge_pages),
+    );
+}
+
+/// How placement was learnt: its source, or the queries and how long before the end.
+fn placement_text(s: &Summary) -> String {
+    match (&s.placement_missing, s.last_query_before_end_ns) {
+        _ if s.placement_from.is_some() => s.placement_from.clone().unwrap_or_default(),
+        (Some(_), _) => "not queried (see the notes): pages placed by first touch".to_string(),
+        (None, Some(before)) => {
+            let q = if s.queries == 1 { "1 query, " } else { "" };
+            let many = if s.queries == 1 {
+                String::new()
+            } else {
+                format!("{} queries, the last ", s.queries)
+            };
+            format!(
+                "move_pages(2): {q}{many}{} before the end",
+                duration(before)
+            )
+        }
+        (None, None) => "not queried".into(),
+    }
 }
 
 /// `65,536 pages (256.0 MiB)`.

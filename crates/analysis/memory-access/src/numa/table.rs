@@ -206,6 +206,13 @@ fn u32c<'a>(b: &Batch<'a>, n: &str) -> Result<&'a UInt32Array, TableError> {
 
 /// Reads both tables back; objects past `objects` (the result's object count) are damage.
 pub fn read(tables_dir: &Path, objects: usize) -> Result<NumaData, TableError> {
+    let objects = read_objects(tables_dir, objects)?;
+    let touchers = read_touchers(tables_dir)?;
+    Ok(NumaData { objects, touchers })
+}
+
+/// The objects table: one row per (object, node), in the order written.
+fn read_objects(tables_dir: &Path, objects: usize) -> Result<Vec<ObjectNuma>, TableError> {
     let mut by: BTreeMap<u32, ObjectNuma> = BTreeMap::new();
     let mut order: Vec<u32> = Vec::new();
     kairos_table::read(
@@ -272,6 +279,11 @@ pub fn read(tables_dir: &Path, objects: usize) -> Result<NumaData, TableError> {
             Ok(())
         },
     )?;
+    Ok(order.into_iter().filter_map(|id| by.remove(&id)).collect())
+}
+
+/// The first-touch table.
+fn read_touchers(tables_dir: &Path) -> Result<Vec<Toucher>, TableError> {
     let mut touchers = Vec::new();
     kairos_table::read(
         &tables_dir.join(format!("{FIRST_TOUCH}.parquet")),
@@ -305,8 +317,7 @@ pub fn read(tables_dir: &Path, objects: usize) -> Result<NumaData, TableError> {
             Ok(())
         },
     )?;
-    let objects = order.into_iter().filter_map(|id| by.remove(&id)).collect();
-    Ok(NumaData { objects, touchers })
+    Ok(touchers)
 }
 
 #[cfg(test)]
