@@ -13,6 +13,7 @@ import { byId, clear, h, showError } from "./dom";
 import { formatShare, formatTime } from "./format";
 import type { Store } from "./state";
 import type { Range } from "./types";
+import { shows, VIEWS } from "./views";
 
 export type { BandwidthAnswer } from "./bandwidth-tables";
 
@@ -133,11 +134,7 @@ export class BandwidthView {
     return this.store.selection || r.from > full.from || r.to < full.to ? r : null;
   }
 
-  private shown(): boolean {
-    const res = this.store.result;
-    const views = res?.views;
-    return !!res?.ok && (!views || views.includes("bandwidth")) && this.store.mode === "result";
-  }
+  private shown(): boolean { return shows(VIEWS.bandwidth, this.store); }
 
   async refresh(): Promise<void> {
     this.el.hidden = !this.shown();

@@ -6,6 +6,7 @@ import { byId, clear, h, showError } from "./dom";
 import { formatInt, formatNumber, formatTime } from "./format";
 import type { Store } from "./state";
 import type { CountersAnswer, Histogram, Range, Series } from "./types";
+import { shows, VIEWS } from "./views";
 
 export class Counters {
   private readonly el = byId("counters");
@@ -17,8 +18,7 @@ export class Counters {
   private range(): Range { return this.store.selection ?? this.store.view; }
 
   async refresh(): Promise<void> {
-    const res = this.store.result;
-    this.el.hidden = !(res?.ok && res.has_counters) || this.store.mode !== "result";
+    this.el.hidden = !shows(VIEWS.counters, this.store);
     if (this.el.hidden) { this.latest.cancel(); return; }
     const r = this.range();
     const width = Math.max(1, Math.min(4096, Math.round((this.el.clientWidth || 800) - PAD_L - 20)));

@@ -10,6 +10,7 @@ import { colorOf } from "./colors";
 import { byId, clear, h, showError } from "./dom";
 import { formatShare } from "./format";
 import type { Store } from "./state";
+import { shows, VIEWS } from "./views";
 
 interface Series {
   scope: "device" | "stack" | "socket"; name: string; flow: string; unit: string; label: string;
@@ -86,8 +87,7 @@ export class IoView {
   }
 
   async refresh(): Promise<void> {
-    const res = this.store.result;
-    this.el.hidden = !(res?.ok && res.views?.includes("io") && this.store.mode === "result");
+    this.el.hidden = !shows(VIEWS.io, this.store);
     if (this.el.hidden) { this.latest.cancel(); this.data = null; return; }
     try {
       const d = await this.latest.get<IoAnswer>("io", { r: this.store.r });

@@ -17,6 +17,7 @@ import { Timeline } from "./timeline";
 import { attachTimelineInput } from "./timeline-input";
 import { TreeView } from "./tree";
 import type { ResultsAnswer } from "./types";
+import { shows, VIEWS } from "./views";
 
 function setupTreeControls(tree: TreeView): void {
   const bu = byId<HTMLButtonElement>("tree-bottom-up"), td = byId<HTMLButtonElement>("tree-top-down");
@@ -33,15 +34,12 @@ function setupTreeControls(tree: TreeView): void {
   sync();
 }
 
-/** Shows the views the result's analysis declares (all for an unknown kind), none of them for a
- *  result that could not be opened; names the other broken results. */
+/** Shows the sections of the views that show (see views.ts), none of them for a result that
+ *  could not be opened; names the other broken results. */
 function showBroken(store: Store): void {
-  const ok = store.result?.ok ?? false;
-  const views = store.result?.views;
-  const shows = (v: string) => !views || views.includes(v);
-  byId("timeline-section").hidden = !ok || !shows("timeline");
-  byId("inspector").hidden = !ok || !shows("sample inspector");
-  byId("tree-section").hidden = !ok || !shows("trees");
+  byId("timeline-section").hidden = !shows(VIEWS.timeline, store);
+  byId("inspector").hidden = !shows(VIEWS.inspector, store);
+  byId("tree-section").hidden = !shows(VIEWS.trees, store);
   const others = store.results.filter((r, i) => !r.ok && i !== store.r);
   const box = byId("page-error");
   if (others.length) showError(box, others.map(r => `${r.name}: ${r.error ?? "could not be opened"}`).join(" "));
@@ -107,6 +105,7 @@ async function start(): Promise<void> {
   });
   store.on("mode", () => {
     header.onMode();
+    showBroken(store);
     void compare.refresh();
     void counters.refresh();
     void memory.refresh();

@@ -9,6 +9,7 @@ import { lineGrid, seriesChart, seriesWidth, verdictClass } from "./memory-grid"
 import type { Store } from "./state";
 import { numaSection } from "./numa";
 import type { CacheLine, MemoryAnswer, MemorySeries, NumaAnswer, Range } from "./types";
+import { shows, VIEWS } from "./views";
 
 type Cell = string | Node;
 
@@ -54,12 +55,7 @@ export class MemoryView {
     return { r: this.store.r, from: Math.floor(r.from), to: Math.ceil(r.to), width };
   }
 
-  /** Shown for a result with memory accesses whose analysis declares the view (all views: unknown kind). */
-  private shown(): boolean {
-    const res = this.store.result;
-    const views = res?.views;
-    return !!res?.ok && !!res.has_memory && (!views || views.includes("memory-access")) && this.store.mode === "result";
-  }
+  private shown(): boolean { return shows(VIEWS.memory, this.store); }
 
   async refresh(): Promise<void> {
     this.el.hidden = !this.shown();

@@ -9,6 +9,7 @@ import { Latest, errorText } from "./api";
 import { h, showError } from "./dom";
 import { formatInt, formatShare } from "./format";
 import type { Store } from "./state";
+import { shows, VIEWS } from "./views";
 
 export const NOT_MEASURED = "not measurable here";
 
@@ -148,7 +149,7 @@ export class PlatformView {
   }
 
   async refresh(): Promise<void> {
-    const ok = !!this.store.result?.ok && this.store.mode === "result";
+    const ok = shows(VIEWS.platform, this.store);
     this.el.hidden = !ok;
     if (!ok) { this.latest.cancel(); this.latestBw.cancel(); return; }
     try {

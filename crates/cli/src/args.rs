@@ -35,7 +35,7 @@ pub enum Command {
     Export(crate::cmd_export::ExportArgs),
     /// Run a program with malloc on huge pages (--hugepages=hugetlb|thp [--reserve N]) and check it got them,
     /// or with cache ways of its own (--cache-ways N [--level L2|L3] [--cpus LIST] [--lock]).
-    Run(crate::cmd_run::RunArgs),
+    Run(crate::run_args::RunArgs),
     /// Compare two results: run time, kernel-time share, page faults, allocated bytes, ...
     Compare(crate::cmd_compare::CompareArgs),
     /// Open results in the browser: timeline, trees, branch records, counters, comparison.
@@ -253,11 +253,10 @@ pub fn parse() -> Result<Cli, clap::Error> {
             reports.push_str(&format!("      {:<16} {}\n", r.name, r.help));
         }
     }
-    reports.push_str(&format!(
-        "  any result:\n      {:<16} {}\n",
-        "topology",
-        "devices (network, storage, accelerators) by NUMA node against where the target ran"
-    ));
+    reports.push_str("  any result:\n");
+    for r in kairos_analysis_registry::ANY_RESULT {
+        reports.push_str(&format!("      {:<16} {}\n", r.spec.name, r.spec.help));
+    }
     let cmd = Cli::command()
         .mut_subcommand("collect", |c| c.after_help(analyses))
         .mut_subcommand("report", |c| c.after_help(reports));

@@ -47,8 +47,8 @@ pub fn run(args: CollectArgs) -> CliResult {
     if reserved {
         let path = kairos_result::next_result_dir(std::path::Path::new("."), spec.result_suffix);
         if let Err(e) = std::fs::create_dir(&path) {
-            let undone = cache.map(|c| c.finish(None));
-            let _ = huge.map(|h| h.finish(None));
+            let undone = cache.map(|c| crate::collect_cache::finish(c, None));
+            let _ = huge.map(|h| crate::collect_hugepages::finish(h, None));
             undone.transpose()?;
             return Err(UserError::failed(format!("cannot create the result directory {}: {e}; check the current directory is writable", path.display())));
         }
@@ -61,8 +61,12 @@ pub fn run(args: CollectArgs) -> CliResult {
     }
     // Undone and recorded whether the collection succeeded or not.
     let dir = req.result_dir.as_deref();
-    let huge_done = huge.map(|h| h.finish(dir)).transpose();
-    let cache_done = cache.map(|c| c.finish(dir)).transpose();
+    let huge_done = huge
+        .map(|h| crate::collect_hugepages::finish(h, dir))
+        .transpose();
+    let cache_done = cache
+        .map(|c| crate::collect_cache::finish(c, dir))
+        .transpose();
     collected?;
     huge_done?;
     cache_done.map(|_| ())
@@ -72,7 +76,7 @@ pub fn run(args: CollectArgs) -> CliResult {
 /// the huge-page watch.
 fn on_target(
     cache: Option<kairos_analysis_registry::TargetStep>,
-    huge: Option<std::sync::Arc<crate::hugepage_setup::Watch>>,
+    huge: Option<std::sync::Arc<kairos_run::hugepages::Watch>>,
 ) -> Option<kairos_analysis_registry::TargetStep> {
     if huge.is_none() {
         return cache;

@@ -38,7 +38,7 @@ pub fn run(args: ExportArgs) -> CliResult {
     let range = args
         .time_range
         .as_deref()
-        .map(|r| kairos_analysis_hotspots::parse_time_range(r, &profile))
+        .map(|r| kairos_profile_report::parse_time_range(r, &profile))
         .transpose()?;
     let wall = dir
         .manifest()

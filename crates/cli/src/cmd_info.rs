@@ -15,7 +15,9 @@ pub fn run(args: InfoArgs) -> CliResult {
         "text" => {
             print!("{}", caps.render_text());
             print!("\n{}", analyses_text(&ready));
-            println!("\n{}", topology_line());
+            for line in any_result_lines() {
+                println!("\n{}", line.1);
+            }
         }
         "json" => {
             let mut v = caps.to_json_value();
@@ -25,10 +27,9 @@ pub fn run(args: InfoArgs) -> CliResult {
                 .collect();
             if let Some(o) = v.as_object_mut() {
                 o.insert("analyses".into(), serde_json::Value::Array(list));
-                o.insert(
-                    "topology".into(),
-                    serde_json::Value::String(topology_line()),
-                );
+                for (name, line) in any_result_lines() {
+                    o.insert(name.into(), serde_json::Value::String(line));
+                }
             }
             println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         }
@@ -78,21 +79,10 @@ fn analyses_text(ready: &[kairos_analysis_registry::Readiness]) -> String {
     out
 }
 
-/// What `report topology` will know on this machine: it needs sysfs only.
-fn topology_line() -> String {
-    let p = kairos_platform::Platform::read(&kairos_platform::SystemRoot::live());
-    let devices = p.devices.as_deref().unwrap_or_default();
-    let checked = devices
+/// What each report of any result (the registry's) will know on this machine.
+fn any_result_lines() -> Vec<(&'static str, String)> {
+    kairos_analysis_registry::ANY_RESULT
         .iter()
-        .filter(|d| kairos_analysis_topology::check::checked_kind(d))
-        .count();
-    let unknown = devices
-        .iter()
-        .filter(|d| kairos_analysis_topology::check::checked_kind(d) && d.node.is_none())
-        .count();
-    format!(
-        "topology (report topology, any result): needs sysfs only; {} socket(s), {} NUMA node(s), {checked} network/storage/accelerator device(s), {unknown} without a node",
-        p.sockets.len(),
-        p.nodes.len()
-    )
+        .filter_map(|r| Some((r.spec.name, (r.info?)())))
+        .collect()
 }

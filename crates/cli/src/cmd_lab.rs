@@ -163,7 +163,7 @@ fn synthesize(a: SynthesizeArgs) -> CliResult {
         ))
     })?;
     let m = dir.manifest_mut();
-    m.kind = Some(kairos_analysis_hotspots::SPEC.name.into());
+    m.kind = Some(kairos_analysis_registry::sampled_profile().name.into());
     m.command_line = Some(std::env::args().collect());
     m.event = Some(Event {
         name: "synthetic".into(),
@@ -279,7 +279,7 @@ fn emulate(a: EmulateArgs) -> CliResult {
         ))
     })?;
     check_round_trip(&dir, &emulated)?;
-    kairos_analysis_hotspots::print_summary(&dir, &emulated);
+    kairos_profile_report::print_summary(&dir, &emulated);
     println!("Score it: kairos lab score -r {}", dir.path().display());
     Ok(())
 }
@@ -296,7 +296,7 @@ fn write_manifest(
     let m = dir.manifest_mut();
     *m = trace.clone();
     m.tables.clear();
-    m.kind = Some(kairos_analysis_hotspots::SPEC.name.into());
+    m.kind = Some(kairos_analysis_registry::sampled_profile().name.into());
     m.command_line = Some(std::env::args().collect());
     m.event = Some(Event {
         name: "cpu-clock (emulated)".into(),

@@ -29,7 +29,7 @@ pub fn run(a: ViewArgs) -> CliResult {
         ));
     }
     let bar = kairos_session::spinner(false, "loading");
-    let server = kairos_view::Server::start(&a.result_dirs, a.port, |d| {
+    let server = kairos_view::start(&a.result_dirs, a.port, |d| {
         bar.set_message(format!("loading {}", d.display()))
     })
     .map_err(|e| UserError::failed(e.to_string()))?;

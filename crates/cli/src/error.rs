@@ -44,4 +44,16 @@ impl From<kairos_analysis_registry::Failure> for UserError {
     }
 }
 
+/// A run's error keeps its sentence; whether the request itself was wrong gives the exit
+/// status.
+impl From<kairos_run::Error> for UserError {
+    fn from(e: kairos_run::Error) -> Self {
+        if e.is_usage() {
+            UserError::usage(e.to_string())
+        } else {
+            UserError::failed(e.to_string())
+        }
+    }
+}
+
 pub type CliResult<T = ()> = Result<T, UserError>;

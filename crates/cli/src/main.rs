@@ -18,12 +18,12 @@ mod cmd_view;
 mod collect_cache;
 mod collect_hugepages;
 mod error;
-mod hugepage_setup;
 mod knobs;
 mod mmap_pages;
 mod own_env;
 mod perf_options;
-mod run_llc;
+mod run_args;
+mod run_output;
 mod terminal;
 
 use crate::args::Command;

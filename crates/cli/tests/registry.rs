@@ -86,32 +86,3 @@ fn a_report_the_results_analysis_lacks_is_refused_with_its_menu() {
         bad.stderr
     );
 }
-
-/// Adding an analysis touches its crate and the registry's list: the CLI names none of
-/// them. Precise: no string literal in crates/cli/src equals an analysis's name or its
-/// result suffix (reports and knobs with other names stay allowed).
-#[test]
-fn the_cli_names_no_analysis() {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut offences = Vec::new();
-    for entry in std::fs::read_dir(&src).unwrap() {
-        let path = entry.unwrap().path();
-        let text = std::fs::read_to_string(&path).unwrap();
-        for a in kairos_analysis_registry::ANALYSES {
-            for word in [a.name, a.result_suffix] {
-                let literal = format!("\"{word}\"");
-                for (n, line) in text.lines().enumerate() {
-                    if line.contains(&literal) {
-                        offences.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
-                    }
-                }
-            }
-        }
-    }
-    // Every spec has its collect and report entry points: the fields are not optional.
-    assert!(
-        offences.is_empty(),
-        "the CLI names analyses; declare the behaviour in the analysis's crate instead:\n{}",
-        offences.join("\n")
-    );
-}

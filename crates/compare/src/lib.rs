@@ -1,196 +1,57 @@
 //! Before/after comparison of two results: what each has (see README.md), side by side,
 //! with the difference phrased the way a reader says it ("8.1x fewer", "5.6% shorter").
+//! Kairos's own figures (run time, kernel-time share, page faults, bandwidth, samples,
+//! huge pages) are read here; each analysis adds its own through the registry
+//! ([`kairos_analysis_registry::AnalysisSpec::compare`]), and every row is compared the
+//! same way, by its [`Measure`].
 
 use std::collections::BTreeMap;
 
+use kairos_analysis_registry::{Comparable, Figure, Measure};
 use kairos_report::{Cell, Column, Table};
 use kairos_result::ResultDir;
-use serde_json::Value;
 
-pub mod io;
+mod figures;
 
-/// The comparable figures of one result; `None` where the result does not have it.
+/// The comparable figures of one result; a figure it does not have is n/a.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Facts {
     pub kind: String,
-    pub elapsed_s: Option<f64>,
-    pub samples: Option<u64>,
-    /// Percent of time in kernel mode, and what it was measured from.
-    pub kernel_share: Option<(f64, &'static str)>,
+    pub figures: Vec<Figure>,
+    /// What the kernel-time share was measured from.
+    pub kernel_share_how: Option<&'static str>,
     /// Why the result has no kernel-time share that means anything (its samples leave
     /// kernel mode out: `cpu-clock:u`).
     pub kernel_share_not_measured: Option<String>,
     /// Why the result's run time says nothing of the program's speed (an emulated NUMA
     /// machine, whose nodes are equally fast).
     pub timing_caveat: Option<String>,
-    pub page_faults: Option<u64>,
-    pub major_faults: Option<u64>,
-    pub kernel_entries: BTreeMap<String, u64>,
-    pub allocated_bytes: Option<u64>,
-    pub hugetlb_peak_kb: Option<u64>,
-    pub anon_huge_peak_kb: Option<u64>,
-    /// memory-access: cache lines with each verdict.
-    pub false_sharing_lines: Option<u64>,
-    pub true_sharing_lines: Option<u64>,
-    /// memory-access NUMA: estimated share of sampled accesses to a page on another node
-    /// than the CPU's (percent), the same from the PMU's data source, objects with a
-    /// placement problem, and the pages on each node.
-    pub remote_share_pct: Option<f64>,
-    pub pmu_remote_share_pct: Option<f64>,
-    pub numa_problems: Option<u64>,
-    pub pages_by_node: BTreeMap<String, u64>,
-    /// Memory bandwidth (GB/s) per domain ("socket 0", "all") and flow ("read", "write",
-    /// "link", "total", "local"): (average, peak), from the result's bandwidth timeline.
-    pub bandwidth: BTreeMap<(String, String), (f64, f64)>,
-    /// io: average MB/s per device or stack and flow, DDIO hit rate per socket (see `io`).
-    pub io: BTreeMap<String, f64>,
-}
-
-fn u(v: &Value, k: &str) -> Option<u64> {
-    v.get(k).and_then(Value::as_u64)
 }
 
 impl Facts {
-    /// Reads what `dir` has. Tables that cannot be read only leave their figure out, with
-    /// the reason in the returned notes.
+    /// Reads what `dir` has: Kairos's own figures, then each analysis's. Tables that cannot
+    /// be read only leave their figure out, with the reason in the returned notes.
     pub fn read(dir: &ResultDir) -> (Facts, Vec<String>) {
-        let m = dir.manifest();
         let mut notes = Vec::new();
-        let mut f = Facts {
-            kind: m.kind.clone().unwrap_or_else(|| "unknown".into()),
-            elapsed_s: m.duration_secs,
-            samples: m.counts.map(|c| c.samples).filter(|&s| s > 0),
-            ..Default::default()
-        };
-        let cpu = m.host.as_ref().and_then(|h| h.cpu_model.as_deref());
-        let numa_emulated = m
-            .extra
-            .get("memory_access")
-            .and_then(|ma| ma.get("numa"))
-            .and_then(|n| n.get("emulated"))
-            .and_then(Value::as_bool)
-            == Some(true);
-        if numa_emulated || cpu.is_some_and(|c| c.contains("QEMU TCG")) {
-            f.timing_caveat = Some("not comparable: recorded on an emulated machine (QEMU TCG), whose NUMA nodes are equally fast; a NUMA fix changes where pages are there but not how long the program runs: compare run times on real sockets".into());
-        }
-        let user_only = m.event.as_ref().is_some_and(|e| user_only_event(&e.name));
-        if let Some(p) = m.extra.get("process") {
-            f.page_faults = match (u(p, "minor_faults"), u(p, "major_faults")) {
-                (Some(a), b) => Some(a + b.unwrap_or(0)),
-                (None, b) => b,
-            };
-            f.major_faults = u(p, "major_faults");
-            if let (Some(us), Some(sy)) = (
-                p.get("user_s").and_then(Value::as_f64),
-                p.get("system_s").and_then(Value::as_f64),
-            ) {
-                if us + sy > 0.0 {
-                    f.kernel_share =
-                        Some((100.0 * sy / (us + sy), "system / (user + system) CPU time"));
-                }
-            }
-        }
-        // The system-overview analysis's section, when it wrote one; read leniently
-        // because its format is its own.
-        if let Some(so) = m.extra.get("system_overview") {
-            if f.page_faults.is_none() {
-                f.page_faults = u(so, "page_faults");
-            }
-            if let Some(Value::Object(ke)) = so.get("kernel_entries") {
-                f.kernel_entries = ke
-                    .iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
-                    .collect();
-            }
-            if let Some(s) = so.get("kernel_time_share_pct").and_then(Value::as_f64) {
-                f.kernel_share = Some((s, "system-overview"));
-            }
-        }
-        // The memory-access analysis's section: its verdicts per cache line.
-        if let Some(ma) = m.extra.get("memory_access") {
-            f.false_sharing_lines = u(ma, "false_sharing_lines");
-            f.true_sharing_lines = u(ma, "true_sharing_lines");
-            // Only where placement and first touch were recorded: an imported or numa=off
-            // result has no pages to compare.
-            if let Some(n) = ma
-                .get("numa")
-                .filter(|n| n.get("recorded").and_then(Value::as_bool) == Some(true))
-            {
-                f.remote_share_pct = n.get("remote_share_pct").and_then(Value::as_f64);
-                f.numa_problems = u(n, "problems");
-                if let Some(Value::Object(p)) = n.get("pages_by_node") {
-                    f.pages_by_node = p
-                        .iter()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
-                        .collect();
-                }
-            }
-            if let Some(n) = ma.get("numa") {
-                f.pmu_remote_share_pct = n.get("pmu_remote_share_pct").and_then(Value::as_f64);
-            }
-        }
-        match kairos_bandwidth::timeline::Timeline::load(dir.path()) {
-            Some(Ok(t)) => {
-                for r in kairos_bandwidth::timeline::stats(&t) {
-                    let domain = r
-                        .domain
-                        .map_or("all".to_string(), |d| format!("{} {d}", t.domain));
-                    f.bandwidth.insert(
-                        (domain, r.flow.name().to_string()),
-                        (r.average_gbs, r.peak_gbs),
-                    );
-                }
-            }
-            Some(Err(e)) => notes.push(format!("{}: bandwidth n/a ({e})", dir.path().display())),
-            None => {}
-        }
-        f.io = io::facts(dir.path(), &mut notes);
-        if let Some(h) = m.extra.get("hugepages") {
-            f.hugetlb_peak_kb = u(h, "hugetlb_peak_kb");
-            f.anon_huge_peak_kb = u(h, "anon_huge_peak_kb");
-        }
-        if f.kind == "memory-consumption" {
-            match kairos_analysis_memory_consumption::tables::read(&dir.tables_path()) {
-                Ok(data) => {
-                    f.allocated_bytes = Some(
-                        kairos_analysis_memory_consumption::replay::replay(&data.rows, 0)
-                            .heap_bytes,
-                    )
-                }
-                Err(e) => notes.push(format!(
-                    "{}: allocated bytes n/a ({e})",
-                    dir.path().display()
-                )),
-            }
-        } else if user_only && f.kernel_share.is_none() {
-            f.kernel_share_not_measured = Some(format!(
-                "not measured: its samples ({}) leave kernel mode out",
-                m.event.as_ref().map_or("", |e| e.name.as_str())
-            ));
-        } else if m.table("samples").is_some() && f.kernel_share.is_none() {
-            match kairos_result::read_profile_of_event(dir, None) {
-                Ok(p) => {
-                    let (mut all, mut kernel) = (0u128, 0u128);
-                    for s in &p.samples {
-                        all += u128::from(s.weight);
-                        if p.leaf_frame(s)
-                            .is_some_and(|fr| fr.mode == kairos_model::Mode::Kernel)
-                        {
-                            kernel += u128::from(s.weight);
-                        }
-                    }
-                    if all > 0 {
-                        f.kernel_share =
-                            Some((100.0 * kernel as f64 / all as f64, "kernel-mode samples"));
-                    }
-                }
-                Err(e) => notes.push(format!(
-                    "{}: kernel-time share n/a ({e})",
-                    dir.path().display()
-                )),
+        let mut f = figures::own(dir, &mut notes);
+        for a in kairos_analysis_registry::ANALYSES {
+            if let Some(read) = a.compare {
+                let Comparable {
+                    figures,
+                    timing_caveat,
+                    notes: more,
+                } = read(dir);
+                f.figures.extend(figures);
+                f.timing_caveat = f.timing_caveat.or(timing_caveat);
+                notes.extend(more);
             }
         }
         (f, notes)
+    }
+
+    /// The value of the figure named `name`.
+    pub fn value(&self, name: &str) -> Option<Measure> {
+        self.figures.iter().find(|x| x.name == name)?.value
     }
 }
 
@@ -231,7 +92,12 @@ pub fn phrase(a: f64, b: f64, less: &str, more: &str) -> String {
     }
 }
 
-/// The comparison table: figure, A, B, B - A, B / A, in words.
+/// Names of the rows the comparison gives a meaning of its own.
+const RUN_TIME: &str = "run time (s)";
+const KERNEL_SHARE: &str = "kernel-time share";
+
+/// The comparison table: figure, A, B, B - A, B / A, in words. One row per figure either
+/// result has, ordered by place and key.
 pub fn compare(a: &Facts, b: &Facts) -> Table {
     let mut t = Table::new(vec![
         Column::left("Figure"),
@@ -241,208 +107,29 @@ pub fn compare(a: &Facts, b: &Facts) -> Table {
         Column::right("B / A"),
         Column::left("B against A"),
     ]);
-    let na = || Cell::text("n/a");
-    let ratio = |x: f64, y: f64| if x > 0.0 { Cell::float(y / x, 3) } else { na() };
-    let counts =
-        |t: &mut Table, name: &str, x: Option<u64>, y: Option<u64>, less: &str, more: &str| {
-            let cell = |v: Option<u64>| v.map(Cell::UInt).unwrap_or_else(na);
-            let (d, r, w) = match (x, y) {
-                (Some(x), Some(y)) => (
-                    Cell::Int(y as i64 - x as i64),
-                    ratio(x as f64, y as f64),
-                    Cell::text(phrase(x as f64, y as f64, less, more)),
-                ),
-                _ => (na(), na(), na()),
-            };
-            t.push_row(vec![Cell::text(name), cell(x), cell(y), d, r, w]);
-        };
-    let (ea, eb) = (a.elapsed_s, b.elapsed_s);
-    let secs = |v: Option<f64>| v.map(|s| Cell::float(s, 3)).unwrap_or_else(na);
     let caveat = a.timing_caveat.as_ref().or(b.timing_caveat.as_ref());
-    let (d, r, w) = match (ea, eb) {
-        (Some(x), Some(y)) => (
-            Cell::float(y - x, 3),
-            ratio(x, y),
-            match caveat {
-                Some(c) => Cell::text(c.split(':').next().unwrap_or("not comparable")),
-                None => Cell::text(phrase(x, y, "shorter", "longer")),
-            },
-        ),
-        _ => (na(), na(), na()),
-    };
-    t.push_row(vec![
-        Cell::text("run time (s)"),
-        secs(ea),
-        secs(eb),
-        d,
-        r,
-        w,
-    ]);
-    points(
-        &mut t,
-        "kernel-time share",
-        a.kernel_share.map(|x| x.0),
-        b.kernel_share.map(|x| x.0),
-    );
-    if a.kernel_share_not_measured.is_some() || b.kernel_share_not_measured.is_some() {
-        if let Some(row) = t.rows.last_mut() {
+    for (row, x, y) in rows(a, b) {
+        t.push_row(cells(row, x, y));
+        let last = t.rows.len() - 1;
+        if row.name == RUN_TIME && x.is_some() && y.is_some() {
+            if let Some(c) = caveat {
+                t.rows[last][5] = Cell::text(c.split(':').next().unwrap_or("not comparable"));
+            }
+        }
+        if row.name == KERNEL_SHARE {
+            let not = |f: &Facts| f.kernel_share_not_measured.is_some();
             for (i, f) in [(1, a), (2, b)] {
-                if f.kernel_share_not_measured.is_some() {
-                    row[i] = Cell::text("not measured");
+                if not(f) {
+                    t.rows[last][i] = Cell::text("not measured");
                 }
             }
-            row[5] = Cell::text("not measured");
-        }
-    }
-    counts(
-        &mut t,
-        "page faults",
-        a.page_faults,
-        b.page_faults,
-        "fewer",
-        "more",
-    );
-    counts(
-        &mut t,
-        "major page faults",
-        a.major_faults,
-        b.major_faults,
-        "fewer",
-        "more",
-    );
-    let causes: std::collections::BTreeSet<&String> = a
-        .kernel_entries
-        .keys()
-        .chain(b.kernel_entries.keys())
-        .collect();
-    if causes.is_empty() {
-        counts(&mut t, "kernel entries", None, None, "fewer", "more");
-    }
-    for c in causes {
-        counts(
-            &mut t,
-            &format!("kernel entries: {c}"),
-            a.kernel_entries.get(c).copied(),
-            b.kernel_entries.get(c).copied(),
-            "fewer",
-            "more",
-        );
-    }
-    counts(
-        &mut t,
-        "allocated bytes",
-        a.allocated_bytes,
-        b.allocated_bytes,
-        "less",
-        "more",
-    );
-    counts(
-        &mut t,
-        "cache lines with false sharing",
-        a.false_sharing_lines,
-        b.false_sharing_lines,
-        "fewer",
-        "more",
-    );
-    counts(
-        &mut t,
-        "cache lines with true sharing",
-        a.true_sharing_lines,
-        b.true_sharing_lines,
-        "fewer",
-        "more",
-    );
-    points(
-        &mut t,
-        "remote accesses (estimated)",
-        a.remote_share_pct,
-        b.remote_share_pct,
-    );
-    points(
-        &mut t,
-        "remote accesses (PMU)",
-        a.pmu_remote_share_pct,
-        b.pmu_remote_share_pct,
-    );
-    counts(
-        &mut t,
-        "objects with a NUMA problem",
-        a.numa_problems,
-        b.numa_problems,
-        "fewer",
-        "more",
-    );
-    let nodes: std::collections::BTreeSet<&String> = a
-        .pages_by_node
-        .keys()
-        .chain(b.pages_by_node.keys())
-        .collect();
-    for n in nodes {
-        let get = |f: &Facts| {
-            if f.pages_by_node.is_empty() {
-                None
-            } else {
-                Some(f.pages_by_node.get(n).copied().unwrap_or(0))
+            if not(a) || not(b) {
+                t.rows[last][5] = Cell::text("not measured");
             }
-        };
-        counts(
-            &mut t,
-            &format!("pages on node {n}"),
-            get(a),
-            get(b),
-            "fewer",
-            "more",
-        );
-    }
-    let keys: std::collections::BTreeSet<&(String, String)> =
-        a.bandwidth.keys().chain(b.bandwidth.keys()).collect();
-    for k in keys {
-        for (what, pick) in [("average", 0), ("peak", 1)] {
-            let get = |f: &Facts| {
-                f.bandwidth
-                    .get(k)
-                    .map(|v| if pick == 0 { v.0 } else { v.1 })
-            };
-            let (x, y) = (get(a), get(b));
-            let gbs = |v: Option<f64>| v.map(|s| Cell::float(s, 2)).unwrap_or_else(na);
-            let (d, r, w) = match (x, y) {
-                (Some(x), Some(y)) => (
-                    Cell::float(y - x, 2),
-                    ratio(x, y),
-                    Cell::text(phrase(x, y, "lower", "higher")),
-                ),
-                _ => (na(), na(), na()),
-            };
-            t.push_row(vec![
-                Cell::text(format!("bandwidth {} {}, {what} (GB/s)", k.0, k.1)),
-                gbs(x),
-                gbs(y),
-                d,
-                r,
-                w,
-            ]);
         }
     }
-    io::rows(&mut t, a, b);
-    counts(&mut t, "samples", a.samples, b.samples, "fewer", "more");
-    counts(
-        &mut t,
-        "huge pages in use, peak (kB)",
-        a.hugetlb_peak_kb,
-        b.hugetlb_peak_kb,
-        "less",
-        "more",
-    );
-    counts(
-        &mut t,
-        "THP in use, peak (kB)",
-        a.anon_huge_peak_kb,
-        b.anon_huge_peak_kb,
-        "less",
-        "more",
-    );
     for (name, f) in [("A", a), ("B", b)] {
-        if let Some((_, how)) = f.kernel_share {
+        if let Some(how) = f.kernel_share_how {
             t.push_note(format!("kernel-time share of {name} ({}): {how}", f.kind));
         }
         if let Some(why) = &f.kernel_share_not_measured {
@@ -455,27 +142,105 @@ pub fn compare(a: &Facts, b: &Facts) -> Table {
     t
 }
 
-/// A share in percent: A, B and the difference in points ("12.0 points lower").
-fn points(t: &mut Table, name: &str, a: Option<f64>, b: Option<f64>) {
-    let na = || Cell::text("n/a");
-    let share = |v: Option<f64>| v.map(Cell::Percent).unwrap_or_else(na);
-    let (d, w) = match (a, b) {
-        (Some(x), Some(y)) => {
-            let pts = y - x;
-            let w = if pts.abs() < 0.05 {
-                "same".into()
-            } else {
-                format!(
-                    "{:.1} points {}",
-                    pts.abs(),
-                    if pts < 0.0 { "lower" } else { "higher" }
-                )
-            };
-            (Cell::float(pts, 1), Cell::text(w))
+/// The rows, by (place, key), with A's and B's values; a row neither has a value for is
+/// left out when another row shares its place.
+fn rows<'a>(a: &'a Facts, b: &'a Facts) -> Vec<(&'a Figure, Option<Measure>, Option<Measure>)> {
+    let mut by: BTreeMap<(u16, &str), &Figure> = BTreeMap::new();
+    for f in a.figures.iter().chain(&b.figures) {
+        by.entry((f.place, f.key.as_str())).or_insert(f);
+    }
+    let value = |facts: &Facts, row: &Figure| {
+        let mine = facts
+            .figures
+            .iter()
+            .find(|f| f.place == row.place && f.key == row.key);
+        match mine {
+            Some(f) => f.value,
+            None => facts
+                .figures
+                .iter()
+                .any(|f| f.place == row.place && f.missing_is_zero && f.value.is_some())
+                .then_some(Measure::Count(0)),
         }
-        _ => (na(), na()),
     };
-    t.push_row(vec![Cell::text(name), share(a), share(b), d, na(), w]);
+    let mut places: BTreeMap<u16, usize> = BTreeMap::new();
+    for (place, _) in by.keys() {
+        *places.entry(*place).or_default() += 1;
+    }
+    by.into_values()
+        .map(|row| (row, value(a, row), value(b, row)))
+        .filter(|(row, x, y)| x.is_some() || y.is_some() || places.get(&row.place) == Some(&1))
+        .collect()
+}
+
+/// Name, A, B, B - A, B / A and the words, as the measure compares.
+fn cells(row: &Figure, x: Option<Measure>, y: Option<Measure>) -> Vec<Cell> {
+    let na = || Cell::text("n/a");
+    let ratio = |x: f64, y: f64| if x > 0.0 { Cell::float(y / x, 3) } else { na() };
+    let name = Cell::text(row.name.as_str());
+    let kind = x.or(y);
+    match kind {
+        Some(Measure::Share(_)) => {
+            let v = |m: Option<Measure>| match m {
+                Some(Measure::Share(p)) => Some(p),
+                _ => None,
+            };
+            let (x, y) = (v(x), v(y));
+            let share = |v: Option<f64>| v.map(Cell::Percent).unwrap_or_else(na);
+            let (d, w) = match (x, y) {
+                (Some(x), Some(y)) => (Cell::float(y - x, 1), Cell::text(points(y - x))),
+                _ => (na(), na()),
+            };
+            vec![name, share(x), share(y), d, na(), w]
+        }
+        Some(Measure::Quantity { decimals, .. }) => {
+            let v = |m: Option<Measure>| match m {
+                Some(Measure::Quantity { value, .. }) => Some(value),
+                _ => None,
+            };
+            let (x, y) = (v(x), v(y));
+            let cell = |v: Option<f64>| v.map(|s| Cell::float(s, decimals)).unwrap_or_else(na);
+            let (d, r, w) = match (x, y) {
+                (Some(x), Some(y)) => (
+                    Cell::float(y - x, decimals),
+                    ratio(x, y),
+                    Cell::text(phrase(x, y, row.less, row.more)),
+                ),
+                _ => (na(), na(), na()),
+            };
+            vec![name, cell(x), cell(y), d, r, w]
+        }
+        Some(Measure::Count(_)) | None => {
+            let v = |m: Option<Measure>| match m {
+                Some(Measure::Count(n)) => Some(n),
+                _ => None,
+            };
+            let (x, y) = (v(x), v(y));
+            let cell = |v: Option<u64>| v.map(Cell::UInt).unwrap_or_else(na);
+            let (d, r, w) = match (x, y) {
+                (Some(x), Some(y)) => (
+                    Cell::Int(y as i64 - x as i64),
+                    ratio(x as f64, y as f64),
+                    Cell::text(phrase(x as f64, y as f64, row.less, row.more)),
+                ),
+                _ => (na(), na(), na()),
+            };
+            vec![name, cell(x), cell(y), d, r, w]
+        }
+    }
+}
+
+/// A change of a share: "12.0 points lower", "same".
+fn points(pts: f64) -> String {
+    if pts.abs() < 0.05 {
+        "same".into()
+    } else {
+        format!(
+            "{:.1} points {}",
+            pts.abs(),
+            if pts < 0.0 { "lower" } else { "higher" }
+        )
+    }
 }
 
 /// One line per figure both results have: "page faults: 96.3x fewer".
@@ -493,8 +258,23 @@ pub fn sentences(a: &Facts, b: &Facts) -> Vec<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use kairos_analysis_registry::EMULATED_MACHINE;
+
+    /// A result's facts from Kairos's own figures as [`figures::own`] makes them.
+    fn facts(figures: Vec<Figure>) -> Facts {
+        Facts {
+            kind: "hotspots".into(),
+            figures,
+            ..Default::default()
+        }
+    }
+
+    fn run_time(s: f64) -> Figure {
+        Figure::quantity(10, RUN_TIME, Some(s), 3).words("shorter", "longer")
+    }
 
     #[test]
     fn user_only_events_are_told_by_their_modifiers() {
@@ -523,17 +303,18 @@ mod tests {
     #[test]
     fn rows_say_what_they_cannot_mean() {
         let a = Facts {
-            kind: "hotspots".into(),
-            elapsed_s: Some(12.4),
-            kernel_share_not_measured: Some("not measured: its samples (cpu-clock:u) leave kernel mode out".into()),
-            timing_caveat: Some("not comparable: recorded on an emulated machine (QEMU TCG), whose NUMA nodes are equally fast".into()),
-            ..Default::default()
+            kernel_share_not_measured: Some(
+                "not measured: its samples (cpu-clock:u) leave kernel mode out".into(),
+            ),
+            timing_caveat: Some(EMULATED_MACHINE.into()),
+            ..facts(vec![run_time(12.4), Figure::share(20, KERNEL_SHARE, None)])
         };
         let b = Facts {
-            kind: "hotspots".into(),
-            elapsed_s: Some(6.7),
-            kernel_share: Some((5.0, "kernel-mode samples")),
-            ..Default::default()
+            kernel_share_how: Some("kernel-mode samples"),
+            ..facts(vec![
+                run_time(6.7),
+                Figure::share(20, KERNEL_SHARE, Some(5.0)),
+            ])
         };
         let t = compare(&a, &b);
         let row = |name: &str| {
@@ -543,10 +324,10 @@ mod tests {
                 .cloned()
                 .unwrap()
         };
-        let k = row("kernel-time share");
+        let k = row(KERNEL_SHARE);
         assert_eq!(k[1], Cell::text("not measured"));
         assert_eq!(k[5], Cell::text("not measured"));
-        assert_eq!(row("run time (s)")[5], Cell::text("not comparable"));
+        assert_eq!(row(RUN_TIME)[5], Cell::text("not comparable"));
         assert!(t
             .notes
             .iter()
@@ -569,16 +350,10 @@ mod tests {
 
     #[test]
     fn missing_figures_are_na() {
-        let a = Facts {
-            page_faults: Some(25_921),
-            elapsed_s: Some(20.0),
-            ..Default::default()
-        };
-        let b = Facts {
-            page_faults: Some(160),
-            elapsed_s: Some(19.0),
-            ..Default::default()
-        };
+        let faults = |n| Figure::count(30, "page faults", Some(n));
+        let alloc = || Figure::count(55, "allocated bytes", None).words("less", "more");
+        let a = facts(vec![faults(25_921), run_time(20.0), alloc()]);
+        let b = facts(vec![faults(160), run_time(19.0), alloc()]);
         let s = sentences(&a, &b);
         assert!(
             s.contains(&"page faults: 162.0x fewer".to_string()),
@@ -586,21 +361,47 @@ mod tests {
         );
         assert!(s.contains(&"run time: 5.0% shorter".to_string()), "{s:?}");
         assert!(!s.iter().any(|l| l.starts_with("allocated")));
+        // Rows neither has stay, as n/a, in the order of their places.
+        let names: Vec<_> = compare(&a, &b).rows.iter().map(|r| r[0].clone()).collect();
+        assert_eq!(
+            names,
+            [RUN_TIME, "page faults", "allocated bytes"].map(Cell::text)
+        );
+    }
+
+    #[test]
+    fn a_placeholder_row_gives_way_to_its_family() {
+        let entries = |causes: &[(&str, u64)]| {
+            let mut v = vec![Figure::count(50, "kernel entries", None).keyed("")];
+            for (c, n) in causes {
+                v.push(Figure::count(50, format!("kernel entries: {c}"), Some(*n)).keyed(*c));
+            }
+            facts(v)
+        };
+        let names = |a: &Facts, b: &Facts| -> Vec<Cell> {
+            compare(a, b).rows.iter().map(|r| r[0].clone()).collect()
+        };
+        assert_eq!(
+            names(&entries(&[]), &entries(&[])),
+            [Cell::text("kernel entries")]
+        );
+        assert_eq!(
+            names(&entries(&[("syscall", 3)]), &entries(&[("fault", 1)])),
+            ["kernel entries: fault", "kernel entries: syscall"].map(Cell::text)
+        );
     }
 
     #[test]
     fn bandwidth_per_socket_average_and_peak() {
         let bw = |avg: f64, peak: f64| {
-            BTreeMap::from([(("socket 0".to_string(), "read".to_string()), (avg, peak))])
+            facts(vec![
+                Figure::quantity(70, "bandwidth socket 0 read, average (GB/s)", Some(avg), 2)
+                    .keyed("socket 0\u{0}read\u{0}0"),
+                Figure::quantity(70, "bandwidth socket 0 read, peak (GB/s)", Some(peak), 2)
+                    .keyed("socket 0\u{0}read\u{0}1"),
+            ])
         };
-        let a = Facts {
-            bandwidth: bw(20.0, 40.0),
-            ..Default::default()
-        };
-        let b = Facts {
-            bandwidth: bw(10.0, 40.0),
-            ..Default::default()
-        };
+        let (a, b) = (bw(20.0, 40.0), bw(10.0, 40.0));
         let s = sentences(&a, &b);
         assert!(
             s.contains(&"bandwidth socket 0 read, average (GB/s): 2.0x lower".to_string()),
@@ -618,19 +419,23 @@ mod tests {
 
     #[test]
     fn numa_placement_reads_as_a_fix() {
-        let pages = |a: u64, b: u64| BTreeMap::from([("0".to_string(), a), ("1".to_string(), b)]);
-        let a = Facts {
-            remote_share_pct: Some(48.0),
-            numa_problems: Some(3),
-            pages_by_node: pages(196_608, 0),
-            ..Default::default()
+        let numa = |remote: f64, problems: u64, pages: &[(&str, u64)]| {
+            let mut v = vec![
+                Figure::share(62, "remote accesses (estimated)", Some(remote)),
+                Figure::share(63, "remote accesses (PMU)", None),
+                Figure::count(64, "objects with a NUMA problem", Some(problems)),
+            ];
+            for (node, n) in pages {
+                v.push(
+                    Figure::count(65, format!("pages on node {node}"), Some(*n))
+                        .keyed(*node)
+                        .zero_when_missing(),
+                );
+            }
+            facts(v)
         };
-        let b = Facts {
-            remote_share_pct: Some(1.5),
-            numa_problems: Some(0),
-            pages_by_node: pages(98_304, 98_304),
-            ..Default::default()
-        };
+        let a = numa(48.0, 3, &[("0", 196_608)]);
+        let b = numa(1.5, 0, &[("0", 98_304), ("1", 98_304)]);
         let s = sentences(&a, &b);
         assert!(
             s.contains(&"remote accesses (estimated): 46.5 points lower".to_string()),
@@ -640,12 +445,32 @@ mod tests {
             s.contains(&"objects with a NUMA problem: fewer (from 3 to 0)".to_string()),
             "{s:?}"
         );
+        // A's node 1 is absent from its pages: 0 of them, not n/a.
         assert!(
             s.contains(&"pages on node 1: more (from 0 to 98304)".to_string()),
             "{s:?}"
         );
         assert!(
             !s.iter().any(|l| l.starts_with("remote accesses (PMU)")),
+            "{s:?}"
+        );
+    }
+
+    #[test]
+    fn device_averages_and_hit_rates_side_by_side() {
+        let io = |avg: f64, hit: f64| {
+            facts(vec![
+                Figure::quantity(80, "io lo rx, average (MB/s)", Some(avg), 3),
+                Figure::quantity(80, "DDIO hit rate socket 1 (%)", Some(hit), 3),
+            ])
+        };
+        let s = sentences(&io(10.0, 90.0), &io(30.0, 45.0));
+        assert!(
+            s.contains(&"io lo rx, average (MB/s): 3.0x higher".to_string()),
+            "{s:?}"
+        );
+        assert!(
+            s.contains(&"DDIO hit rate socket 1 (%): 2.0x lower".to_string()),
             "{s:?}"
         );
     }

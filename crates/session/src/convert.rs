@@ -3,9 +3,10 @@
 //! go through here, so a live recording and an imported file are treated identically.
 
 use kairos_analysis_api::Failure;
-use std::collections::BTreeMap;
 
-use kairos_convert::{Background, ConvertOptions, Converted, DataAccess, Progress, SideSample};
+use kairos_convert::{
+    Background, Conversion, ConvertOptions, Converted, DataAccess, Progress, SideSample,
+};
 use kairos_model::Profile;
 use kairos_perf_data::PerfFile;
 use kairos_result::{Counts, Event, ResultDir};
@@ -41,21 +42,6 @@ pub fn convert_result(
 /// recording needs can be skipped for the other. Callers with nothing to do give
 /// `&mut |_, _| {}`.
 pub type Meanwhile<'a> = &'a mut (dyn FnMut(&Profile, &[DataAccess]) + Send);
-
-/// What a conversion gives besides the tables it writes.
-#[derive(Debug)]
-pub struct Conversion {
-    /// Showing the recording's default event.
-    pub profile: Profile,
-    /// Page faults, tracepoints (see [`kairos_convert::SideSample`]).
-    pub side_samples: Vec<SideSample>,
-    /// Event names by attr.
-    pub events: Vec<String>,
-    /// Sampled data accesses (see [`kairos_convert::DataAccess`]).
-    pub data_accesses: Vec<DataAccess>,
-    /// Samples of access events that gave no address, by reason.
-    pub unresolved_accesses: BTreeMap<String, u64>,
-}
 
 /// As [`convert_result_with`], returning everything the converter found, with
 /// `meanwhile` run on the profile while the tables are written (see [`Meanwhile`]).
@@ -98,14 +84,6 @@ fn convert_inner(
     quiet: bool,
     meanwhile: Meanwhile<'_>,
 ) -> Result<Conversion, Failure> {
-    let perf_data = dir.path().join(PERF_DATA);
-    let file = PerfFile::open(&perf_data).map_err(|e| {
-        Failure::failed(format!(
-            "cannot read {}: {e}; is it a perf.data file written by perf record or kairos?",
-            perf_data.display()
-        ))
-    })?;
-    let bar = bytes_bar(quiet, file.data_size());
     let Converted {
         mut profile,
         decode_error,
@@ -115,14 +93,63 @@ fn convert_inner(
         data_accesses,
         unresolved_accesses,
         left_out,
-    } = kairos_convert::convert_with(&file, opts, background, &mut |p: Progress| {
+    } = convert_file(dir, opts, background, quiet)?;
+    let default = describe(dir, &profile, decode_error.as_ref(), notes, &events);
+    let ran_beside = write_tables(dir, &profile, &data_accesses, meanwhile)?;
+    save(dir)?;
+    if let Some(e) = decode_error {
+        eprintln!("kairos: warning: the recording is damaged ({e}); the result keeps what came before that point");
+    }
+    if left_out > 0 {
+        eprintln!("kairos: warning: {left_out} samples of the recording are not in the result; `kairos report summary` says why");
+    }
+    // The analyses that run now see one event, as reports do; the tables keep them all.
+    profile.select(&default);
+    if !ran_beside {
+        meanwhile(&profile, &data_accesses);
+    }
+    Ok(Conversion {
+        profile,
+        side_samples,
+        events,
+        data_accesses,
+        unresolved_accesses,
+    })
+}
+
+/// The result's perf.data through the converter, with a progress bar of the bytes read.
+fn convert_file(
+    dir: &ResultDir,
+    opts: &ConvertOptions,
+    background: &Background,
+    quiet: bool,
+) -> Result<Converted, Failure> {
+    let perf_data = dir.path().join(PERF_DATA);
+    let file = PerfFile::open(&perf_data).map_err(|e| {
+        Failure::failed(format!(
+            "cannot read {}: {e}; is it a perf.data file written by perf record or kairos?",
+            perf_data.display()
+        ))
+    })?;
+    let bar = bytes_bar(quiet, file.data_size());
+    let converted = kairos_convert::convert_with(&file, opts, background, &mut |p: Progress| {
         bar.set_length(p.total.max(1));
         bar.set_position(p.done);
     });
     bar.finish_and_clear();
+    Ok(converted)
+}
 
+/// The manifest's notes, default event (with why) and counts; returns the default event.
+fn describe(
+    dir: &mut ResultDir,
+    profile: &Profile,
+    decode_error: Option<&String>,
+    notes: Vec<String>,
+    events: &[String],
+) -> kairos_model::EventChoice {
     let m = dir.manifest_mut();
-    if let Some(e) = &decode_error {
+    if let Some(e) = decode_error {
         m.notes.push(format!(
             "the recording is damaged: {e}; everything before that point was kept"
         ));
@@ -146,56 +173,46 @@ fn convert_inner(
         counts.undecodable += 1;
     }
     m.counts = Some(counts);
+    default
+}
+
+/// Writes the tables into the manifest's list and, for a recording of one event, runs
+/// `meanwhile` beside the writing; returns whether it ran.
+fn write_tables(
+    dir: &mut ResultDir,
+    profile: &Profile,
+    data_accesses: &[DataAccess],
+    meanwhile: Meanwhile<'_>,
+) -> Result<bool, Failure> {
     // One event: the profile already is what the analyses see (the converter gave it the
     // default event's weight), so `meanwhile` needs no selection and runs beside the
     // writing, which does not change it.
     let one_event = profile.sample_events.is_empty();
-    let written = std::thread::scope(|scope| {
-        let (p, acc) = (&profile, &data_accesses);
+    let (ran, written) = std::thread::scope(|scope| {
         let m = &mut *meanwhile;
         // Without a thread (it could not start), it runs after the writing instead.
         let beside = one_event
             .then(|| {
                 std::thread::Builder::new()
                     .name("kairos-meanwhile".into())
-                    .spawn_scoped(scope, move || m(p, acc))
+                    .spawn_scoped(scope, move || m(profile, data_accesses))
                     .ok()
             })
             .flatten();
-        let written = kairos_result::write_profile(dir, p);
+        let written = kairos_result::write_profile(dir, profile);
         let ran = beside.map(|t| t.join());
         (ran, written)
     });
-    let (ran, written) = written;
     let ran_beside = match ran {
         Some(Ok(())) => true,
         Some(Err(panic)) => std::panic::resume_unwind(panic),
         None => false,
     };
-    let tables = written.map_err(|e| {
+    dir.manifest_mut().tables = written.map_err(|e| {
         Failure::failed(format!(
             "cannot write the result tables in {}: {e}; check free disk space and permissions",
             dir.path().display()
         ))
     })?;
-    dir.manifest_mut().tables = tables;
-    save(dir)?;
-    if let Some(e) = decode_error {
-        eprintln!("kairos: warning: the recording is damaged ({e}); the result keeps what came before that point");
-    }
-    if left_out > 0 {
-        eprintln!("kairos: warning: {left_out} samples of the recording are not in the result; `kairos report summary` says why");
-    }
-    // The analyses that run now see one event, as reports do; the tables keep them all.
-    profile.select(&default);
-    if !ran_beside {
-        meanwhile(&profile, &data_accesses);
-    }
-    Ok(Conversion {
-        profile,
-        side_samples,
-        events,
-        data_accesses,
-        unresolved_accesses,
-    })
+    Ok(ran_beside)
 }

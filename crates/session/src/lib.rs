@@ -10,6 +10,7 @@ pub mod bandwidth;
 mod convert;
 pub mod device_use;
 mod host;
+mod import;
 pub mod interrupt;
 mod progress;
 mod recording;
@@ -18,9 +19,11 @@ mod target;
 
 pub use convert::{
     convert_options, convert_result, convert_result_full, convert_result_with,
-    convert_result_with_side, Conversion, Meanwhile,
+    convert_result_with_side, Meanwhile,
 };
 pub use host::{children_rusage, snapshot_kallsyms, this_host};
+pub use import::{header_nodes, start_import, ImportRequest, Imported};
+pub use kairos_convert::Conversion;
 pub use progress::spinner;
 pub use recording::{
     collect_error, exit_of, finish_collection, paranoid_advice, stop_reason, warn_write_error,

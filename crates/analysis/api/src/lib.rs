@@ -1,10 +1,15 @@
 //! What an analysis declares about itself; see the README.
 
+mod compare;
 mod failure;
+mod import;
 mod knobs;
 mod request;
 
+pub use compare::{Comparable, CompareFn, Figure, Measure, EMULATED_MACHINE};
 pub use failure::Failure;
+pub use import::{ClaimFn, Claimed};
+pub use kairos_view_engine::site::PageModule;
 pub use knobs::{interval_us, one_of, KnobError, KnobSpec, Knobs};
 pub use request::{CollectRequest, ReportRequest, SampleFilter, TargetStep, FILTERED_REPORTS};
 
@@ -46,6 +51,14 @@ pub struct AnalysisSpec {
     pub collect: CollectFn,
     /// Entry point of `kairos report` on its results.
     pub report: ReportFn,
+    /// Whether, and how, it claims a recording made elsewhere (`kairos import`); see
+    /// [`ClaimFn`].
+    pub claims_import: Option<ClaimFn>,
+    /// Its rows in `kairos compare`; see [`Comparable`].
+    pub compare: Option<CompareFn>,
+    /// Its part of the page (`kairos view`): endpoints, what it reads when a result
+    /// opens, what it adds to a result's entry and to a comparison.
+    pub page: Option<&'static PageModule>,
 }
 
 impl AnalysisSpec {

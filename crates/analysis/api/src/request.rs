@@ -165,6 +165,9 @@ mod tests {
             uses: &[],
             collect: |_| Ok(()),
             report: |_| Ok(()),
+            claims_import: None,
+            compare: None,
+            page: None,
         }
     }
 

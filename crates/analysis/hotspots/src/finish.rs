@@ -44,9 +44,9 @@ pub(crate) fn finish(
     let mut functions = None;
     let c =
         session::convert_result_full(dir, &convert, &Default::default(), quiet, &mut |p, _| {
-            functions = crate::summary_rows(p)
+            functions = kairos_profile_report::summary_rows(p)
         })?;
-    crate::reports::print_summary_from(dir, &c.profile, functions);
+    kairos_profile_report::print_summary_from(dir, &c.profile, functions);
     if let Some(TargetExit::Signal(sig)) = summary.target_exit {
         eprintln!(
             "kairos: the target was killed by signal {sig}; the result covers it up to that point"

@@ -1,47 +1,15 @@
 //! The hotspots analysis: sampling collection (`collect`), the result's completion
-//! (`finish`), and the reports over a profile (`reports`, `branches`, `tlb`, with
-//! `--time-assignment` in `time_assign`) built on summary, grouping, top-down tree and
-//! timeline, which other analyses whose result is a profile reuse.
-//!
-//! Each analysis reads a [`Profile`](kairos_model::Profile), selects samples with a
-//! [`Filter`] and returns a [`kairos_report::Table`] or [`kairos_report::Document`], so the
-//! CLI and the web page render the same result in text, CSV or JSON.
-//!
-//! Conventions shared by all analyses:
-//! - time is the sum of sample weights (ns of CPU time for cpu-clock/task-clock); shares
-//!   are of the selected samples' total weight, or of their count when all weights are 0;
-//! - a sample's *self* group comes from its leaf frame; *total* (inclusive) counts a
-//!   sample once per group found anywhere in its stack, so recursion is not double-counted;
-//! - functions are identified by name + module, so `main` of two programs stays apart;
-//! - output order is fully determined (value descending, then name), so golden files are
-//!   stable.
+//! (`finish`), its claim on imported recordings (`claim`), and its reports: those of any
+//! sampled profile (kairos-profile-report) and its own over branch records (`branches`)
+//! and the TLB (`tlb`).
 
 mod branches;
+mod claim;
 mod collect;
-mod error;
-mod filter;
 mod finish;
-mod group;
-mod hotspots;
-mod reports;
+mod report;
 mod spec;
-mod summary;
-mod time_assign;
-mod timeline;
 mod tlb;
-mod top_down;
-mod weight;
-
-#[cfg(test)]
-mod testutil;
 
 pub use branches::BRANCH_CAPABILITY;
-pub use error::Error;
-pub use filter::Filter;
-pub use group::GroupBy;
-pub use hotspots::{hotspots, Rows};
-pub use reports::{parse_time_range, print_summary, print_summary_from, profile_report};
 pub use spec::SPEC;
-pub use summary::{summary, summary_rows};
-pub use timeline::{timeline, MAX_BUCKETS};
-pub use top_down::top_down;

@@ -35,5 +35,9 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &["cpu_clock"],
     uses: &["hardware_pmu", "lbr", "lbr_cycles", "kptr_restrict", "bandwidth_timeline"],
     collect: crate::collect::collect,
-    report: crate::reports::report,
+    report: crate::report::report,
+    // The catch-all: every recording is a sampled profile.
+    claims_import: Some(crate::claim::claim_import),
+    compare: None,
+    page: None,
 };

@@ -6,12 +6,14 @@
 //! README for the files and what is measured where.
 
 mod collect;
+mod compare;
 pub mod ddio;
 pub mod encode;
 pub mod findings;
 pub mod kernel;
 pub mod model;
 mod opcode;
+mod page;
 pub mod report;
 mod sampler;
 mod spec;

@@ -32,4 +32,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     uses: &["uncore", "tracepoints", "bandwidth_timeline"],
     collect: crate::collect::collect,
     report: crate::report::report,
+    claims_import: None,
+    compare: Some(crate::compare::comparable),
+    page: Some(&crate::page::PAGE),
 };

@@ -6,14 +6,37 @@
 //! sampling (a timer with the user registers and no stack copy). A data address field in
 //! the samples alone decides nothing: perf asks every event for ADDR and DATA_SRC with
 //! `--call-graph dwarf`, and a cycles or timer sample leaves them empty. This is the one
-//! place that decides; `kairos import` asks it once.
+//! place that decides; `kairos import` asks it once, through the spec's
+//! [`claim_import`].
 
 use kairos_convert::{AccessSource, DataAccess};
 use kairos_mem_source::data_src::{lvl, lvl_num};
 use kairos_mem_source::DataSrc;
 use kairos_model::{event_base_name, EventDef};
 
+use kairos_analysis_api::{Claimed, Failure};
+use kairos_convert::Conversion;
+use kairos_model::Profile;
+use kairos_perf_data::Features;
+use kairos_result::ResultDir;
+
 use crate::Source;
+
+/// The spec's claim on a recording being imported: [`claim`] on its events and accesses.
+pub(crate) fn claim_import(p: &Profile, accesses: &[DataAccess]) -> Option<Box<dyn Claimed>> {
+    claim(&p.events, accesses).map(|c| Box::new(c) as Box<dyn Claimed>)
+}
+
+impl Claimed for Claim {
+    fn finish(
+        self: Box<Self>,
+        dir: &mut ResultDir,
+        c: &mut Conversion,
+        header: &Features,
+    ) -> Result<(), Failure> {
+        crate::finish_import(dir, c, header, &self)
+    }
+}
 
 /// An imported recording the memory-access analysis claims: which of its events' data
 /// accesses are memory accesses, and where their addresses come from.

@@ -13,7 +13,7 @@ const PROFILE_REPORTS: [&str; 3] = ["hotspots", "top-down", "timeline"];
 pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
     req.check(&SPEC)?;
     if PROFILE_REPORTS.contains(&req.report.as_str()) {
-        return kairos_analysis_hotspots::profile_report(req);
+        return kairos_profile_report::profile_report(req);
     }
     let format = session::report_format(req)?;
     let (dir, data) = crate::finish::open(&req.result_dir)?;

@@ -87,4 +87,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     uses: &["pebs", "ibs", "tma_counters", "address_sampling", "watchpoints", "glibc", "numa_placement", "tracepoints", "bandwidth_timeline"],
     collect: crate::collect::collect,
     report: crate::run_report::report,
+    claims_import: Some(crate::claim::claim_import),
+    compare: Some(crate::compare::comparable),
+    page: Some(&crate::page::PAGE),
 };

@@ -17,6 +17,7 @@
 
 pub mod build;
 mod collect;
+mod compare;
 pub mod decode;
 mod finish;
 mod hugepages_report;

@@ -35,4 +35,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     uses: &["hugetlbfs", "hugepages_2m", "thp", "glibc", "bandwidth_timeline"],
     collect: crate::collect::collect,
     report: crate::run_report::report,
+    claims_import: None,
+    compare: Some(crate::compare::comparable),
+    page: None,
 };

@@ -1,8 +1,16 @@
 //! The one list of Kairos analyses; see the README.
 
+mod any_result;
+mod import;
+
+pub use any_result::{report, AnyResultReport, ANY_RESULT};
+pub use import::import;
+pub use kairos_session::ImportRequest;
+
 pub use kairos_analysis_api::{
-    AnalysisSpec, CollectRequest, Failure, KnobError, Knobs, ReportRequest, ReportSpec,
-    SampleFilter, TargetStep, FILTERED_REPORTS,
+    AnalysisSpec, CollectRequest, Comparable, Failure, Figure, KnobError, Knobs, Measure,
+    PageModule, ReportRequest, ReportSpec, SampleFilter, TargetStep, EMULATED_MACHINE,
+    FILTERED_REPORTS,
 };
 
 /// Every analysis, in the order menus show them. Adding one is one line here. The first
@@ -15,6 +23,12 @@ pub static ANALYSES: &[&AnalysisSpec] = &[
     &kairos_analysis_trace::SPEC,
     &kairos_analysis_io::SPEC,
 ];
+
+/// The analysis that reads sampled profiles: the first, which also claims every
+/// recording no other analysis claims.
+pub fn sampled_profile() -> &'static AnalysisSpec {
+    ANALYSES[0]
+}
 
 /// The analysis called `name` (as on the command line, or a manifest's `kind`).
 pub fn find(name: &str) -> Option<&'static AnalysisSpec> {
@@ -40,6 +54,15 @@ pub fn for_report(name: &str) -> Result<&'static AnalysisSpec, Failure> {
         "unknown report '{name}'; the reports are: {}",
         all.join(", ")
     )))
+}
+
+/// Every page module: the analyses', then those of the reports of any result.
+pub fn page_modules() -> Vec<&'static PageModule> {
+    ANALYSES
+        .iter()
+        .filter_map(|a| a.page)
+        .chain(ANY_RESULT.iter().filter_map(|r| r.page))
+        .collect()
 }
 
 /// The names, for sentences.

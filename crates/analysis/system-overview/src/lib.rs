@@ -19,8 +19,10 @@
 
 mod build;
 mod collect;
+mod compare;
 mod finish;
 pub mod kernel_time;
+mod page;
 pub mod reports;
 mod run_report;
 mod spec;

@@ -24,4 +24,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     uses: &["kptr_restrict", "bandwidth_timeline"],
     collect: crate::collect::collect,
     report: crate::run_report::report,
+    claims_import: None,
+    compare: Some(crate::compare::comparable),
+    page: Some(&crate::page::PAGE),
 };

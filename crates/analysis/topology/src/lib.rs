@@ -4,6 +4,7 @@
 //! the analysis of the result; see the README.
 
 pub mod check;
+pub mod page;
 pub mod render;
 
 use std::collections::BTreeMap;
@@ -202,4 +203,21 @@ pub fn report(req: &ReportRequest) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// `kairos info`'s line: what `report topology` will know on this machine (it needs
+/// sysfs only).
+pub fn info_line() -> String {
+    let p = kairos_platform::Platform::read(&kairos_platform::SystemRoot::live());
+    let devices = p.devices.as_deref().unwrap_or_default();
+    let checked = devices.iter().filter(|d| check::checked_kind(d)).count();
+    let unknown = devices
+        .iter()
+        .filter(|d| check::checked_kind(d) && d.node.is_none())
+        .count();
+    format!(
+        "topology (report topology, any result): needs sysfs only; {} socket(s), {} NUMA node(s), {checked} network/storage/accelerator device(s), {unknown} without a node",
+        p.sockets.len(),
+        p.nodes.len()
+    )
 }

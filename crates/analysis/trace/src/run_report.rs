@@ -20,5 +20,5 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
         )));
     }
     req.check(&SPEC)?;
-    kairos_analysis_hotspots::profile_report(req)
+    kairos_profile_report::profile_report(req)
 }

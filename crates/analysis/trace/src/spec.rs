@@ -27,4 +27,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     uses: &["uprobes"],
     collect: crate::collect::collect,
     report: crate::run_report::report,
+    claims_import: None,
+    compare: None,
+    page: None,
 };

@@ -16,15 +16,7 @@ use super::{Recorded, PAGE};
 /// The nodes of the header's NUMA_TOPOLOGY, read as the import's platform snapshot reads
 /// them (None: the recording has none, or a CPU list that does not parse).
 pub fn topology(f: &Features) -> Option<Topology> {
-    let header: Vec<kairos_platform::HeaderNode<'_>> = f
-        .numa_nodes
-        .iter()
-        .map(|n| kairos_platform::HeaderNode {
-            id: n.id,
-            mem_total_kb: n.mem_total_kb,
-            cpus: &n.cpus,
-        })
-        .collect();
+    let header = kairos_session::header_nodes(f);
     Some(Topology {
         nodes: kairos_platform::header_nodes(&header)?,
         source: "the recording's perf.data header (NUMA_TOPOLOGY)".into(),
