@@ -1,6 +1,6 @@
 //! `kairos report NAME -r DIR`: the command line as a report request; the registry hands
 //! it to the analysis that made the result (its manifest's kind), or to the report of any
-//! result, which prints it as text, CSV or JSON.
+//! result, which renders it as text, CSV or JSON; printed here.
 
 use kairos_analysis_registry::{ReportRequest, SampleFilter};
 
@@ -31,5 +31,10 @@ pub fn run(args: ReportArgs) -> CliResult {
             }),
         },
     };
-    Ok(kairos_analysis_registry::report(&req)?)
+    let out = kairos_analysis_registry::report(&req)?;
+    print!("{}", out.text);
+    for line in &out.aside {
+        eprintln!("{line}");
+    }
+    Ok(())
 }

@@ -9,7 +9,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use common::{kairos, kairos_bin, path_str, sample, tempdir};
+use common::shares::kairos_shares;
+use common::{kairos_bin, path_str, sample, tempdir};
 
 const INTERVAL_US: u64 = 100;
 
@@ -37,58 +38,7 @@ fn perf_shares(perf_data: &std::path::Path, comm: &str) -> BTreeMap<String, (f64
         "perf report failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut shares = BTreeMap::new();
-    // Lines look like "    28.99%  [.] p3_C".
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let mut parts = line.split_whitespace();
-        let (Some(pct), Some(kind), Some(sym)) = (parts.next(), parts.next(), parts.next()) else {
-            continue;
-        };
-        let Some(pct) = pct.strip_suffix('%').and_then(|p| p.parse::<f64>().ok()) else {
-            continue;
-        };
-        let e = shares
-            .entry(sym.to_string())
-            .or_insert((0.0, kind == "[k]"));
-        e.0 += pct;
-    }
-    shares
-}
-
-fn kairos_shares(result: &std::path::Path) -> BTreeMap<String, f64> {
-    let out = kairos(&[
-        "report",
-        "hotspots",
-        "-r",
-        path_str(result),
-        "--format",
-        "csv",
-        "--limit",
-        "0",
-    ])
-    .ok();
-    let mut lines = out.stdout.lines();
-    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
-    let fcol = header
-        .iter()
-        .position(|h| *h == "Function")
-        .expect("Function column");
-    let pcol = header
-        .iter()
-        .position(|h| h.starts_with("Self %"))
-        .expect("Self % column");
-    let mut shares = BTreeMap::new();
-    for line in lines {
-        // Function names of C programs have no commas; kernel and libc ones neither.
-        let cells: Vec<&str> = line.split(',').collect();
-        if let (Some(f), Some(p)) = (
-            cells.get(fcol),
-            cells.get(pcol).and_then(|p| p.parse::<f64>().ok()),
-        ) {
-            *shares.entry(f.trim_matches('"').to_string()).or_insert(0.0) += p;
-        }
-    }
-    shares
+    common::shares::perf_report_shares(&String::from_utf8_lossy(&out.stdout))
 }
 
 fn compare(program: &str, args: &[&str]) {

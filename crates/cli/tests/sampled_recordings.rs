@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use common::shares::kairos_shares;
 use common::{kairos, path_str, sample, tempdir};
 use kairos_perf_data::write::{PerfDataWriter, StringFeature};
 
@@ -46,57 +47,10 @@ fn perf_shares(file: &Path) -> BTreeMap<String, f64> {
         "-g",
         "none",
     ]);
-    let mut shares = BTreeMap::new();
-    // "    28.43%  [.] calibrate"
-    for line in text.lines() {
-        let mut w = line.split_whitespace();
-        let (Some(pct), Some(_kind), Some(sym)) = (w.next(), w.next(), w.next()) else {
-            continue;
-        };
-        if let Some(p) = pct.strip_suffix('%').and_then(|p| p.parse::<f64>().ok()) {
-            *shares.entry(sym.to_string()).or_insert(0.0) += p;
-        }
-    }
-    shares
-}
-
-/// Ours: `kairos report hotspots --group-by function` as CSV, self share by function.
-fn kairos_shares(result: &Path) -> BTreeMap<String, f64> {
-    let out = kairos(&[
-        "report",
-        "hotspots",
-        "-r",
-        path_str(result),
-        "--group-by",
-        "function",
-        "--format",
-        "csv",
-        "--limit",
-        "0",
-    ])
-    .ok();
-    let mut lines = out.stdout.lines();
-    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
-    let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| h.starts_with(name))
-            .unwrap_or_else(|| panic!("no {name} column in {header:?}"))
-    };
-    let (f, p) = (col("Function"), col("Self %"));
-    let mut shares = BTreeMap::new();
-    for line in lines {
-        let cells: Vec<&str> = line.split(',').collect();
-        if let (Some(name), Some(share)) = (
-            cells.get(f),
-            cells.get(p).and_then(|x| x.parse::<f64>().ok()),
-        ) {
-            *shares
-                .entry(name.trim_matches('"').to_string())
-                .or_insert(0.0) += share;
-        }
-    }
-    shares
+    common::shares::perf_report_shares(&text)
+        .into_iter()
+        .map(|(f, (p, _))| (f, p))
+        .collect()
 }
 
 /// The functions perf gives at least 2% agree within 1 point, and there are some.

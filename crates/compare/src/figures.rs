@@ -2,16 +2,14 @@
 //! kernel-time share, page faults (the target's rusage), the memory-bandwidth timeline,
 //! samples, and the huge pages `kairos run` and `collect --hugepages` saw.
 
-use kairos_analysis_registry::{Figure, EMULATED_MACHINE};
+use kairos_analysis_registry::{Figure, EMULATED_MACHINE, KERNEL_SHARE, PAGE_FAULTS};
 use kairos_result::ResultDir;
 use serde_json::Value;
 
-use crate::{user_only_event, Facts, KERNEL_SHARE, RUN_TIME};
+use crate::{user_only_event, Facts, RUN_TIME};
 
 /// Places of Kairos's own rows (see [`Figure::place`]).
 const PLACE_RUN_TIME: u16 = 10;
-const PLACE_KERNEL_SHARE: u16 = 20;
-const PLACE_PAGE_FAULTS: u16 = 30;
 const PLACE_MAJOR_FAULTS: u16 = 40;
 const PLACE_BANDWIDTH: u16 = 70;
 const PLACE_SAMPLES: u16 = 90;
@@ -34,13 +32,16 @@ pub(crate) fn own(dir: &ResultDir, notes: &mut Vec<String>) -> Facts {
         f.timing_caveat = Some(EMULATED_MACHINE.into());
     }
     let (faults, major) = page_faults(dir);
-    let share = kernel_share(dir, &mut f, notes);
+    let (share, how) = kernel_share(dir, &mut f, notes).unzip();
     let samples = m.counts.map(|c| c.samples).filter(|&s| s > 0);
     let huge = m.extra.get("hugepages");
     f.figures = vec![
         Figure::quantity(PLACE_RUN_TIME, RUN_TIME, m.duration_secs, 3).words("shorter", "longer"),
-        Figure::share(PLACE_KERNEL_SHARE, KERNEL_SHARE, share),
-        Figure::count(PLACE_PAGE_FAULTS, "page faults", faults),
+        Figure {
+            how,
+            ..Figure::share(KERNEL_SHARE.0, KERNEL_SHARE.1, share)
+        },
+        Figure::count(PAGE_FAULTS.0, PAGE_FAULTS.1, faults),
         Figure::count(PLACE_MAJOR_FAULTS, "major page faults", major),
         Figure::count(PLACE_SAMPLES, "samples", samples),
         Figure::count(
@@ -82,28 +83,22 @@ fn page_faults(dir: &ResultDir) -> (Option<u64>, Option<u64>) {
     (faults, major)
 }
 
-/// Percent of time in kernel mode: the system overview's measurement, else the target's
-/// rusage, else the kernel-mode samples of a sampled profile (unless they leave kernel
-/// mode out, which `f` then says).
-fn kernel_share(dir: &ResultDir, f: &mut Facts, notes: &mut Vec<String>) -> Option<f64> {
+/// Percent of time in kernel mode, and what it was measured from: the target's rusage,
+/// else the kernel-mode samples of a sampled profile (unless they leave kernel mode out,
+/// which `f` then says). An analysis may measure it better (the system overview).
+fn kernel_share(
+    dir: &ResultDir,
+    f: &mut Facts,
+    notes: &mut Vec<String>,
+) -> Option<(f64, &'static str)> {
     let m = dir.manifest();
-    if let Some(s) = m
-        .extra
-        .get("system_overview")
-        .and_then(|so| so.get("kernel_time_share_pct"))
-        .and_then(Value::as_f64)
-    {
-        f.kernel_share_how = Some("system-overview");
-        return Some(s);
-    }
     if let Some(p) = m.extra.get("process") {
         if let (Some(us), Some(sy)) = (
             p.get("user_s").and_then(Value::as_f64),
             p.get("system_s").and_then(Value::as_f64),
         ) {
             if us + sy > 0.0 {
-                f.kernel_share_how = Some("system / (user + system) CPU time");
-                return Some(100.0 * sy / (us + sy));
+                return Some((100.0 * sy / (us + sy), "system / (user + system) CPU time"));
             }
         }
     }
@@ -126,10 +121,7 @@ fn kernel_share(dir: &ResultDir, f: &mut Facts, notes: &mut Vec<String>) -> Opti
                     kernel += u128::from(s.weight);
                 }
             }
-            (all > 0).then(|| {
-                f.kernel_share_how = Some("kernel-mode samples");
-                100.0 * kernel as f64 / all as f64
-            })
+            (all > 0).then(|| (100.0 * kernel as f64 / all as f64, "kernel-mode samples"))
         }
         Err(e) => {
             notes.push(format!(

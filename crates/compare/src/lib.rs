@@ -18,8 +18,6 @@ mod figures;
 pub struct Facts {
     pub kind: String,
     pub figures: Vec<Figure>,
-    /// What the kernel-time share was measured from.
-    pub kernel_share_how: Option<&'static str>,
     /// Why the result has no kernel-time share that means anything (its samples leave
     /// kernel mode out: `cpu-clock:u`).
     pub kernel_share_not_measured: Option<String>,
@@ -38,15 +36,43 @@ impl Facts {
             if let Some(read) = a.compare {
                 let Comparable {
                     figures,
+                    fallback,
                     timing_caveat,
                     notes: more,
                 } = read(dir);
-                f.figures.extend(figures);
+                f.take(figures, fallback);
                 f.timing_caveat = f.timing_caveat.or(timing_caveat);
                 notes.extend(more);
             }
         }
+        // An analysis that measured the kernel-time share measured it whatever the event.
+        if f.value(KERNEL_SHARE).is_some() {
+            f.kernel_share_not_measured = None;
+        }
         (f, notes)
+    }
+
+    /// An analysis's figures: one of Kairos's own rows (same place and key) takes its
+    /// value from `figures` where they have one, from `fallback` where it has none; the
+    /// others are rows of their own.
+    fn take(&mut self, figures: Vec<Figure>, fallback: Vec<Figure>) {
+        let own = |fs: &[Figure], x: &Figure| {
+            fs.iter().position(|o| o.place == x.place && o.key == x.key)
+        };
+        for x in figures {
+            match own(&self.figures, &x) {
+                Some(i) if x.value.is_some() => self.figures[i] = x,
+                Some(_) => {}
+                None => self.figures.push(x),
+            }
+        }
+        for x in fallback {
+            if let Some(i) = own(&self.figures, &x) {
+                if self.figures[i].value.is_none() {
+                    self.figures[i] = x;
+                }
+            }
+        }
     }
 
     /// The value of the figure named `name`.
@@ -94,7 +120,7 @@ pub fn phrase(a: f64, b: f64, less: &str, more: &str) -> String {
 
 /// Names of the rows the comparison gives a meaning of its own.
 const RUN_TIME: &str = "run time (s)";
-const KERNEL_SHARE: &str = "kernel-time share";
+const KERNEL_SHARE: &str = kairos_analysis_registry::KERNEL_SHARE.1;
 
 /// The comparison table: figure, A, B, B - A, B / A, in words. One row per figure either
 /// result has, ordered by place and key.
@@ -129,8 +155,10 @@ pub fn compare(a: &Facts, b: &Facts) -> Table {
         }
     }
     for (name, f) in [("A", a), ("B", b)] {
-        if let Some(how) = f.kernel_share_how {
-            t.push_note(format!("kernel-time share of {name} ({}): {how}", f.kind));
+        for x in f.figures.iter().filter(|x| x.value.is_some()) {
+            if let Some(how) = x.how {
+                t.push_note(format!("{} of {name} ({}): {how}", x.name, f.kind));
+            }
         }
         if let Some(why) = &f.kernel_share_not_measured {
             t.push_note(format!("kernel-time share of {name} ({}): {why}", f.kind));
@@ -309,13 +337,10 @@ mod tests {
             timing_caveat: Some(EMULATED_MACHINE.into()),
             ..facts(vec![run_time(12.4), Figure::share(20, KERNEL_SHARE, None)])
         };
-        let b = Facts {
-            kernel_share_how: Some("kernel-mode samples"),
-            ..facts(vec![
-                run_time(6.7),
-                Figure::share(20, KERNEL_SHARE, Some(5.0)),
-            ])
-        };
+        let b = facts(vec![
+            run_time(6.7),
+            Figure::share(20, KERNEL_SHARE, Some(5.0)).measured_from("kernel-mode samples"),
+        ]);
         let t = compare(&a, &b);
         let row = |name: &str| {
             t.rows
@@ -366,6 +391,37 @@ mod tests {
         assert_eq!(
             names,
             [RUN_TIME, "page faults", "allocated bytes"].map(Cell::text)
+        );
+    }
+
+    /// An analysis's measurement replaces Kairos's own estimate of one of its rows, and
+    /// fills one it has no value for, but does not overwrite one it has.
+    #[test]
+    fn an_analysis_measures_better_or_fills_in() {
+        let mut f = facts(vec![
+            Figure::share(20, KERNEL_SHARE, Some(30.0)).measured_from("kernel-mode samples"),
+            Figure::count(30, "page faults", Some(7)),
+        ]);
+        f.kernel_share_not_measured = None;
+        f.take(
+            vec![Figure::share(20, KERNEL_SHARE, Some(41.5)).measured_from("system-overview")],
+            vec![Figure::count(30, "page faults", Some(900))],
+        );
+        assert_eq!(f.value(KERNEL_SHARE), Some(Measure::Share(41.5)));
+        assert_eq!(f.value("page faults"), Some(Measure::Count(7)));
+        let mut g = facts(vec![Figure::count(30, "page faults", None)]);
+        g.take(
+            Vec::new(),
+            vec![Figure::count(30, "page faults", Some(900))],
+        );
+        assert_eq!(g.value("page faults"), Some(Measure::Count(900)));
+        let t = compare(&f, &g);
+        assert!(
+            t.notes
+                .iter()
+                .any(|n| n == "kernel-time share of A (hotspots): system-overview"),
+            "{:?}",
+            t.notes
         );
     }
 

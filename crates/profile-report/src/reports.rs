@@ -4,7 +4,7 @@
 
 use std::str::FromStr;
 
-use kairos_analysis_api::{Failure, ReportRequest};
+use kairos_analysis_api::{Failure, ReportOutput, ReportRequest};
 use kairos_model::Profile;
 use kairos_report::{Document, Format};
 use kairos_result::ResultDir;
@@ -15,7 +15,7 @@ use crate::{Filter, GroupBy};
 
 /// summary, hotspots, top-down or timeline (any other name) of the profile in
 /// `req.result_dir`, with `--time-assignment` for hotspots and timeline.
-pub fn profile_report(req: &ReportRequest) -> Result<(), Failure> {
+pub fn profile_report(req: &ReportRequest) -> Result<ReportOutput, Failure> {
     let format = session::report_format(req)?;
     let group_by = req
         .group_by
@@ -24,11 +24,13 @@ pub fn profile_report(req: &ReportRequest) -> Result<(), Failure> {
         .transpose()
         .map_err(|e| Failure::usage(format!("{e}")))?;
     if let Some((dir, rows)) = kept_hotspots(req, group_by) {
-        single("Hotspots", rows.table(req.row_limit()), format).print(format);
+        let mut out = ReportOutput::new(
+            single("Hotspots", rows.table(req.row_limit()), format).render(format),
+        );
         if format == Format::Text {
-            session::print_notes(&dir);
+            out.push(&session::notes_text(&dir));
         }
-        return Ok(());
+        return Ok(out);
     }
     let (dir, mut profile) = session::open_event(&req.result_dir, req.event.as_deref())?;
     let applied = match req.time_assignment.as_deref() {
@@ -89,24 +91,24 @@ pub fn profile_report(req: &ReportRequest) -> Result<(), Failure> {
             Rendered::Document(d)
         }
     };
-    doc.print(format);
+    let mut out = ReportOutput::new(doc.render(format));
     // Say how the points were made: under a text report, on stderr for CSV and JSON.
     if applied.is_some() && format == Format::Text {
-        println!();
+        out.line("");
     }
     for line in applied.iter().flat_map(|a| a.lines()) {
         if format == Format::Text {
-            println!("{line}");
+            out.line(&line);
         } else {
-            eprintln!("{line}");
+            out.aside.push(line);
         }
     }
     if format == Format::Text {
-        session::print_notes(&dir);
+        out.push(&session::notes_text(&dir));
     }
     // The process ends next: freeing a large profile object by object would only cost time.
     std::mem::forget(profile);
-    Ok(())
+    Ok(out)
 }
 
 /// The function rows of a whole result, as its collection or import kept them, when
@@ -132,10 +134,10 @@ enum Rendered {
 }
 
 impl Rendered {
-    fn print(&self, format: Format) {
+    fn render(&self, format: Format) -> String {
         match self {
-            Rendered::Table(t) => print!("{}", t.render(format)),
-            Rendered::Document(d) => print!("{}", d.render(format)),
+            Rendered::Table(t) => t.render(format),
+            Rendered::Document(d) => d.render(format),
         }
     }
 }

@@ -29,8 +29,8 @@ pub use recording::{
     collect_error, exit_of, finish_collection, paranoid_advice, stop_reason, warn_write_error,
 };
 pub use result::{
-    create_result_dir, meta, meta_for, open, open_event, open_result, platform_capabilities,
-    print_notes, report_format, save, start_manifest, PERF_DATA,
+    create_result_dir, meta, meta_for, notes_text, open, open_event, open_result,
+    platform_capabilities, print_notes, report_format, save, start_manifest, PERF_DATA,
 };
 pub use target::{
     check_duration, describe, launched, refuse_cpu_list, refuse_target_step, resolve_program,

@@ -218,12 +218,19 @@ pub fn meta_for(dir: &ResultDir, asked: Option<&str>) -> Vec<(String, String)> {
 /// Notes of the manifest (decode errors, missing symbols) go under every text report,
 /// so nobody reads a number without knowing what it lacks; each wraps to the line width.
 pub fn print_notes(dir: &ResultDir) {
+    print!("{}", notes_text(dir));
+}
+
+/// The result's notes as text reports end with them (nothing without notes).
+pub fn notes_text(dir: &ResultDir) -> String {
     let notes = &dir.manifest().notes;
+    let mut out = String::new();
     if !notes.is_empty() {
-        println!("\nNotes:");
+        out.push_str("\nNotes:\n");
         let width = kairos_report::text_layout().width;
         for n in notes {
-            print!("{}", kairos_report::wrap(n, width, "  - ", "    "));
+            out.push_str(&kairos_report::wrap(n, width, "  - ", "    "));
         }
     }
+    out
 }

@@ -37,6 +37,8 @@ pub struct Figure {
     /// A count of a family (pages per node): a result that has others of its place but
     /// not this one has 0 of it, not n/a.
     pub missing_is_zero: bool,
+    /// What it was measured from, said under the table when the result has a value.
+    pub how: Option<&'static str>,
 }
 
 impl Figure {
@@ -51,6 +53,7 @@ impl Figure {
             less: "fewer",
             more: "more",
             missing_is_zero: false,
+            how: None,
         }
     }
 
@@ -93,16 +96,35 @@ impl Figure {
         }
     }
 
+    /// The same figure, saying what it was measured from.
+    pub fn measured_from(self, how: &'static str) -> Figure {
+        Figure {
+            how: Some(how),
+            ..self
+        }
+    }
+
     /// The same figure with other words for a smaller and a larger B.
     pub fn words(self, less: &'static str, more: &'static str) -> Figure {
         Figure { less, more, ..self }
     }
 }
 
+/// Kairos's own rows an analysis may give a better value of (place, name): see
+/// [`Comparable`].
+pub const KERNEL_SHARE: (u16, &str) = (20, "kernel-time share");
+pub const PAGE_FAULTS: (u16, &str) = (30, "page faults");
+
 /// What an analysis gives the comparison of one result.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Comparable {
+    /// Its rows. One with the place and key of one of Kairos's own rows, and a value,
+    /// replaces that row's value (the system overview's measured kernel-time share).
     pub figures: Vec<Figure>,
+    /// Values of Kairos's own rows (same place and key) for a result that has none of its
+    /// own (the page faults the system overview counted, where the target's rusage is
+    /// not recorded).
+    pub fallback: Vec<Figure>,
     /// Why the result's run time says nothing of the program's speed.
     pub timing_caveat: Option<String>,
     /// Figures that could not be read, and why.

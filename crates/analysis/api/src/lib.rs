@@ -6,7 +6,9 @@ mod import;
 mod knobs;
 mod request;
 
-pub use compare::{Comparable, CompareFn, Figure, Measure, EMULATED_MACHINE};
+pub use compare::{
+    Comparable, CompareFn, Figure, Measure, EMULATED_MACHINE, KERNEL_SHARE, PAGE_FAULTS,
+};
 pub use failure::Failure;
 pub use import::{ClaimFn, Claimed};
 pub use kairos_view_engine::site::PageModule;
@@ -17,9 +19,37 @@ pub use request::{CollectRequest, ReportRequest, SampleFilter, TargetStep, FILTE
 /// manifest) and prints its summary.
 pub type CollectFn = fn(&CollectRequest) -> Result<(), Failure>;
 
-/// `kairos report NAME -r DIR` on a result of this analysis: prints the report. Starts
-/// with [`ReportRequest::check`].
-pub type ReportFn = fn(&ReportRequest) -> Result<(), Failure>;
+/// `kairos report NAME -r DIR` on a result of this analysis: the report, rendered, for the
+/// CLI to print. Starts with [`ReportRequest::check`].
+pub type ReportFn = fn(&ReportRequest) -> Result<ReportOutput, Failure>;
+
+/// A report as the CLI prints it: rendered in the format asked for (standard output), and
+/// what is said beside it (standard error: how points were made, under CSV or JSON).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReportOutput {
+    pub text: String,
+    pub aside: Vec<String>,
+}
+
+impl ReportOutput {
+    pub fn new(text: impl Into<String>) -> ReportOutput {
+        ReportOutput {
+            text: text.into(),
+            aside: Vec::new(),
+        }
+    }
+
+    /// Appends text as it is.
+    pub fn push(&mut self, text: &str) {
+        self.text.push_str(text);
+    }
+
+    /// Appends a line.
+    pub fn line(&mut self, line: &str) {
+        self.text.push_str(line);
+        self.text.push('\n');
+    }
+}
 
 /// One report of an analysis: `kairos report NAME -r DIR`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

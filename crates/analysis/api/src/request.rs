@@ -164,7 +164,7 @@ mod tests {
             needs: &[],
             uses: &[],
             collect: |_| Ok(()),
-            report: |_| Ok(()),
+            report: |_| Ok(Default::default()),
             claims_import: None,
             compare: None,
             page: None,

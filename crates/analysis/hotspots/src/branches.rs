@@ -6,13 +6,13 @@ use kairos_model::{BranchKind, BranchRecord, FrameIdx, Profile};
 use kairos_report::{Cell, Column, Document, Format, Section, Table};
 use kairos_result::ResultDir;
 
-use kairos_analysis_api::{Failure, ReportRequest};
+use kairos_analysis_api::{Failure, ReportOutput, ReportRequest};
 
 /// The manifest capability that says whether branch records were recorded (the collection
 /// writes it, the branches report reads it).
 pub const BRANCH_CAPABILITY: &str = "branch records";
 
-pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
+pub(crate) fn report(req: &ReportRequest) -> Result<ReportOutput, Failure> {
     let format = kairos_session::report_format(req)?;
     let (dir, profile) = kairos_session::open(&req.result_dir)?;
     if profile.branch_info.is_none() {
@@ -29,11 +29,11 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
             "sample {idx} has no branch records (its branch stack was empty); try a neighbouring sample or --time T, which picks the nearest sample that has some"
         )));
     }
-    print!("{}", document(&profile, idx, records).render(format));
+    let mut out = ReportOutput::new(document(&profile, idx, records).render(format));
     if format == Format::Text {
-        kairos_session::print_notes(&dir);
+        out.push(&kairos_session::notes_text(&dir));
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Why a result has no branch records, from its manifest (collection says so).

@@ -4,9 +4,9 @@
 //! The metrics need core PMU events; whether the machine had them is in the result's
 //! manifest (capabilities written at collection), else detected on this machine.
 
-use kairos_analysis_api::{Failure, ReportRequest};
+use kairos_analysis_api::{Failure, ReportOutput, ReportRequest};
 
-pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
+pub(crate) fn report(req: &ReportRequest) -> Result<ReportOutput, Failure> {
     let dir = kairos_session::open_result(&req.result_dir)?;
     let m = dir.manifest();
     let (pmu, why, source) = match m.capabilities.iter().find(|c| c.name == "hardware_pmu") {

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use kairos_analysis_api::{Failure, ReportRequest};
+use kairos_analysis_api::{Failure, ReportOutput, ReportRequest};
 use kairos_report::{Cell, Column, Document, Format, Section, Table};
 
 use crate::ddio::per_socket;
@@ -11,7 +11,7 @@ use crate::SPEC;
 
 const MB: f64 = 1e6;
 
-pub fn report(req: &ReportRequest) -> Result<(), Failure> {
+pub fn report(req: &ReportRequest) -> Result<ReportOutput, Failure> {
     req.check(&SPEC)?;
     let format = kairos_session::report_format(req)?;
     let dir = kairos_session::open_result(&req.result_dir)?;
@@ -47,8 +47,7 @@ pub fn report(req: &ReportRequest) -> Result<(), Failure> {
     if let Some(u) = kairos_session::device_use::DeviceUse::load(dir.path()) {
         doc.push_table(crate::use_table::table(&u));
     }
-    print!("{}", render(&doc, format));
-    Ok(())
+    Ok(ReportOutput::new(render(&doc, format)))
 }
 
 /// The summary as text (printed at the end of a collection), with the target's device use

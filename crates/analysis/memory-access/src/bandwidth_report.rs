@@ -291,18 +291,18 @@ fn dram_loads(d: &AccessData, limit: Option<usize>) -> Table {
 /// records, without the by-object table (only memory-access has address samples).
 pub fn report_any(
     req: &kairos_analysis_api::ReportRequest,
-) -> Result<(), kairos_analysis_api::Failure> {
+) -> Result<kairos_analysis_api::ReportOutput, kairos_analysis_api::Failure> {
     let format = kairos_session::report_format(req)?;
     let dir = kairos_session::open_result(&req.result_dir)?;
     let t = crate::bandwidth::load(&dir).map_err(|e| {
         kairos_analysis_api::Failure::failed(format!("{e}; collect the result again"))
     })?;
     let doc = document(t.as_ref(), None, req.row_limit().or(Some(20)));
-    print!("{}", doc.render(format));
+    let mut out = kairos_analysis_api::ReportOutput::new(doc.render(format));
     if format == kairos_report::Format::Text {
-        kairos_session::print_notes(&dir);
+        out.push(&kairos_session::notes_text(&dir));
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Average and peak GB/s of all domains' DRAM traffic, for `kairos compare`; None without figures.

@@ -73,6 +73,6 @@ pub(crate) fn comparable(dir: &ResultDir) -> Comparable {
     Comparable {
         figures,
         timing_caveat: emulated.then(|| EMULATED_MACHINE.to_string()),
-        notes: Vec::new(),
+        ..Default::default()
     }
 }

@@ -1,7 +1,7 @@
 //! `kairos report NAME -r DIR` on a memory-access result: its own reports, and those of
 //! the sampled profile (hotspots, top-down, timeline) through the hotspots analysis.
 
-use kairos_analysis_api::{Failure, ReportRequest};
+use kairos_analysis_api::{Failure, ReportOutput, ReportRequest};
 use kairos_report::{Document, Format};
 use kairos_session as session;
 
@@ -10,7 +10,7 @@ use crate::{reports, SPEC};
 /// The reports of the sampled profile every memory recording also is.
 const PROFILE_REPORTS: [&str; 3] = ["hotspots", "top-down", "timeline"];
 
-pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
+pub(crate) fn report(req: &ReportRequest) -> Result<ReportOutput, Failure> {
     req.check(&SPEC)?;
     if PROFILE_REPORTS.contains(&req.report.as_str()) {
         return kairos_profile_report::profile_report(req);
@@ -41,11 +41,11 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
         "numa" => crate::numa::report::numa_of(&data, &crate::finish::meta(&dir), limit),
         _ => reports::cache_lines(&data, limit.or(Some(20))),
     };
-    print!("{}", doc.render(format));
+    let mut out = ReportOutput::new(doc.render(format));
     if format == Format::Text {
-        session::print_notes(&dir);
+        out.push(&session::notes_text(&dir));
     }
-    Ok(())
+    Ok(out)
 }
 
 fn one(title: &str, t: kairos_report::Table) -> Document {

@@ -3,14 +3,14 @@
 //! The counting is in crates/analysis/hugepages; this file maps the rows onto its events
 //! and presents the plans.
 
-use kairos_analysis_api::{Failure, ReportRequest};
+use kairos_analysis_api::{Failure, ReportOutput, ReportRequest};
 use kairos_analysis_hugepages::{commands, parse_glibc, plan, Op, OpKind, Plan, GIB1, MIB2};
 use kairos_platform::Prober;
 use kairos_report::{Cell, Column, Document, Format, Table};
 
 use crate::{AllocRow, Kind};
 
-pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
+pub(crate) fn report(req: &ReportRequest) -> Result<ReportOutput, Failure> {
     let format = kairos_session::report_format(req)?;
     let dir = kairos_session::open_result(&req.result_dir)?;
     let data = crate::tables::read(&dir.tables_path()).map_err(|e| {
@@ -46,8 +46,7 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
         "glibc on this machine: {}",
         glibc_text.unwrap_or_else(|| "not found (not a glibc system?)".into())
     ));
-    print_report(format, t, cmds);
-    Ok(())
+    Ok(render_report(format, t, cmds))
 }
 
 /// The pages each size needs, and how they are counted.
@@ -112,27 +111,29 @@ fn pages_table(plans: &[Plan; 2]) -> Table {
 
 /// Text: the table cut to no width and the commands whole, to be pasted; else the
 /// document in `format`.
-fn print_report(format: Format, t: Table, cmds: Table) {
+fn render_report(format: Format, t: Table, cmds: Table) -> ReportOutput {
+    let mut out = ReportOutput::default();
     if format == Format::Text {
         let mut d = Document::new("Huge pages");
         d.push_table(t.with_title("Pages needed"));
-        print!("{}", d.to_text_width(usize::MAX));
+        out.push(&d.to_text_width(usize::MAX));
         // Commands are printed whole, never cut to the terminal width: they are meant to be pasted.
-        println!("\nSet-up (as root)\n----------------");
+        out.line("\nSet-up (as root)\n----------------");
         for row in &cmds.rows {
             if let Some(Cell::Text(c)) = row.first() {
-                println!("  {c}");
+                out.line(&format!("  {c}"));
             }
         }
         for n in &cmds.notes {
-            println!("{n}");
+            out.line(n);
         }
     } else {
         let mut d = Document::new("Huge pages");
         d.push_table(t);
         d.push_table(cmds);
-        print!("{}", d.render(format));
+        out.push(&d.render(format));
     }
+    out
 }
 
 /// A row as the huge-page planner reads it.

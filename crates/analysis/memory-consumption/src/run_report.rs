@@ -1,14 +1,14 @@
 //! `kairos report NAME -r DIR` on a memory-consumption result: reads its tables and
 //! prints one of the reports the spec declares.
 
-use kairos_analysis_api::{Failure, ReportRequest};
+use kairos_analysis_api::{Failure, ReportOutput, ReportRequest};
 use kairos_report::{Document, Format};
 use kairos_result::ResultDir;
 use kairos_session as session;
 
 use crate::{replay, reports, tables, SPEC};
 
-pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
+pub(crate) fn report(req: &ReportRequest) -> Result<ReportOutput, Failure> {
     req.check(&SPEC)?;
     if req.report == "hugepages" {
         return crate::hugepages_report::report(req);
@@ -55,11 +55,11 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
         "sizes" => one("Allocation sizes", reports::sizes(&st), format),
         _ => one("Heap over time", reports::heap_timeline(&st), format),
     };
-    print!("{text}");
+    let mut out = ReportOutput::new(text);
     if format == Format::Text {
-        print_notes(&dir, &st);
+        out.push(&notes_text(&dir, &st));
     }
-    Ok(())
+    Ok(out)
 }
 
 fn one(title: &str, t: kairos_report::Table, format: Format) -> String {
@@ -73,7 +73,12 @@ fn one(title: &str, t: kairos_report::Table, format: Format) -> String {
 }
 
 pub(crate) fn print_notes(dir: &ResultDir, st: &replay::Stats) {
-    println!("\nNotes:");
+    print!("{}", notes_text(dir, st));
+}
+
+/// The result's notes and the replay's accounting notes, as text reports end with them.
+fn notes_text(dir: &ResultDir, st: &replay::Stats) -> String {
+    let mut out = String::from("\nNotes:\n");
     for n in dir
         .manifest()
         .notes
@@ -81,11 +86,14 @@ pub(crate) fn print_notes(dir: &ResultDir, st: &replay::Stats) {
         .cloned()
         .chain(reports::accounting_notes(st))
     {
-        print!(
-            "{}",
-            kairos_report::wrap(&n, kairos_report::text_layout().width, "  - ", "    ")
-        );
+        out.push_str(&kairos_report::wrap(
+            &n,
+            kairos_report::text_layout().width,
+            "  - ",
+            "    ",
+        ));
     }
+    out
 }
 
 pub(crate) fn meta(dir: &ResultDir) -> Vec<(String, String)> {

@@ -3,7 +3,7 @@
 //! own reports; a report of any result that the analysis does not have itself comes from
 //! here.
 
-use kairos_analysis_api::{Failure, PageModule, ReportFn, ReportRequest, ReportSpec};
+use kairos_analysis_api::{Failure, PageModule, ReportFn, ReportOutput, ReportRequest, ReportSpec};
 use kairos_result::ResultDir;
 
 /// A report every result has.
@@ -47,8 +47,8 @@ pub static ANY_RESULT: &[AnyResultReport] = &[
     },
 ];
 
-/// `kairos report`: the report `req.report` of the result `req.result_dir`, printed.
-pub fn report(req: &ReportRequest) -> Result<(), Failure> {
+/// `kairos report`: the report `req.report` of the result `req.result_dir`, rendered.
+pub fn report(req: &ReportRequest) -> Result<ReportOutput, Failure> {
     let any = ANY_RESULT.iter().find(|r| r.spec.name == req.report);
     // The analysis whose result it is; for a result that cannot be opened, the analysis
     // declaring the report says why.

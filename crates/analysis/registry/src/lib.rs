@@ -9,8 +9,8 @@ pub use kairos_session::ImportRequest;
 
 pub use kairos_analysis_api::{
     AnalysisSpec, CollectRequest, Comparable, Failure, Figure, KnobError, Knobs, Measure,
-    PageModule, ReportRequest, ReportSpec, SampleFilter, TargetStep, EMULATED_MACHINE,
-    FILTERED_REPORTS,
+    PageModule, ReportOutput, ReportRequest, ReportSpec, SampleFilter, TargetStep,
+    EMULATED_MACHINE, FILTERED_REPORTS, KERNEL_SHARE, PAGE_FAULTS,
 };
 
 /// Every analysis, in the order menus show them. Adding one is one line here. The first

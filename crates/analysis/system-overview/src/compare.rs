@@ -1,7 +1,8 @@
-//! The system overview's rows in `kairos compare`: kernel entries by cause, from the
-//! manifest section its collection writes.
+//! The system overview's rows in `kairos compare`: kernel entries by cause, its measured
+//! kernel-time share, and its page-fault count where the target's rusage is not recorded,
+//! from the manifest section its collection writes.
 
-use kairos_analysis_api::{Comparable, Figure};
+use kairos_analysis_api::{Comparable, Figure, KERNEL_SHARE, PAGE_FAULTS};
 use kairos_result::ResultDir;
 use serde_json::Value;
 
@@ -10,10 +11,8 @@ const PLACE: u16 = 50;
 
 /// The spec's comparison entry.
 pub(crate) fn comparable(dir: &ResultDir) -> Comparable {
-    let causes = dir
-        .manifest()
-        .extra
-        .get("system_overview")
+    let so = dir.manifest().extra.get("system_overview");
+    let causes = so
         .and_then(|so| so.get("kernel_entries"))
         .and_then(Value::as_object);
     // One row per cause either result has; one "kernel entries" row (n/a) when neither
@@ -27,8 +26,20 @@ pub(crate) fn comparable(dir: &ResultDir) -> Comparable {
             );
         }
     }
+    let share = so
+        .and_then(|so| so.get("kernel_time_share_pct"))
+        .and_then(Value::as_f64);
+    if share.is_some() {
+        figures.push(
+            Figure::share(KERNEL_SHARE.0, KERNEL_SHARE.1, share).measured_from("system-overview"),
+        );
+    }
+    let faults = so
+        .and_then(|so| so.get("page_faults"))
+        .and_then(Value::as_u64);
     Comparable {
         figures,
+        fallback: vec![Figure::count(PAGE_FAULTS.0, PAGE_FAULTS.1, faults)],
         ..Default::default()
     }
 }

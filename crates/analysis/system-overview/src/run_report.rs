@@ -1,14 +1,14 @@
 //! `kairos report NAME -r DIR` on a system-overview result: its profile and its kernel
 //! entries table, with the entry and exit path costs measured at collection.
 
-use kairos_analysis_api::{Failure, ReportRequest};
+use kairos_analysis_api::{Failure, ReportOutput, ReportRequest};
 use kairos_report::{Document, Format};
 use kairos_result::ResultDir;
 use kairos_session as session;
 
 use crate::{reports, tables, PathCost, SPEC};
 
-pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
+pub(crate) fn report(req: &ReportRequest) -> Result<ReportOutput, Failure> {
     req.check(&SPEC)?;
     let format = kairos_session::report_format(req)?;
     let (dir, profile) = session::open(&req.result_dir)?;
@@ -34,11 +34,11 @@ pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
         "page-faults" => reports::page_faults(&profile, &entries, own, limit),
         _ => reports::timeline(&profile, &entries, &cost, bucket_ns, limit),
     };
-    print!("{}", doc.render(format));
+    let mut out = ReportOutput::new(doc.render(format));
     if format == Format::Text {
-        session::print_notes(&dir);
+        out.push(&session::notes_text(&dir));
     }
-    Ok(())
+    Ok(out)
 }
 
 /// The manifest key (in `system_overview`) of the page faults the recording itself caused

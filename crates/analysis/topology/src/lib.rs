@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use arrow_array::{UInt32Array, UInt64Array};
-use kairos_analysis_api::{Failure, ReportRequest};
+use kairos_analysis_api::{Failure, ReportOutput, ReportRequest};
 use kairos_platform::Platform;
 use kairos_report::Format;
 use kairos_session as session;
@@ -184,7 +184,7 @@ pub fn pages_by_node(path: &Path) -> Result<Option<BTreeMap<u32, u64>>, kairos_t
 }
 
 /// The report entry: `kairos report topology -r DIR [--format text|csv|json]`.
-pub fn report(req: &ReportRequest) -> Result<(), Failure> {
+pub fn report(req: &ReportRequest) -> Result<ReportOutput, Failure> {
     if req.report != REPORT {
         return Err(Failure::usage(format!(
             "unknown report '{}'; this entry prints '{REPORT}'",
@@ -193,16 +193,19 @@ pub fn report(req: &ReportRequest) -> Result<(), Failure> {
     }
     let format = session::report_format(req)?;
     let t = analyse(&req.result_dir)?;
-    print!(
-        "{}",
-        render::render(&t.platform, &t.usage, &t.findings, &t.notes, format)
-    );
+    let mut out = ReportOutput::new(render::render(
+        &t.platform,
+        &t.usage,
+        &t.findings,
+        &t.notes,
+        format,
+    ));
     if format == Format::Text {
         if let Ok(dir) = session::open_result(&req.result_dir) {
-            session::print_notes(&dir);
+            out.push(&session::notes_text(&dir));
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// `kairos info`'s line: what `report topology` will know on this machine (it needs

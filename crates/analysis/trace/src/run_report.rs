@@ -2,14 +2,14 @@
 //! (shared with the hotspots analysis); the sampled reports are refused with the way to
 //! get samples from a trace.
 
-use kairos_analysis_api::{Failure, ReportRequest};
+use kairos_analysis_api::{Failure, ReportOutput, ReportRequest};
 
 use crate::SPEC;
 
 /// Reports that need samples, which an exact trace has not.
 const SAMPLED: [&str; 4] = ["hotspots", "top-down", "timeline", "branches"];
 
-pub(crate) fn report(req: &ReportRequest) -> Result<(), Failure> {
+pub(crate) fn report(req: &ReportRequest) -> Result<ReportOutput, Failure> {
     if SAMPLED.contains(&req.report.as_str()) {
         return Err(Failure::usage(format!(
             "{} is an exact trace (kairos collect trace), not a sampled result; `report {}` needs samples: \

@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::panic)]
 
 pub mod json_report;
+pub mod shares;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
