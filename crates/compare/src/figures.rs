@@ -61,26 +61,17 @@ pub(crate) fn own(dir: &ResultDir, notes: &mut Vec<String>) -> Facts {
     f
 }
 
-/// Minor + major faults and major faults: the target's rusage, else the page faults the
-/// system overview counted.
+/// Minor + major faults and major faults, from the target's rusage (an analysis may give
+/// a count where it is not recorded).
 fn page_faults(dir: &ResultDir) -> (Option<u64>, Option<u64>) {
-    let m = dir.manifest();
-    let mut faults = None;
-    let mut major = None;
-    if let Some(p) = m.extra.get("process") {
-        faults = match (u(p, "minor_faults"), u(p, "major_faults")) {
-            (Some(a), b) => Some(a + b.unwrap_or(0)),
-            (None, b) => b,
-        };
-        major = u(p, "major_faults");
-    }
-    if faults.is_none() {
-        faults = m
-            .extra
-            .get("system_overview")
-            .and_then(|so| u(so, "page_faults"));
-    }
-    (faults, major)
+    let Some(p) = dir.manifest().extra.get("process") else {
+        return (None, None);
+    };
+    let faults = match (u(p, "minor_faults"), u(p, "major_faults")) {
+        (Some(a), b) => Some(a + b.unwrap_or(0)),
+        (None, b) => b,
+    };
+    (faults, u(p, "major_faults"))
 }
 
 /// Percent of time in kernel mode, and what it was measured from: the target's rusage,
