@@ -3,6 +3,7 @@
 //! them, restores the pool it changed, and with `-r DIR` writes a small result (manifest
 //! only: elapsed time, the program's rusage, the huge pages seen) for `kairos compare`.
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
@@ -80,7 +81,8 @@ pub fn run(req: &HugeRunRequest, sink: &Sink) -> Result<HugeRunOutcome, Error> {
 
 /// Starts the program with its tunables. Ctrl-C is ignored by Kairos itself: it reaches
 /// the program (same process group), which ends, and Kairos then restores the pool as on
-/// any exit; SIGTERM and SIGHUP are passed on to it.
+/// any exit; SIGTERM and SIGHUP are passed on to it. An ignored signal stays ignored
+/// across exec, so the program gets Ctrl-C's default back before it starts.
 fn launch(
     program: &str,
     args: &[String],
@@ -88,6 +90,13 @@ fn launch(
 ) -> Result<(libc::pid_t, Instant, StopSignals), Error> {
     let mut cmd = Command::new(program);
     cmd.args(args);
+    // SAFETY: between fork and exec only signal(2), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     if let Some(v) = &setup.tunables {
         cmd.env("GLIBC_TUNABLES", v);
     }
