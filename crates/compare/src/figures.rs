@@ -20,8 +20,9 @@ fn u(v: &Value, k: &str) -> Option<u64> {
     v.get(k).and_then(Value::as_u64)
 }
 
-/// Kairos's own figures of `dir`, with the kernel-time share's source and caveats.
-pub(crate) fn own(dir: &ResultDir, notes: &mut Vec<String>) -> Facts {
+/// Kairos's own figures of `dir`, with the kernel-time share's source and caveats; no
+/// kernel-time share where an analysis `measured` it.
+pub(crate) fn own(dir: &ResultDir, measured: bool, notes: &mut Vec<String>) -> Facts {
     let m = dir.manifest();
     let mut f = Facts {
         kind: m.kind.clone().unwrap_or_else(|| "unknown".into()),
@@ -32,7 +33,12 @@ pub(crate) fn own(dir: &ResultDir, notes: &mut Vec<String>) -> Facts {
         f.timing_caveat = Some(EMULATED_MACHINE.into());
     }
     let (faults, major) = page_faults(dir);
-    let (share, how) = kernel_share(dir, &mut f, notes).unzip();
+    let (share, how) = if measured {
+        None
+    } else {
+        kernel_share(dir, &mut f, notes)
+    }
+    .unzip();
     let samples = m.counts.map(|c| c.samples).filter(|&s| s > 0);
     let huge = m.extra.get("hugepages");
     f.figures = vec![

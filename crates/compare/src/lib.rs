@@ -30,24 +30,21 @@ impl Facts {
     /// Reads what `dir` has: Kairos's own figures, then each analysis's. Tables that cannot
     /// be read only leave their figure out, with the reason in the returned notes.
     pub fn read(dir: &ResultDir) -> (Facts, Vec<String>) {
+        let given: Vec<Comparable> = kairos_analysis_registry::ANALYSES
+            .iter()
+            .filter_map(|a| a.compare.map(|read| read(dir)))
+            .collect();
+        // A kernel-time share an analysis measured (the system overview's) is not estimated
+        // again from the samples, which would read the whole profile for nothing.
+        let measured = given.iter().flat_map(|c| &c.figures).any(|x| {
+            (x.place, x.key.as_str()) == (KERNEL_SHARE_ROW.0, KERNEL_SHARE) && x.value.is_some()
+        });
         let mut notes = Vec::new();
-        let mut f = figures::own(dir, &mut notes);
-        for a in kairos_analysis_registry::ANALYSES {
-            if let Some(read) = a.compare {
-                let Comparable {
-                    figures,
-                    fallback,
-                    timing_caveat,
-                    notes: more,
-                } = read(dir);
-                f.take(figures, fallback);
-                f.timing_caveat = f.timing_caveat.or(timing_caveat);
-                notes.extend(more);
-            }
-        }
-        // An analysis that measured the kernel-time share measured it whatever the event.
-        if f.value(KERNEL_SHARE).is_some() {
-            f.kernel_share_not_measured = None;
+        let mut f = figures::own(dir, measured, &mut notes);
+        for c in given {
+            f.take(c.figures, c.fallback);
+            f.timing_caveat = f.timing_caveat.or(c.timing_caveat);
+            notes.extend(c.notes);
         }
         (f, notes)
     }
@@ -120,7 +117,8 @@ pub fn phrase(a: f64, b: f64, less: &str, more: &str) -> String {
 
 /// Names of the rows the comparison gives a meaning of its own.
 const RUN_TIME: &str = "run time (s)";
-const KERNEL_SHARE: &str = kairos_analysis_registry::KERNEL_SHARE.1;
+const KERNEL_SHARE_ROW: (u16, &str) = kairos_analysis_registry::KERNEL_SHARE;
+const KERNEL_SHARE: &str = KERNEL_SHARE_ROW.1;
 
 /// The comparison table: figure, A, B, B - A, B / A, in words. One row per figure either
 /// result has, ordered by place and key.

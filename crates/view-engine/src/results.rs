@@ -35,6 +35,8 @@ pub struct Data {
     /// First sample time (absolute ns): the page's time 0.
     pub start_ns: u64,
     pub duration_ns: u64,
+    /// Whether the span covers anything yet: samples, or times a page module widened it to.
+    spanned: bool,
     pub methods: Vec<Method>,
     pub notes: Vec<String>,
     derived: Mutex<HashMap<Method, Slot>>,
@@ -172,6 +174,7 @@ impl Data {
             base,
             start_ns,
             duration_ns,
+            spanned: span.is_some(),
             methods,
             notes,
             derived: Mutex::new(HashMap::new()),
@@ -189,12 +192,13 @@ impl Data {
     /// Makes the page's time axis cover `t` (absolute ns) too: an analysis's own events
     /// (kernel entries) may start before the first sample or end after the last.
     pub fn widen_span(&mut self, t: u64) {
-        let (a, b) = (self.start_ns, self.start_ns + self.duration_ns);
-        let (a, b) = if a == 0 && b == 0 && self.base.samples.is_empty() {
-            (t, t)
+        let (a, b) = if self.spanned {
+            let end = self.start_ns + self.duration_ns;
+            (self.start_ns.min(t), end.max(t))
         } else {
-            (a.min(t), b.max(t))
+            (t, t)
         };
+        self.spanned = true;
         self.start_ns = a;
         self.duration_ns = b - a;
     }
