@@ -9,6 +9,8 @@ command -v perf >/dev/null || need_apt+=(linux-perf)
 command -v objcopy >/dev/null || need_apt+=(binutils)
 # The trace tests compare `kairos collect trace` with uftrace call for call.
 command -v uftrace >/dev/null || need_apt+=(uftrace)
+# The latency tests put request boundaries on the orders sample's USDT probes (sys/sdt.h).
+echo '#include <sys/sdt.h>' | cc -E -x c - >/dev/null 2>&1 || need_apt+=(systemtap-sdt-dev)
 # The memory-consumption tests compare the allocation tracker with valgrind DHAT.
 command -v valgrind >/dev/null || need_apt+=(valgrind)
 # Symbols from debuginfod are tested against elfutils' own server.

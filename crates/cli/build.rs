@@ -94,6 +94,11 @@ fn run() -> Result<(), String> {
     {
         println!("cargo:rerun-if-changed={}", h.display());
     }
+    // The request markers' header, which `orders` includes.
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("runtime/requests/kairos_requests.h").display()
+    );
     if sources.is_empty() {
         return Ok(());
     }

@@ -11,6 +11,7 @@ import { Header } from "./header";
 import { Inspector } from "./inspector";
 import { MemoryView } from "./memory";
 import { PlatformView } from "./platform";
+import { RequestsView } from "./requests";
 import { Store } from "./state";
 import { Summary } from "./summary";
 import { Timeline } from "./timeline";
@@ -58,6 +59,7 @@ async function start(): Promise<void> {
   const platform = new PlatformView(store, byId("memory"));
   const bandwidth = new BandwidthView(store);
   const io = new IoView(store);
+  const requests = new RequestsView(store, timeline);
   const compare = new CompareView(store);
   const inspector = new Inspector(store, (lane, t) => { timeline.marker = { key: lane, t }; timeline.draw(); });
   attachTimelineInput(timeline, store, (lane, t) => void inspector.show({ lane: lane.key, laneLabel: lane.label, t }));
@@ -74,6 +76,7 @@ async function start(): Promise<void> {
     void memory.refresh();
     void bandwidth.refresh();
     void io.refresh();
+    void requests.refresh();
     void platform.refresh();
   });
   store.on("method", () => {
@@ -89,9 +92,11 @@ async function start(): Promise<void> {
     timeline.schedule();
     void summary.refresh();
     void tree.refresh();
+    requests.draw();
   });
   store.on("view", () => {
     timeline.draw();
+    requests.draw();
     timeline.schedule();
     if (!store.selection) { counters.schedule(); memory.schedule(); }
   });
@@ -111,6 +116,7 @@ async function start(): Promise<void> {
     void memory.refresh();
     void bandwidth.refresh();
     void io.refresh();
+    void requests.refresh();
     void platform.refresh();
   });
 

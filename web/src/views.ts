@@ -24,6 +24,8 @@ export const VIEWS = {
   bandwidth: { name: "bandwidth" },
   // A result of no known kind was not made by `kairos collect io`: it has no traffic to draw.
   io: { name: "io", needs: r => r.views != null },
+  // Likewise a result of no known kind has no requests: it was not made by `kairos collect latency`.
+  requests: { name: "requests", needs: r => r.views != null },
   platform: { name: "platform", anyResult: true },
 } satisfies Record<string, ViewEntry>;
 

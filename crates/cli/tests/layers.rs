@@ -44,6 +44,7 @@ const LAYERS: &[&[&str]] = &[
         "kairos-analysis-hotspots",
         "kairos-analysis-hugepages",
         "kairos-analysis-io",
+        "kairos-analysis-latency",
         "kairos-analysis-memory-access",
         "kairos-analysis-memory-consumption",
         "kairos-analysis-system-overview",

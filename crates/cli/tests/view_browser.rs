@@ -1,8 +1,8 @@
 //! The page of `kairos view` in a real browser: prepares real results (a multi-threaded
 //! collection, a second one to compare, an imported LBR recording, a 100,000-function
 //! synthetic result, a system-overview collection, memory-access runs of false sharing and
-//! of its fix, compared object by object) and runs `web/tests` (Playwright driving Debian's
-//! Chromium headless).
+//! of its fix, compared object by object, a latency collection of the orders service) and
+//! runs `web/tests` (Playwright driving Debian's Chromium headless).
 //! Screenshots are kept in `target/view-screenshots`.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
@@ -121,6 +121,27 @@ fn the_page_works_in_chromium() {
         let _turn = common::cpu_turn();
         kairos(&a).ok();
     }
+    {
+        // The requests view: the orders service's requests, some slow for known causes.
+        let log = d("orders.log");
+        let _turn = common::cpu_turn();
+        kairos(&[
+            "collect",
+            "latency",
+            "-q",
+            "-r",
+            path_str(&d("rl")),
+            "-k",
+            "request=process_order",
+            "-k",
+            "slower-than=150us",
+            "--",
+            path_str(&sample("orders")),
+            path_str(&log),
+            "3000",
+        ])
+        .ok();
+    }
     let artifacts = kairos_bin()
         .parent()
         .unwrap()
@@ -141,6 +162,7 @@ fn the_page_works_in_chromium() {
         .env("KAIROS_RESULT_MEMORY", d("mc"))
         .env("KAIROS_RESULT_MEMACCESS", d("fs"))
         .env("KAIROS_RESULT_MEMACCESS_PADDED", d("fs-padded"))
+        .env("KAIROS_RESULT_LATENCY", d("rl"))
         .env("KAIROS_ARTIFACTS", &artifacts)
         .env("KAIROS_CHROMIUM", &chromium)
         .status()

@@ -31,6 +31,23 @@ pub struct ExtraEvent {
     /// Record the user call chain (the kernel part is left out: it only names the
     /// tracepoint's own call path, at a high cost per event).
     pub user_callchain: bool,
+    /// For a uprobe PMU event: the probed file and the offset of the probed instruction
+    /// (the attr's config1 and config2; `config` holds the return-probe bit and the
+    /// reference counter's offset).
+    pub probe: Option<ProbeSite>,
+    /// Opened once per CPU for every process (pid -1), enabled at once, not inherited:
+    /// what a uprobe PMU event needs, as the kernel reads its path again in the target's
+    /// own memory when an inherited copy is made at clone, which then fails (a program
+    /// could not start threads). Its records name their process; keeping the target's
+    /// is the reader's job.
+    pub every_process: bool,
+}
+
+/// Where a uprobe PMU event is placed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeSite {
+    pub path: std::ffi::CString,
+    pub offset: u64,
 }
 
 /// Whether an extra event could be opened, and why not.
@@ -53,6 +70,8 @@ impl ExtraEvent {
             addr: true,
             raw: false,
             user_callchain: true,
+            probe: None,
+            every_process: false,
         }
     }
 
@@ -81,6 +100,8 @@ impl ExtraEvent {
             addr: false,
             raw,
             user_callchain,
+            probe: None,
+            every_process: false,
         })
     }
 
@@ -101,6 +122,11 @@ impl ExtraEvent {
         a.size = ATTR_SIZE;
         a.type_ = self.type_;
         a.config = self.config;
+        if let Some(p) = &self.probe {
+            // The kernel copies the path during perf_event_open; `self` outlives the call.
+            a.__bindgen_anon_3.config1 = p.path.as_ptr() as u64;
+            a.__bindgen_anon_4.config2 = p.offset;
+        }
         a.__bindgen_anon_1.sample_period = 1;
         // IDENTIFIER, IP, TID, TIME first, as for the sampling event: readers (and the
         // collector's own record counting) find id and time at the same place.
@@ -280,6 +306,8 @@ mod tests {
             addr: false,
             raw: true,
             user_callchain: true,
+            probe: None,
+            every_process: false,
         };
         assert_eq!(e.attr(false, true, true).exclude_kernel(), 0);
         assert_eq!(e.attr(false, true, true).exclude_callchain_kernel(), 1);

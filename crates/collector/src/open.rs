@@ -439,14 +439,22 @@ fn after_refusal(
 
 /// Opens one extra event on every (task, CPU) pair of the sampling event, each writing
 /// into its CPU's ring. Returns the fds and their ids, or why the event cannot be recorded.
+/// With `every_process`, once per CPU for every process (pid -1) instead.
 pub(crate) fn open_extra(
     a: &mut sys::bindings::perf_event_attr,
     events: &Events,
     cpus: &[i32],
+    every_process: bool,
 ) -> Result<(Vec<OwnedFd>, Vec<u64>), String> {
     let mut fds = Vec::new();
     let mut ids = Vec::new();
-    for &(pid, ci) in &events.targets {
+    let per_cpu: Vec<(i32, usize)> = (0..cpus.len()).map(|ci| (-1, ci)).collect();
+    let targets = if every_process {
+        &per_cpu
+    } else {
+        &events.targets
+    };
+    for &(pid, ci) in targets {
         let cpu = cpus.get(ci).copied().unwrap_or(-1);
         let fd = match open_fd(a, pid, cpu) {
             Ok(fd) => fd,

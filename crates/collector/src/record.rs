@@ -242,10 +242,14 @@ fn open_extras(
     let (mut fds, pmu_outcomes) = pmu::open_all(opts, events, cpus, writer)?;
     let mut extra_outcomes = Vec::with_capacity(opts.extra_events.len());
     for x in &opts.extra_events {
-        let enable_on_exec = matches!(opts.target, Target::Launch { .. });
-        let inherit = !matches!(opts.target, Target::SystemWide);
+        let enable_on_exec = matches!(opts.target, Target::Launch { .. }) && !x.every_process;
+        let inherit = !matches!(opts.target, Target::SystemWide) && !x.every_process;
         let mut a = x.attr(events.include_kernel, enable_on_exec, inherit);
-        match open_extra(&mut a, events, cpus) {
+        if x.every_process {
+            // Counting from now: no exec or enable call is waited for.
+            a.set_disabled(0);
+        }
+        match open_extra(&mut a, events, cpus, x.every_process) {
             Ok((xfds, xids)) => {
                 writer.add_attr(attr::attr_bytes(&a), xids, x.name.clone());
                 fds.extend(xfds);

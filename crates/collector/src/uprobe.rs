@@ -102,6 +102,52 @@ pub fn pmu() -> Result<(u32, u32), String> {
     Ok((ty, bit))
 }
 
+/// The uprobe PMU's bit field of the reference counter (USDT semaphore) offset in
+/// `config` ("config:32-63" → 32), None on kernels without it.
+pub fn ref_ctr_shift() -> Option<u32> {
+    let f = std::fs::read_to_string(Path::new(PMU_DIR).join("format/ref_ctr_offset")).ok()?;
+    let range = f.trim().strip_prefix("config:")?;
+    range
+        .split('-')
+        .next()?
+        .parse::<u32>()
+        .ok()
+        .filter(|&b| b < 64)
+}
+
+/// An extra event of the sampling collector that fires at entry to (or, `is_return`, at
+/// the return of) the instruction at `offset` of `path`, with the user call chain; a USDT
+/// probe's semaphore at file offset `ref_ctr` is counted up by the kernel while it is
+/// attached.
+pub fn extra_event(
+    name: String,
+    path: &Path,
+    offset: u64,
+    is_return: bool,
+    ref_ctr: Option<u64>,
+) -> Result<crate::extra::ExtraEvent, String> {
+    let (ty, bit) = pmu()?;
+    let mut config = if is_return { 1u64 << bit } else { 0 };
+    if let Some(r) = ref_ctr.filter(|&r| r > 0) {
+        let shift = ref_ctr_shift().ok_or_else(|| {
+            format!("this kernel's uprobe PMU has no ref_ctr_offset field, so the USDT semaphore of {name} cannot be set")
+        })?;
+        config |= r << shift;
+    }
+    let path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| format!("{}: path contains a NUL byte", path.display()))?;
+    Ok(crate::extra::ExtraEvent {
+        name,
+        type_: ty,
+        config,
+        addr: false,
+        raw: false,
+        user_callchain: false,
+        probe: Some(crate::extra::ProbeSite { path, offset }),
+        every_process: true,
+    })
+}
+
 fn attr(
     ty: u32,
     retprobe: Option<u32>,

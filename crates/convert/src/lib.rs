@@ -61,6 +61,9 @@ pub struct ConvertOptions {
     /// False when no kallsyms matches the recording's kernel (an import from another
     /// machine): kernel frames then stay unnamed rather than wrongly named.
     pub kernel_symbols: bool,
+    /// Keep each side sample's tracepoint payload (`SideSample::raw`), for analyses that
+    /// read more than its first field (the scheduler's switch and wake-up events).
+    pub keep_raw: bool,
 }
 
 impl Default for ConvertOptions {
@@ -68,6 +71,7 @@ impl Default for ConvertOptions {
         ConvertOptions {
             symbolizer: SymbolizerOptions::default(),
             kernel_symbols: true,
+            keep_raw: false,
         }
     }
 }
@@ -253,6 +257,7 @@ struct State {
     side: Vec<side::PendingSide>,
     /// Whether any attr gives side samples, and which of them nest in a sample.
     track_nesting: bool,
+    keep_raw: bool,
     nesting: side::Nesting,
     access_attrs: Vec<Option<AccessSource>>,
     accesses: access::Accesses,
@@ -298,6 +303,7 @@ impl State {
             side_attrs: side::side_attrs(file),
             side: Vec::new(),
             track_nesting: side::side_attrs(file).iter().any(|&b| b),
+            keep_raw: opts.keep_raw,
             nesting: side::Nesting::default(),
             access_attrs: access::access_attrs(file),
             accesses: access::Accesses::new(file),
@@ -484,8 +490,11 @@ impl State {
         };
         if self.side_attrs.get(s.attr_index).copied().unwrap_or(false) {
             let object = s.addr.map(|a| side::object_of(&self.table, pid, a));
-            self.side
-                .push(side::PendingSide::new(s, thread, stack, object, nested));
+            let mut pending = side::PendingSide::new(s, thread, stack, object, nested);
+            if self.keep_raw {
+                pending.keep_raw(s);
+            }
+            self.side.push(pending);
         }
         // Without PERIOD in the sample (`-c N`), every sample stands for the attr's period.
         let fixed = self.fixed_periods.get(s.attr_index).copied().flatten();

@@ -29,6 +29,9 @@ pub struct SideSample {
     /// Written while another sample of the same thread was being taken: the kernel's
     /// own work for the recording, not the program's (see [`Nesting`]).
     pub nested: bool,
+    /// The whole tracepoint payload (common header included), when the conversion was
+    /// asked to keep it (`ConvertOptions::keep_raw`).
+    pub raw: Option<Box<[u8]>>,
 }
 
 /// A mapping as the recording knew it when the fault happened.
@@ -78,9 +81,14 @@ impl PendingSide {
                 object,
                 payload,
                 nested,
+                raw: None,
             },
             raw_stack,
         }
+    }
+
+    pub(crate) fn keep_raw(&mut self, s: &kairos_perf_data::Sample<'_>) {
+        self.s.raw = s.raw.map(Box::from);
     }
 }
 

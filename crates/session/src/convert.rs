@@ -23,6 +23,7 @@ pub fn convert_options(kallsyms: Option<std::path::PathBuf>) -> ConvertOptions {
             kallsyms,
             ..Default::default()
         },
+        keep_raw: false,
     }
 }
 

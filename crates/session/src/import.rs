@@ -80,6 +80,7 @@ pub fn start_import(req: &ImportRequest, kind: &str, suffix: &str) -> Result<Imp
             ..SymbolizerOptions::default()
         },
         kernel_symbols: req.kallsyms.is_some() || same_kernel,
+        keep_raw: false,
     };
     Ok(Imported {
         dir,

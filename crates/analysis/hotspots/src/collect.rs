@@ -15,7 +15,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     dir.manifest_mut().capabilities = session::platform_capabilities();
     session::save(&dir)?;
 
-    let mut opts = options(&req.knobs, target, dir.path().join(PERF_DATA));
+    let mut opts = sampling_options(&req.knobs, target, dir.path().join(PERF_DATA));
     if let Some(pages) = req.mmap_pages {
         opts.ring_buffer_pages = pages;
     }
@@ -37,8 +37,8 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     crate::finish::finish(&mut dir, summary, req.quiet)
 }
 
-/// The collector's options from the knobs.
-fn options(
+/// The collector's options from the sampling knobs ([`crate::SAMPLING_KNOBS`]).
+pub fn sampling_options(
     knobs: &Knobs,
     target: kairos_collector::Target,
     out: std::path::PathBuf,
@@ -64,7 +64,7 @@ fn options(
 
 /// Why this machine cannot record branch records, from the platform probe already stored
 /// in the manifest (the `lbr` capability), or None when it can.
-fn lbr_missing(m: &kairos_result::Manifest) -> Option<String> {
+pub fn lbr_missing(m: &kairos_result::Manifest) -> Option<String> {
     match m
         .capabilities
         .iter()

@@ -12,4 +12,5 @@ mod spec;
 mod tlb;
 
 pub use branches::BRANCH_CAPABILITY;
-pub use spec::SPEC;
+pub use collect::{lbr_missing, sampling_options};
+pub use spec::{SAMPLING_KNOBS, SPEC};

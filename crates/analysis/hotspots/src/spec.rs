@@ -2,11 +2,8 @@
 
 use kairos_analysis_api::{interval_us, one_of, AnalysisSpec, KnobSpec, ReportSpec};
 
-pub const SPEC: AnalysisSpec = AnalysisSpec {
-    name: "hotspots",
-    summary: "sampling profile with call stacks, over time; with LBR, branch records as extra time-stamped points",
-    result_suffix: "hs",
-    knobs: &[
+/// The sampling knobs, which other sampling analyses offer too.
+pub const SAMPLING_KNOBS: [KnobSpec; 4] = [
         KnobSpec { name: "sampling-interval-us", default: "1000", help: "sampling interval", check: interval_us },
         KnobSpec { name: "stack-unwinding", default: "fp", help: "fp (frame pointers) or dwarf (user stack copy)", check: |v| one_of(v, &["fp", "dwarf"]) },
         KnobSpec {
@@ -21,7 +18,13 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             help: "auto (LBR where the CPU has it), on (required) or off: every sample with the last user calls and returns",
             check: |v| one_of(v, &["auto", "on", "off"]),
         },
-    ],
+];
+
+pub const SPEC: AnalysisSpec = AnalysisSpec {
+    name: "hotspots",
+    summary: "sampling profile with call stacks, over time; with LBR, branch records as extra time-stamped points",
+    result_suffix: "hs",
+    knobs: &SAMPLING_KNOBS,
     collects: "cycles (or the cpu-clock timer without a PMU) with call chains, and the LBR's user calls and returns where present",
     reports: &[
         ReportSpec { name: "summary", help: "what was run, samples, losses, top functions, processes and threads" },

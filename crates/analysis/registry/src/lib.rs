@@ -22,6 +22,7 @@ pub static ANALYSES: &[&AnalysisSpec] = &[
     &kairos_analysis_memory_access::SPEC,
     &kairos_analysis_trace::SPEC,
     &kairos_analysis_io::SPEC,
+    &kairos_analysis_latency::SPEC,
 ];
 
 /// The analysis that reads sampled profiles: the first, which also claims every

@@ -260,6 +260,7 @@ mod tests {
             object: None,
             payload: None,
             nested: false,
+            raw: None,
         }
     }
 

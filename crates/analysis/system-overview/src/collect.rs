@@ -12,9 +12,10 @@ use kairos_session::{self as session, PERF_DATA};
 
 use crate::SPEC;
 
-/// The events to record next to cpu-clock; tracepoints that do not exist here are listed
-/// with the reason rather than failing the collection.
-fn extra_events(missing: &mut Vec<(String, String)>) -> Vec<ExtraEvent> {
+/// The events to record next to cpu-clock (every page fault, the fault-entry, system-call,
+/// interrupt and switch tracepoints); tracepoints that do not exist here are listed with
+/// the reason rather than failing the collection.
+pub fn kernel_events(missing: &mut Vec<(String, String)>) -> Vec<ExtraEvent> {
     let mut v = vec![ExtraEvent::minor_faults(), ExtraEvent::major_faults()];
     // (system, event, payload wanted, user stack wanted). Interrupt entries carry the user
     // stack so an interruption is attributed to the user function it stopped. The user
@@ -59,7 +60,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     let duration = session::check_duration(req)?;
     let mounted = extra::ensure_tracefs().map_err(Failure::failed)?;
     let mut missing = Vec::new();
-    let extras = extra_events(&mut missing);
+    let extras = kernel_events(&mut missing);
 
     let mut dir = session::create_result_dir(req.result_dir.as_deref(), SPEC.result_suffix)?;
     session::start_manifest(&mut dir, SPEC.name, &req.knobs, session::describe(&target));

@@ -26,23 +26,9 @@ pub(crate) fn finish(
     quiet: bool,
 ) -> Result<(), Failure> {
     let (summary, kallsyms) = session::finish_collection(dir, summary)?;
+    record_events(dir.manifest_mut(), &summary, missing);
     {
         let m = dir.manifest_mut();
-        let outcomes = summary
-            .extra_events
-            .iter()
-            .map(|o| (o.name.clone(), o.missing.clone()));
-        for (name, why) in outcomes.chain(missing.into_iter().map(|(n, w)| (n, Some(w)))) {
-            if let Some(w) = &why {
-                m.notes.push(format!("{name} not recorded: {w}"));
-            }
-            m.capabilities.push(Capability {
-                name: format!("event {name}"),
-                available: why.is_none(),
-                detail: None,
-                reason: why,
-            });
-        }
         let mut so = serde_json::json!({ "fault_time": FAULT_TIME_METHOD, "syscall_time": "paired per thread: raw_syscalls:sys_enter to the next sys_exit", "interrupt_time": "paired per CPU: irq:irq_handler_entry/exit and irq_vectors:local_timer_entry/exit", "entry_exit_method": ENTRY_EXIT_METHOD });
         match &calibration {
             Ok(c) => {
@@ -87,6 +73,30 @@ pub(crate) fn finish(
     Ok(())
 }
 
+/// Each extra event of a collection in the manifest: recorded or not (a capability), and
+/// a note for each that was not, with why (`missing`: those never opened).
+pub fn record_events(
+    m: &mut kairos_result::Manifest,
+    summary: &CollectSummary,
+    missing: Vec<(String, String)>,
+) {
+    let outcomes = summary
+        .extra_events
+        .iter()
+        .map(|o| (o.name.clone(), o.missing.clone()));
+    for (name, why) in outcomes.chain(missing.into_iter().map(|(n, w)| (n, Some(w)))) {
+        if let Some(w) = &why {
+            m.notes.push(format!("{name} not recorded: {w}"));
+        }
+        m.capabilities.push(Capability {
+            name: format!("event {name}"),
+            available: why.is_none(),
+            detail: None,
+            reason: why,
+        });
+    }
+}
+
 /// Headline counts in the manifest, so `kairos compare` and other tools read them
 /// without the tables: completed page faults (what `perf stat -e page-faults` counts) and
 /// kernel entries by cause.
@@ -108,10 +118,11 @@ fn record_counts(dir: &mut ResultDir, entries: &[crate::Entry], recording_faults
     }
 }
 
-/// When each thread was switched back in: the PERF_RECORD_SWITCH records (switch-in) of
-/// the recording, which the converter passes over. Their sample_id trailer starts with
+/// When each thread (by index in the profile) was switched back in: the
+/// PERF_RECORD_SWITCH records (switch-in) of the recording, which the converter passes
+/// over, in file order. Their sample_id trailer starts with
 /// pid/tid and time, as the sampling event has TID and TIME (and nothing before them).
-fn switch_ins(
+pub fn switch_ins(
     dir: &ResultDir,
     profile: &kairos_model::Profile,
 ) -> std::collections::BTreeMap<u32, Vec<u64>> {

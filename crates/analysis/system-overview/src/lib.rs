@@ -31,6 +31,8 @@ pub mod tables;
 pub use spec::SPEC;
 
 pub use build::{build, recording_faults, EventNames};
+pub use collect::kernel_events;
+pub use finish::{record_events, switch_ins};
 pub use kernel_time::PathCost;
 
 /// Why the thread entered the kernel.

@@ -1,0 +1,170 @@
+//! `kairos collect latency`: one perf.data file holds the cpu-clock samples, the
+//! request boundaries when they are probes (uprobes at a function's entry and return, or
+//! USDT probes), and the kernel's side of each request: the scheduler's switches (with
+//! their payload and the user stack where the thread blocked) and wake-ups, switch-in
+//! records, page faults, system calls and interrupts. Marker boundaries are read from the
+//! program's ring meanwhile ([`crate::marker`]); a log is read at the end.
+//! [`crate::finish`] turns it all into requests.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+use kairos_analysis_api::{CollectRequest, Failure};
+use kairos_collector::extra::{self, ExtraEvent};
+use kairos_collector::{EventChoice, Target, TargetHook};
+use kairos_session::{self as session, PERF_DATA};
+
+use crate::boundary::{self, Source};
+use crate::marker::{self, MarkerReader};
+use crate::model::MANIFEST_KEY;
+use crate::sched::Fields;
+use crate::SPEC;
+
+pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
+    let target = session::target(req, SPEC.name)?;
+    let duration = session::check_duration(req)?;
+    let source = boundary::source(&req.knobs).map_err(Failure::usage)?;
+    let slower = crate::threshold::parse(req.knobs.get("slower-than")).map_err(Failure::usage)?;
+    let probes = probe_events(&source, &target)?;
+    let mounted = extra::ensure_tracefs().map_err(Failure::failed)?;
+    let mut missing = Vec::new();
+    let mut extras = kernel_side(&mut missing);
+    extras.extend(probes);
+
+    let mut dir = session::create_result_dir(req.result_dir.as_deref(), SPEC.result_suffix)?;
+    session::start_manifest(&mut dir, SPEC.name, &req.knobs, session::describe(&target));
+    dir.manifest_mut().capabilities = session::platform_capabilities();
+    if let Some(m) = mounted {
+        dir.manifest_mut().notes.push(m);
+    }
+    dir.manifest_mut().extra.insert(
+        MANIFEST_KEY.into(),
+        serde_json::json!({
+            "source": source.describe(),
+            "fields": Fields::from_tracefs(),
+            "realtime_minus_monotonic_ns": realtime_minus_monotonic(),
+        }),
+    );
+    session::save(&dir)?;
+
+    let mut opts = kairos_analysis_hotspots::sampling_options(
+        &req.knobs,
+        target.clone(),
+        dir.path().join(PERF_DATA),
+    );
+    if req.knobs.get("event") == "auto" {
+        // Request time is wall-clock time: the timer's samples weigh nanoseconds.
+        opts.event = EventChoice::CpuClock;
+    }
+    if let Some(pages) = req.mmap_pages {
+        opts.ring_buffer_pages = pages;
+    }
+    opts.cpus = req.cpus.clone();
+    opts.duration = duration;
+    opts.lbr_missing = kairos_analysis_hotspots::lbr_missing(dir.manifest());
+    opts.extra_events = extras;
+    opts.context_switches = true;
+    opts.on_target = session::target_hook(req);
+    if source == Source::Marker {
+        opts.env.push((marker::ENV.0.into(), marker::ENV.1.into()));
+    }
+    let reader = (source == Source::Marker).then(|| {
+        let r = MarkerReader::start(Arc::new(AtomicI32::new(0)), dir.path().join(marker::FILE));
+        opts.on_target = Some(tell_pid(&target, r.pid(), opts.on_target.take()));
+        r
+    });
+    let bar = session::spinner(req.quiet, "collecting");
+    let summary = kairos_collector::collect(&opts, &mut |p| {
+        bar.set_message(format!(
+            "collecting: {} records, {} KiB",
+            p.samples,
+            p.bytes / 1024
+        ));
+    });
+    bar.finish_and_clear();
+    let markers = reader.map(MarkerReader::finish);
+    crate::finish::finish(
+        &mut dir, summary, missing, markers, &source, slower, req.quiet,
+    )
+}
+
+/// The probe events of the boundaries, found in the target's files; a usage error
+/// naming what is wrong otherwise.
+fn probe_events(source: &Source, target: &Target) -> Result<Vec<ExtraEvent>, Failure> {
+    match (source, target) {
+        (Source::Marker, Target::SystemWide) => {
+            return Err(Failure::usage("request markers are read from one program: give it (or -p PID), or with -a use -k request=PATH:FUNCTION, usdt:PROVIDER:BEGIN,END or -k requests-from=FILE"))
+        }
+        (Source::Log { path, .. }, _) if !boundary::readable(path) && !matches!(target, Target::Launch { .. }) => {
+            return Err(Failure::usage(format!("the request log {} does not exist; give -k requests-from=FILE with the application's log", path.display())))
+        }
+        _ => {}
+    }
+    let files = boundary::target_files(target).map_err(Failure::usage)?;
+    if files.is_empty()
+        && matches!(
+            source,
+            Source::Function { binary: None, .. } | Source::Usdt { .. }
+        )
+    {
+        return Err(Failure::usage(
+            "with -a, say which program: -k request=PATH:FUNCTION",
+        ));
+    }
+    Ok(source
+        .probe_events(&files)
+        .map_err(Failure::usage)?
+        .unwrap_or_default())
+}
+
+/// system-overview's kernel events, with the switch's payload and user stack (where the
+/// thread blocked) and the wake-ups (who woke it, from where).
+fn kernel_side(missing: &mut Vec<(String, String)>) -> Vec<ExtraEvent> {
+    let mut v = kairos_analysis_system_overview::kernel_events(missing);
+    v.retain(|e| e.name != crate::sched::SWITCH);
+    for (ev, stack) in [("sched_switch", true), ("sched_waking", true)] {
+        match ExtraEvent::tracepoint("sched", ev, true, stack) {
+            Ok(e) => v.push(e),
+            Err(e) => missing.push((
+                format!("sched:{ev}"),
+                format!("tracepoint id not readable ({e})"),
+            )),
+        }
+    }
+    v
+}
+
+/// A target step that also tells the marker reader the launched program's pid (or, with
+/// -p, the process's) before the step it wraps.
+fn tell_pid(target: &Target, slot: Arc<AtomicI32>, then: Option<TargetHook>) -> TargetHook {
+    if let Target::Pid(pid) = target {
+        slot.store(*pid, Ordering::SeqCst);
+    }
+    let launch = matches!(target, Target::Launch { .. });
+    TargetHook(Arc::new(move |pid| {
+        if launch {
+            slot.store(pid, Ordering::SeqCst);
+        }
+        then.as_ref().map_or(Ok(()), |h| (h.0)(pid))
+    }))
+}
+
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC now, to move a log's wall-clock times onto the
+/// recording's clock.
+fn realtime_minus_monotonic() -> i64 {
+    let now = |clock| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: ts is a valid out pointer.
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+    };
+    let (m0, r, m1) = (
+        now(libc::CLOCK_MONOTONIC),
+        now(libc::CLOCK_REALTIME),
+        now(libc::CLOCK_MONOTONIC),
+    );
+    r - (m0 + (m1 - m0) / 2)
+}

@@ -1,0 +1,258 @@
+//! When each thread was off the CPU and why, from the scheduler's records: a
+//! sched:sched_switch written as the thread left its CPU (its state says blocked or still
+//! runnable, `next_pid` who took the CPU, the user call stack where it blocked), the
+//! PERF_RECORD_SWITCH switch-in that ended it, and the sched:sched_waking that a waker
+//! wrote, with its own stack, when it made the thread runnable again.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use kairos_convert::SideSample;
+use kairos_model::{Profile, StackIdx, ThreadIdx};
+use serde::{Deserialize, Serialize};
+
+/// Offsets (in the raw payload, common header included) of the fields read, from the
+/// tracepoints' format files at collection; the defaults are every kernel's since 4.x.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fields {
+    pub prev_state: (usize, usize),
+    pub next_comm: (usize, usize),
+    pub next_pid: (usize, usize),
+    pub waking_pid: (usize, usize),
+}
+
+impl Default for Fields {
+    fn default() -> Self {
+        Fields {
+            prev_state: (32, 8),
+            next_comm: (40, 16),
+            next_pid: (56, 4),
+            waking_pid: (24, 4),
+        }
+    }
+}
+
+/// The tracepoints this reads, as recorded.
+pub const SWITCH: &str = "sched:sched_switch";
+pub const WAKING: &str = "sched:sched_waking";
+
+/// (offset, size) of field `name` in tracefs's format of SYSTEM/EVENT.
+fn field(format: &str, name: &str) -> Option<(usize, usize)> {
+    format.lines().find_map(|l| {
+        let decl = l.trim().strip_prefix("field:")?;
+        let (decl, rest) = decl.split_once(';')?;
+        let ident = decl.split_whitespace().last()?;
+        let ident = ident.split('[').next()?;
+        if ident != name {
+            return None;
+        }
+        let num = |key: &str| -> Option<usize> {
+            rest.split(';')
+                .find_map(|p| p.trim().strip_prefix(key))?
+                .trim()
+                .parse()
+                .ok()
+        };
+        Some((num("offset:")?, num("size:")?))
+    })
+}
+
+impl Fields {
+    /// Read from tracefs; the defaults for what cannot be read.
+    pub fn from_tracefs() -> Fields {
+        let d = Fields::default();
+        let read = |ev: &str| {
+            std::fs::read_to_string(format!(
+                "{}/events/sched/{ev}/format",
+                kairos_collector::extra::TRACEFS
+            ))
+            .unwrap_or_default()
+        };
+        let (sw, wk) = (read("sched_switch"), read("sched_waking"));
+        Fields {
+            prev_state: field(&sw, "prev_state").unwrap_or(d.prev_state),
+            next_comm: field(&sw, "next_comm").unwrap_or(d.next_comm),
+            next_pid: field(&sw, "next_pid").unwrap_or(d.next_pid),
+            waking_pid: field(&wk, "pid").unwrap_or(d.waking_pid),
+        }
+    }
+}
+
+fn int(raw: &[u8], (off, size): (usize, usize)) -> Option<i64> {
+    let b = raw.get(off..off + size)?;
+    Some(match size {
+        4 => i32::from_le_bytes(b.try_into().ok()?) as i64,
+        8 => i64::from_le_bytes(b.try_into().ok()?),
+        _ => return None,
+    })
+}
+
+fn text(raw: &[u8], (off, size): (usize, usize)) -> String {
+    let b = raw.get(off..off + size).unwrap_or(&[]);
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+/// One time a thread was off its CPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffCpu {
+    pub start: u64,
+    /// u64::MAX when the switch-in was not seen.
+    pub end: u64,
+    /// Still runnable when it left (preempted), rather than waiting.
+    pub runnable: bool,
+
+    /// Where it blocked (user stack).
+    pub stack: Option<StackIdx>,
+    pub next_tid: i32,
+    pub next_name: String,
+    pub waker: Option<Waking>,
+}
+
+/// A wake-up of a thread by another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waking {
+    pub time: u64,
+    pub thread: ThreadIdx,
+    pub stack: Option<StackIdx>,
+}
+
+/// Every thread's times off the CPU, in time order.
+pub fn off_cpu(
+    side: &[SideSample],
+    events: &[String],
+    switch_ins: &BTreeMap<u32, Vec<u64>>,
+    profile: &Profile,
+    fields: &Fields,
+) -> HashMap<ThreadIdx, Vec<OffCpu>> {
+    let attr_of = |name: &str| {
+        events
+            .iter()
+            .position(|e| e.starts_with(name))
+            .map(|i| i as u32)
+    };
+    let (switch, waking) = (attr_of(SWITCH), attr_of(WAKING));
+    let tid_index: HashMap<i32, ThreadIdx> = profile
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.tid, i as ThreadIdx))
+        .collect();
+    let mut wakings: HashMap<ThreadIdx, Vec<Waking>> = HashMap::default();
+    let mut out: HashMap<ThreadIdx, Vec<OffCpu>> = HashMap::default();
+    for s in side {
+        let Some(raw) = s.raw.as_deref() else {
+            continue;
+        };
+        if Some(s.attr) == waking {
+            let Some(target) = int(raw, fields.waking_pid).and_then(|p| tid_index.get(&(p as i32)))
+            else {
+                continue;
+            };
+            wakings.entry(*target).or_default().push(Waking {
+                time: s.time_ns,
+                thread: s.thread,
+                stack: s.stack,
+            });
+        } else if Some(s.attr) == switch {
+            let state = int(raw, fields.prev_state).unwrap_or(0);
+            out.entry(s.thread).or_default().push(OffCpu {
+                start: s.time_ns,
+                end: u64::MAX,
+                // The low bits are the task states (S, D, T, ...); preemption is reported
+                // as a bit above them.
+                runnable: state & 0xff == 0,
+
+                stack: s.stack,
+                next_tid: int(raw, fields.next_pid).unwrap_or(0) as i32,
+                next_name: text(raw, fields.next_comm),
+                waker: None,
+            });
+        }
+    }
+    for (thread, offs) in out.iter_mut() {
+        let mut ins = switch_ins.get(thread).cloned().unwrap_or_default();
+        ins.sort_unstable();
+        let wakes = wakings.get(thread).map(Vec::as_slice).unwrap_or(&[]);
+        for o in offs.iter_mut() {
+            let i = ins.partition_point(|&t| t < o.start);
+            if let Some(&t) = ins.get(i) {
+                o.end = t;
+            }
+            o.waker = wakes
+                .iter()
+                .rev()
+                .find(|w| w.time >= o.start && w.time <= o.end)
+                .copied();
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_read_from_a_format_file() {
+        let f = "\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n";
+        assert_eq!(field(f, "prev_state"), Some((32, 8)));
+        assert_eq!(field(f, "next_comm"), Some((40, 16)));
+        assert_eq!(field(f, "next_pid"), None);
+    }
+
+    fn side(attr: u32, t: u64, thread: u32, raw: Vec<u8>) -> SideSample {
+        SideSample {
+            attr,
+            time_ns: t,
+            thread,
+            cpu: 0,
+            ip: 0,
+            stack: None,
+            addr: None,
+            object: None,
+            payload: None,
+            nested: false,
+            raw: Some(raw.into()),
+        }
+    }
+
+    #[test]
+    fn a_switch_out_ends_at_the_next_switch_in_with_its_waker() {
+        let mut profile = Profile::default();
+        for tid in [10, 11] {
+            profile.threads.push(kairos_model::Thread {
+                pid: 10,
+                tid,
+                name: String::new(),
+                process_name: String::new(),
+            });
+        }
+        let mut sw = vec![0u8; 64];
+        sw[32..40].copy_from_slice(&1i64.to_le_bytes()); // S: blocked
+        sw[56..60].copy_from_slice(&11i32.to_le_bytes());
+        sw[40..44].copy_from_slice(b"hog\0");
+        let mut wk = vec![0u8; 36];
+        wk[24..28].copy_from_slice(&10i32.to_le_bytes());
+        let events = vec!["cpu-clock".to_string(), SWITCH.into(), WAKING.into()];
+        let samples = vec![side(1, 100, 0, sw.clone()), side(2, 150, 1, wk)];
+        let mut ins = BTreeMap::new();
+        ins.insert(0u32, vec![50, 180, 400]);
+        let off = off_cpu(&samples, &events, &ins, &profile, &Fields::default());
+        let o = &off[&0][0];
+        assert_eq!((o.start, o.end, o.runnable), (100, 180, false));
+        assert_eq!((o.next_tid, o.next_name.as_str()), (11, "hog"));
+        assert_eq!(o.waker.map(|w| w.thread), Some(1));
+        sw[32..40].copy_from_slice(&0x100i64.to_le_bytes()); // preempted
+        let off = off_cpu(
+            &[side(1, 100, 0, sw)],
+            &events,
+            &BTreeMap::new(),
+            &profile,
+            &Fields::default(),
+        );
+        assert!(off[&0][0].runnable);
+        assert_eq!(off[&0][0].end, u64::MAX);
+    }
+}
