@@ -124,6 +124,8 @@ pub fn convert_options() -> ConvertOptions {
             ..SymbolizerOptions::hermetic()
         },
         kernel_symbols: true,
+        // Every side sample's payload kept too: that path sees every input as well.
+        keep_raw: true,
     }
 }
 

@@ -15,6 +15,7 @@ mod account;
 mod boundary;
 mod cause;
 mod collect;
+mod compare;
 mod elf_probes;
 mod finish;
 mod log_file;

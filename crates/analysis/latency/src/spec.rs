@@ -50,6 +50,6 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     collect: crate::collect::collect,
     report: crate::run_report::report,
     claims_import: None,
-    compare: None,
+    compare: Some(crate::compare::comparable),
     page: Some(&crate::page::PAGE),
 };
