@@ -47,6 +47,13 @@ function showBroken(store: Store): void {
   else clear(box);
 }
 
+/** What main needs of an analysis's view. */
+interface AnalysisView {
+  refresh(): Promise<void>;
+  /** Redraws after the timeline's range or thread filter changed (views drawn on its time axis). */
+  followTimeline?(): void;
+}
+
 async function start(): Promise<void> {
   const release = hold();
   const store = new Store();
@@ -60,6 +67,10 @@ async function start(): Promise<void> {
   const bandwidth = new BandwidthView(store);
   const io = new IoView(store);
   const requests = new RequestsView(store, timeline);
+  // The views of one analysis each: reloaded when the result or the mode changes, redrawn
+  // (those that follow the timeline) when its range or thread filter does. A new view is
+  // one entry here and one line in views.ts.
+  const analysisViews: AnalysisView[] = [counters, memory, bandwidth, io, requests, platform];
   const compare = new CompareView(store);
   const inspector = new Inspector(store, (lane, t) => { timeline.marker = { key: lane, t }; timeline.draw(); });
   attachTimelineInput(timeline, store, (lane, t) => void inspector.show({ lane: lane.key, laneLabel: lane.label, t }));
@@ -72,12 +83,7 @@ async function start(): Promise<void> {
     timeline.reset();
     void summary.refresh();
     void tree.refresh(false);
-    void counters.refresh();
-    void memory.refresh();
-    void bandwidth.refresh();
-    void io.refresh();
-    void requests.refresh();
-    void platform.refresh();
+    for (const v of analysisViews) void v.refresh();
   });
   store.on("method", () => {
     timeline.schedule();
@@ -92,11 +98,11 @@ async function start(): Promise<void> {
     timeline.schedule();
     void summary.refresh();
     void tree.refresh();
-    requests.draw();
+    for (const v of analysisViews) v.followTimeline?.();
   });
   store.on("view", () => {
     timeline.draw();
-    requests.draw();
+    for (const v of analysisViews) v.followTimeline?.();
     timeline.schedule();
     if (!store.selection) { counters.schedule(); memory.schedule(); }
   });
@@ -112,12 +118,7 @@ async function start(): Promise<void> {
     header.onMode();
     showBroken(store);
     void compare.refresh();
-    void counters.refresh();
-    void memory.refresh();
-    void bandwidth.refresh();
-    void io.refresh();
-    void requests.refresh();
-    void platform.refresh();
+    for (const v of analysisViews) void v.refresh();
   });
 
   try {

@@ -180,6 +180,11 @@ export class RequestsView {
   // --- the lane -------------------------------------------------------------------------
 
   /** Draws the lane on the timeline's time mapping (its `xOf`, label column and width). */
+  /** The timeline's range or thread filter changed: redraw on its time axis. */
+  followTimeline(): void {
+    this.draw();
+  }
+
   draw(): void {
     const d = this.data, c = this.lane;
     if (!d || this.laneWrap.hidden) return;

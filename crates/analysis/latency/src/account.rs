@@ -160,7 +160,7 @@ impl<'a> Context<'a> {
             .unwrap_or_default();
         let mut off_ns = 0;
         for o in &offs {
-            let ns = o.end.min(e) - o.start.max(s);
+            let ns = o.end.min(e).saturating_sub(o.start.max(s));
             off_ns += ns;
             self.off_cpu(&mut r, thread, o, ns, (s, e));
         }
