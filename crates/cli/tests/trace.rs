@@ -250,3 +250,39 @@ fn instrument_mode_on_a_plain_binary_says_how_to_fix_it() {
         run.stderr
     );
 }
+
+/// A multi-threaded program traced with uprobes starts its threads and every thread's
+/// calls are traced (an inherited uprobe event once made the threads' creation fail).
+#[test]
+fn uprobes_mode_traces_every_thread_of_a_threaded_program() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("rt");
+    kairos(&[
+        "collect",
+        "trace",
+        "-q",
+        "-r",
+        dir.to_str().unwrap(),
+        "-k",
+        "mode=uprobes",
+        "--",
+        sample("threads").to_str().unwrap(),
+        "4",
+        "0.5",
+    ])
+    .ok();
+    let rd = kairos_result::ResultDir::open(&dir).unwrap();
+    let p = kairos_result::read_profile(&rd).unwrap();
+    let phase_fns = ["compute_a", "compute_b", "compute_c", "idle_wait"];
+    let mut threads = std::collections::BTreeSet::new();
+    let mut calls = 0;
+    for c in &p.calls {
+        if phase_fns.contains(&p.frames[c.frame as usize].function.as_str()) {
+            threads.insert(c.thread);
+            calls += 1;
+        }
+    }
+    assert_eq!(threads.len(), 4, "each of the 4 threads ran its phases");
+    // 0.5 s of 100 ms phases: 5 per thread, one more where the last one starts late.
+    assert!((20..=24).contains(&calls), "{calls} phase calls");
+}

@@ -323,6 +323,7 @@ pub fn collect(
         .truncate(true)
         .open(&opts.output)
         .map_err(io_err(format!("creating {}", opts.output.display())))?;
+    open::raise_fd_limit();
     let signals = Signals::register()?;
     let result = run(opts, file, &cpus, &signals, on_progress);
     drop(signals);

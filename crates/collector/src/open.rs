@@ -23,6 +23,22 @@ pub(crate) struct OpenFailure {
     pub(crate) cpu: i32,
 }
 
+/// One descriptor per event, thread and CPU (many functions' probes, thousands of threads
+/// of an attached process): the soft limit goes up to the hard one.
+pub(crate) fn raise_fd_limit() {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain getrlimit/setrlimit on our own process.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
 pub(crate) fn errno_name(e: i32) -> &'static str {
     match e {
         libc::ENOENT => "ENOENT",

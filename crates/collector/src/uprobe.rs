@@ -5,9 +5,10 @@
 //! /sys/bus/event_source/devices/uprobe/type): an entry probe (config1 = path, config2 =
 //! file offset) and a return probe (the bit named in .../format/retprobe). sample_period 1,
 //! so every hit is a PERF_RECORD_SAMPLE {id, ip, pid, tid, time} in CLOCK_MONOTONIC. The
-//! events are opened on the launched child, per CPU (an inherited per-task event cannot be
-//! mmapped with cpu = -1), disabled and armed by enable_on_exec, so nothing before the
-//! exec is seen; all events of one CPU write into that CPU's one ring (SET_OUTPUT).
+//! events are opened per CPU for every process (an inherited per-task uprobe event makes
+//! the target's thread creation fail, see [`attr`]), before the launched child execs, and
+//! only the hits of the child and the processes it starts are kept; all events of one CPU
+//! write into that CPU's one ring (SET_OUTPUT).
 //! Pairing the hits into calls is kairos-analysis-trace's job.
 //!
 //! Limits the kernel imposes: a uretprobe replaces the return address, so at most 64
@@ -167,12 +168,65 @@ fn attr(
         | sys::bindings::PERF_SAMPLE_IP
         | sys::bindings::PERF_SAMPLE_TID
         | sys::bindings::PERF_SAMPLE_TIME) as u64;
-    a.set_disabled(1);
-    a.set_enable_on_exec(1);
-    a.set_inherit(1);
+    // Per CPU for every process, counting at once, never inherited: at clone the kernel
+    // makes an inherited copy by reading the path at `config1` again, in the target's own
+    // memory, where it is not, and the clone fails (the program could not start a
+    // thread). Hits of other processes are left out by [`Targets`].
     a.set_use_clockid(1);
     a.clockid = libc::CLOCK_MONOTONIC;
     a
+}
+
+/// The launched program and the processes it starts: a hit of any other process that
+/// runs the same file is not the target's.
+struct Targets {
+    known: HashMap<u32, bool>,
+}
+
+impl Targets {
+    fn new(root: i32) -> Targets {
+        let mut known = HashMap::new();
+        known.insert(root as u32, true);
+        Targets { known }
+    }
+
+    /// Whether `pid` is the program or descends from it, by its parents in /proc (read
+    /// once per process, while it runs: hits are read every few milliseconds).
+    fn contains(&mut self, pid: u32) -> bool {
+        if let Some(&t) = self.known.get(&pid) {
+            return t;
+        }
+        let mut chain = vec![pid];
+        let mut at = pid;
+        let found = loop {
+            let Some(parent) = parent_of(at) else {
+                break false;
+            };
+            if let Some(&t) = self.known.get(&parent) {
+                break t;
+            }
+            if parent <= 1 || chain.len() > 64 {
+                break false;
+            }
+            chain.push(parent);
+            at = parent;
+        };
+        for p in chain {
+            self.known.insert(p, found);
+        }
+        found
+    }
+}
+
+/// The parent of process `pid` (field 4 of /proc/PID/stat, after the command's parentheses).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 fn open(a: &mut sys::bindings::perf_event_attr, pid: i32, cpu: i32) -> Result<OwnedFd, i32> {
@@ -188,28 +242,13 @@ fn open(a: &mut sys::bindings::perf_event_attr, pid: i32, cpu: i32) -> Result<Ow
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Many functions x 2 x CPUs descriptors: use the hard limit.
-fn raise_fd_limit() {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain getrlimit/setrlimit on our own process.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
-            r.rlim_cur = r.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-        }
-    }
-}
-
 /// Launches the program with every function probed and records until it exits.
 pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
     let (ty, retbit) = pmu().map_err(|detail| CollectError::EventUnsupported {
         event: "uprobe".into(),
         detail,
     })?;
-    raise_fd_limit();
+    crate::open::raise_fd_limit();
     let cpus = online_cpus();
     let mut child = launch::spawn_waiting(&opts.program, &opts.args)?;
     let mut out = UprobeRecording::default();
@@ -217,7 +256,6 @@ pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
         opts,
         ty,
         retbit,
-        pid: child.pid,
         cpus: &cpus,
         leaders: cpus.iter().map(|_| None).collect(),
         fds: Vec::new(),
@@ -242,9 +280,10 @@ pub fn record(opts: &UprobeOptions) -> Result<UprobeRecording, CollectError> {
     let (stops, hooks) = register_stops();
     let start = Instant::now();
     child.release()?;
-    let drain = |rings: &mut Vec<Ring>, out: &mut UprobeRecording| {
+    let mut targets = Targets::new(child.pid);
+    let mut drain = |rings: &mut Vec<Ring>, out: &mut UprobeRecording| {
         for r in rings.iter_mut() {
-            r.drain(&mut |rec| decode(rec, &ids, out));
+            r.drain(&mut |rec| decode(rec, &ids, &mut targets, out));
         }
     };
     loop {
@@ -293,13 +332,12 @@ fn register_stops() -> (Vec<(i32, Arc<AtomicBool>)>, Vec<signal_hook::SigId>) {
     (stops, hooks)
 }
 
-/// The probe events opened so far on the launched child.
+/// The probe events opened so far, for the launched child.
 struct Probes<'a> {
     opts: &'a UprobeOptions,
     /// The uprobe PMU's type and the config bit of return probes.
     ty: u32,
     retbit: u32,
-    pid: i32,
     cpus: &'a [i32],
     /// Per CPU: the first fd owns the ring, the others are redirected into it. The ring is
     /// mapped at once: recent kernels (6.x) refuse SET_OUTPUT into an unmapped event.
@@ -337,7 +375,7 @@ impl Probes<'_> {
         ret: bool,
         ci: usize,
     ) -> Result<Option<String>, CollectError> {
-        let fd = match open(a, self.pid, self.cpus[ci]) {
+        let fd = match open(a, -1, self.cpus[ci]) {
             Ok(fd) => fd,
             Err(e) if e == libc::EACCES || e == libc::EPERM => {
                 return Err(CollectError::Permission {
@@ -403,7 +441,12 @@ impl Probes<'_> {
 
 /// One record: a sample {id, ip, pid, tid, time} (the order perf_event.h lays out these
 /// fields) or a LOST record; anything else is ignored.
-fn decode(rec: &[u8], ids: &HashMap<u64, (u32, bool)>, out: &mut UprobeRecording) {
+fn decode(
+    rec: &[u8],
+    ids: &HashMap<u64, (u32, bool)>,
+    targets: &mut Targets,
+    out: &mut UprobeRecording,
+) {
     let u64_at = |o: usize| {
         rec.get(o..o + 8)
             .map(|b| u64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
@@ -416,6 +459,9 @@ fn decode(rec: &[u8], ids: &HashMap<u64, (u32, bool)>, out: &mut UprobeRecording
             else {
                 return;
             };
+            if !targets.contains(pt as u32) {
+                return;
+            }
             if let Some(&(function, is_return)) = ids.get(&id) {
                 out.hits.push(UprobeHit {
                     function,
