@@ -122,6 +122,15 @@ fn probe_events(source: &Source, target: &Target) -> Result<Vec<ExtraEvent>, Fai
 fn kernel_side(missing: &mut Vec<(String, String)>) -> Vec<ExtraEvent> {
     let mut v = kairos_analysis_system_overview::kernel_events(missing);
     v.retain(|e| e.name != crate::sched::SWITCH);
+    // A request's system calls are told apart by name and its interrupts are counted by
+    // time: their user stacks, a walk of the user stack at every entry, would only slow the
+    // program (faults keep theirs: they say where the faults happened).
+    for e in v
+        .iter_mut()
+        .filter(|e| e.name.starts_with("raw_syscalls:") || e.name.starts_with("irq"))
+    {
+        e.user_callchain = false;
+    }
     for (ev, stack) in [("sched_switch", true), ("sched_waking", true)] {
         match ExtraEvent::tracepoint("sched", ev, true, stack) {
             Ok(e) => v.push(e),
