@@ -299,3 +299,111 @@ fn a_request_whose_thread_exits_is_listed_as_never_ended() {
         "{doc:#}"
     );
 }
+
+/// The flight recorder: attached to a running service without -d, it counts every request
+/// window by window, keeps the newest windows with slow requests whole (each a result of
+/// its own) and drops the rest, saves the window SIGUSR1 ends, and ends with the service.
+#[test]
+fn the_flight_recorder_counts_every_window_and_keeps_the_newest_slow_ones() {
+    use std::process::{Command, Stdio};
+    let tmp = tempdir();
+    let (dir, log) = (tmp.path().join("flight"), tmp.path().join("orders.log"));
+    let _turn = cpu_turn();
+    let mut service = Command::new(sample("orders"))
+        .args([path_str(&log), "90000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = service.id().to_string();
+    let kairos_run = Command::new(common::kairos_bin())
+        .args(["collect", "latency", "-q", "-r", path_str(&dir), "-p", &pid])
+        .args([
+            "-k",
+            "window=1s",
+            "-k",
+            "keep-windows=2",
+            "-k",
+            "slower-than=150us",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Save the window being recorded now.
+    unsafe { libc::kill(kairos_run.id() as i32, libc::SIGUSR1) };
+    assert!(service.wait().unwrap().success());
+    let out = kairos_run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("latency.json")).unwrap()).unwrap();
+    let agg = &r["aggregate"];
+    let windows = agg["windows"].as_array().unwrap();
+    assert!(windows.len() >= 3, "{windows:#?}");
+    assert!(
+        windows
+            .iter()
+            .any(|w| w["why"].as_str().unwrap().starts_with("saved with SIGUSR1")),
+        "{windows:#?}"
+    );
+    let kept: Vec<&Value> = windows.iter().filter(|w| w["dir"].is_string()).collect();
+    assert_eq!(
+        kept.len(),
+        2,
+        "the newest two windows with slow requests are kept: {windows:#?}"
+    );
+    for w in windows {
+        let on_disk = w["dir"].as_str().map(|d| dir.join(d).is_dir());
+        assert_ne!(on_disk, Some(false), "a kept window is on disk: {w}");
+    }
+    let on_disk = std::fs::read_dir(dir.join("windows")).unwrap().count();
+    assert_eq!(on_disk, 2, "dropped windows are removed");
+    for w in &kept {
+        let d = dir.join(w["dir"].as_str().unwrap());
+        let rows = table_rows(&report(&d, "requests"), "Slowest requests");
+        assert_eq!(
+            rows.len() as u64,
+            w["requests"].as_u64().unwrap(),
+            "a kept window is a readable result"
+        );
+    }
+    // Every request inside the windows is counted, by the program's own log.
+    let spans: Vec<(u64, u64)> = windows
+        .iter()
+        .map(|w| {
+            (
+                w["start_ns"].as_u64().unwrap(),
+                w["end_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let inside = logged
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| {
+            let f: Vec<u64> = l
+                .split_whitespace()
+                .skip(2)
+                .take(2)
+                .map(|x| x.parse().unwrap())
+                .collect();
+            spans.iter().any(|&(a, b)| f[0] >= a && f[1] <= b)
+        })
+        .count() as u64;
+    let counted = agg["requests"].as_u64().unwrap();
+    assert!(
+        counted.abs_diff(inside) * 100 <= inside,
+        "counted {counted}, the log has {inside} inside the windows"
+    );
+    let text = kairos(&["report", "requests", "-r", path_str(&dir)])
+        .ok()
+        .stdout;
+    assert!(words(&text).contains("Kept in detail:"), "{text}");
+}

@@ -134,6 +134,9 @@ pub struct CollectOptions {
     pub on_sample: Option<sample_hook::SampleSender>,
     /// Run on the target before it is measured (e.g. to put it in a resctrl group).
     pub on_target: Option<TargetHook>,
+    /// Ends the recording as `duration` would when set (by another thread or a signal
+    /// handler of the caller): a flight recorder's "save this window now".
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 /// `-k branch-records=`: every sample with the last user calls and returns (LBR).
@@ -178,6 +181,7 @@ impl CollectOptions {
             pmu_with_timer: false,
             on_sample: None,
             on_target: None,
+            stop: None,
         }
     }
 }

@@ -411,6 +411,14 @@ impl Recording<'_> {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Some(StopReason::Duration);
         }
+        if self
+            .opts
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
+        {
+            return Some(StopReason::Duration);
+        }
         None
     }
 

@@ -24,7 +24,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     let target = session::target(req, SPEC.name)?;
     let duration = session::check_duration(req)?;
     let source = boundary::source(&req.knobs).map_err(Failure::usage)?;
-    let slower = crate::threshold::parse(req.knobs.get("slower-than")).map_err(Failure::usage)?;
+    let slower = crate::threshold::slower(&req.knobs).map_err(Failure::usage)?;
     let probes = probe_events(&source, &target)?;
     let mounted = extra::ensure_tracefs().map_err(Failure::failed)?;
     let mut missing = Vec::new();
@@ -73,6 +73,9 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
         opts.on_target = Some(tell_pid(&target, r.pid(), opts.on_target.take()));
         r
     });
+    if crate::flight::wanted(req) {
+        return crate::flight::record(req, &mut dir, opts, reader, &source, slower, missing);
+    }
     let bar = session::spinner(req.quiet, "collecting");
     let summary = kairos_collector::collect(&opts, &mut |p| {
         bar.set_message(format!(

@@ -6,7 +6,6 @@ use kairos_analysis_api::{Comparable, Figure};
 use kairos_result::ResultDir;
 
 use crate::model::{LatencyResult, Parts};
-use crate::threshold::percentile;
 
 /// After the page faults (40), before the bandwidth (70).
 const PLACE: u16 = 50;
@@ -25,27 +24,26 @@ pub(crate) fn comparable(dir: &ResultDir) -> Comparable {
 }
 
 fn figures(r: &LatencyResult) -> Vec<Figure> {
-    let d = r.sorted_durations();
     let us = |ns: u64| ns as f64 / 1e3;
     let mut v = vec![
-        Figure::count(PLACE, "requests", Some(r.requests.len() as u64)).keyed("a requests"),
-        Figure::quantity(PLACE, "request p50 (us)", Some(us(percentile(&d, 50.0))), 1)
+        Figure::count(PLACE, "requests", Some(r.count())).keyed("a requests"),
+        Figure::quantity(PLACE, "request p50 (us)", Some(us(r.percentile(50.0))), 1)
             .keyed("b p50")
             .words("faster", "slower"),
-        Figure::quantity(PLACE, "request p99 (us)", Some(us(percentile(&d, 99.0))), 1)
+        Figure::quantity(PLACE, "request p99 (us)", Some(us(r.percentile(99.0))), 1)
             .keyed("c p99")
+            .words("faster", "slower"),
+        Figure::quantity(PLACE, "request p99.9 (us)", Some(us(r.percentile(99.9))), 1)
+            .keyed("d p99.9")
             .words("faster", "slower"),
         Figure::quantity(
             PLACE,
-            "request p99.9 (us)",
-            Some(us(percentile(&d, 99.9))),
+            "request max (us)",
+            (r.count() > 0).then(|| us(r.max_ns())),
             1,
         )
-        .keyed("d p99.9")
+        .keyed("e max")
         .words("faster", "slower"),
-        Figure::quantity(PLACE, "request max (us)", d.last().map(|&m| us(m)), 1)
-            .keyed("e max")
-            .words("faster", "slower"),
         Figure::count(
             PLACE,
             format!("slow requests (above {:.0} us)", us(r.threshold_ns)),

@@ -28,6 +28,22 @@ pub(crate) fn finish(
     slower: SlowerThan,
     quiet: bool,
 ) -> Result<(), Failure> {
+    let result = requests_of(dir, summary, missing, markers, source, slower, quiet)?;
+    print_summary(dir, &result);
+    Ok(())
+}
+
+/// A recording made into its requests, saved in its result directory (`latency.json`,
+/// the manifest); nothing printed.
+pub(crate) fn requests_of(
+    dir: &mut ResultDir,
+    summary: Result<CollectSummary, CollectError>,
+    missing: Vec<(String, String)>,
+    markers: Option<MarkerOutcome>,
+    source: &Source,
+    slower: SlowerThan,
+    quiet: bool,
+) -> Result<LatencyResult, Failure> {
     let (summary, kallsyms) = session::finish_collection(dir, summary)?;
     record_events(dir.manifest_mut(), &summary, missing);
     if let Some(m) = &markers {
@@ -59,7 +75,12 @@ pub(crate) fn finish(
         .notes
         .extend(result.notes.iter().cloned());
     session::save(dir)?;
-    print!("{}", crate::reports::summary(&result).to_text());
+    Ok(result)
+}
+
+/// The summary of a finished result, its notes and where it is.
+pub(crate) fn print_summary(dir: &ResultDir, result: &LatencyResult) {
+    print!("{}", crate::reports::summary(result).to_text());
     session::print_notes(dir);
     println!(
         "\nResult: {}  (see `kairos report requests -r {}` and `kairos report slow-vs-normal -r {}`)",
@@ -67,7 +88,6 @@ pub(crate) fn finish(
         dir.path().display(),
         dir.path().display()
     );
-    Ok(())
 }
 
 fn note_markers(dir: &mut ResultDir, m: &MarkerOutcome) {

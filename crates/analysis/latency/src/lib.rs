@@ -18,6 +18,7 @@ mod collect;
 mod compare;
 mod elf_probes;
 mod finish;
+mod flight;
 mod log_file;
 mod marker;
 pub mod model;

@@ -50,6 +50,9 @@ pub struct MarkerOutcome {
 pub struct MarkerReader {
     stop: Arc<AtomicBool>,
     pid: Arc<AtomicI32>,
+    /// The file to write to from now on, when the caller changes it (a flight recorder's
+    /// next window).
+    next: Arc<std::sync::Mutex<Option<PathBuf>>>,
     handle: std::thread::JoinHandle<MarkerOutcome>,
 }
 
@@ -58,9 +61,22 @@ impl MarkerReader {
     /// program's pid arrives with its start).
     pub fn start(pid: Arc<AtomicI32>, out: PathBuf) -> MarkerReader {
         let stop = Arc::new(AtomicBool::new(false));
-        let (s, p) = (Arc::clone(&stop), Arc::clone(&pid));
-        let handle = std::thread::spawn(move || read_loop(&p, &s, &out));
-        MarkerReader { stop, pid, handle }
+        let next = Arc::new(std::sync::Mutex::new(None));
+        let (s, p, n) = (Arc::clone(&stop), Arc::clone(&pid), Arc::clone(&next));
+        let handle = std::thread::spawn(move || read_loop(&p, &s, &n, &out));
+        MarkerReader {
+            stop,
+            pid,
+            next,
+            handle,
+        }
+    }
+
+    /// Writes the records read from now on to `path` (the current file is closed).
+    pub fn switch_to(&self, path: PathBuf) {
+        if let Ok(mut n) = self.next.lock() {
+            *n = Some(path);
+        }
     }
 
     /// The pid slot, to fill in once the program has started.
@@ -85,7 +101,12 @@ struct Ring {
     capacity: u64,
 }
 
-fn read_loop(pid: &AtomicI32, stop: &AtomicBool, out: &Path) -> MarkerOutcome {
+fn read_loop(
+    pid: &AtomicI32,
+    stop: &AtomicBool,
+    next: &std::sync::Mutex<Option<PathBuf>>,
+    out: &Path,
+) -> MarkerOutcome {
     let mut outcome = MarkerOutcome::default();
     let file = std::fs::File::create(out);
     let mut file = match file {
@@ -102,6 +123,18 @@ fn read_loop(pid: &AtomicI32, stop: &AtomicBool, out: &Path) -> MarkerOutcome {
     loop {
         let stopping = stop.load(Ordering::SeqCst);
         let p = pid.load(Ordering::SeqCst);
+        if let Some(path) = next.lock().ok().and_then(|mut n| n.take()) {
+            if let Some(r) = &ring {
+                drain(p, r, &mut tail, &mut file, &mut outcome, false);
+            }
+            let _ = file.flush();
+            match std::fs::File::create(&path) {
+                Ok(f) => file = std::io::BufWriter::new(f),
+                Err(e) => {
+                    outcome.problem = Some(format!("{} cannot be written ({e})", path.display()))
+                }
+            }
+        }
         if p > 0 && ring.is_none() {
             // Look often while the program starts, then now and then (a library that
             // holds the ring may be loaded later).

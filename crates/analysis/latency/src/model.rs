@@ -38,6 +38,79 @@ pub struct LatencyResult {
     pub functions: Vec<String>,
     /// What the reader should know about how this was measured.
     pub notes: Vec<String>,
+    /// A flight recorder's counts over every window; `requests` then holds the kept
+    /// windows' requests only.
+    #[serde(default)]
+    pub aggregate: Option<Aggregate>,
+}
+
+/// Every request a flight recorder saw, counted (its windows' details mostly dropped).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Aggregate {
+    pub requests: u64,
+    pub slow: u64,
+    /// Requests by duration, in buckets 2% wide (see [`Aggregate::bucket`]).
+    pub buckets: std::collections::BTreeMap<u32, u64>,
+    pub max_ns: u64,
+    pub sum_ns: u64,
+    pub windows: Vec<Window>,
+    /// What was kept and the bound on it, in words.
+    pub bound: String,
+}
+
+/// One window of a flight recorder.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    /// Its result directory, relative to the flight's, while kept.
+    pub dir: Option<String>,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub requests: u64,
+    pub slow: u64,
+    /// Why it was kept or dropped.
+    pub why: String,
+}
+
+impl Aggregate {
+    const GROWTH: f64 = 1.02;
+
+    /// The bucket of a duration: bucket i holds [1 us x 1.02^i, 1 us x 1.02^(i+1)), bucket
+    /// 0 also everything shorter.
+    pub fn bucket(ns: u64) -> u32 {
+        if ns <= 1000 {
+            return 0;
+        }
+        ((ns as f64 / 1000.0).ln() / Self::GROWTH.ln())
+            .floor()
+            .clamp(0.0, 4000.0) as u32
+    }
+
+    /// The shortest duration of bucket `i`.
+    pub fn lower(i: u32) -> u64 {
+        (1000.0 * Self::GROWTH.powi(i as i32)).round() as u64
+    }
+
+    pub fn add(&mut self, durations: impl Iterator<Item = u64>) {
+        for d in durations {
+            self.requests += 1;
+            *self.buckets.entry(Self::bucket(d)).or_default() += 1;
+            self.max_ns = self.max_ns.max(d);
+            self.sum_ns = self.sum_ns.saturating_add(d);
+        }
+    }
+
+    /// The duration at percentile `p` (nearest rank), within 2%: the top of its bucket.
+    pub fn percentile(&self, p: f64) -> u64 {
+        let rank = ((p / 100.0) * self.requests as f64 - 1e-9).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (&i, &n) in &self.buckets {
+            seen += n;
+            if seen >= rank {
+                return Self::lower(i + 1).min(self.max_ns);
+            }
+        }
+        self.max_ns
+    }
 }
 
 /// One request.
@@ -191,10 +264,64 @@ impl LatencyResult {
         self.functions.get(i as usize).map_or("?", String::as_str)
     }
 
-    /// Durations of the requests, sorted.
+    /// Durations of the requests kept in detail, sorted.
     pub fn sorted_durations(&self) -> Vec<u64> {
         let mut d: Vec<u64> = self.requests.iter().map(|r| r.duration_ns).collect();
         d.sort_unstable();
         d
+    }
+
+    /// The requests seen (a flight recorder's, every window's).
+    pub fn count(&self) -> u64 {
+        self.aggregate
+            .as_ref()
+            .map_or(self.requests.len() as u64, |a| a.requests)
+    }
+
+    /// The duration at percentile `p` of every request seen.
+    pub fn percentile(&self, p: f64) -> u64 {
+        match &self.aggregate {
+            Some(a) => a.percentile(p),
+            None => crate::threshold::percentile(&self.sorted_durations(), p),
+        }
+    }
+
+    pub fn max_ns(&self) -> u64 {
+        match &self.aggregate {
+            Some(a) => a.max_ns,
+            None => self
+                .requests
+                .iter()
+                .map(|r| r.duration_ns)
+                .max()
+                .unwrap_or(0),
+        }
+    }
+
+    pub fn mean_ns(&self) -> u64 {
+        match &self.aggregate {
+            Some(a) => a.sum_ns / a.requests.max(1),
+            None => {
+                self.requests.iter().map(|r| r.duration_ns).sum::<u64>()
+                    / self.requests.len().max(1) as u64
+            }
+        }
+    }
+
+    /// Every request's duration, as (duration, count) in order: the kept requests', or a
+    /// flight recorder's buckets (each at its shortest duration).
+    pub fn durations(&self) -> Vec<(u64, u64)> {
+        match &self.aggregate {
+            Some(a) => a
+                .buckets
+                .iter()
+                .map(|(&i, &n)| (Aggregate::lower(i), n))
+                .collect(),
+            None => self
+                .sorted_durations()
+                .into_iter()
+                .map(|d| (d, 1))
+                .collect(),
+        }
     }
 }

@@ -10,7 +10,6 @@ use kairos_view_engine::api::data;
 use kairos_view_engine::{Data, Error, Query, State};
 
 use crate::model::{LatencyResult, Parts};
-use crate::threshold::percentile;
 
 pub fn get(state: &State, q: &Query) -> Result<Value, Error> {
     let d = data(state, q, "r")?;
@@ -43,7 +42,6 @@ fn opened(d: &mut Data) {
 
 /// The answer for one result; request starts in ns from `origin`, the page's time 0.
 pub fn answer(r: &LatencyResult, origin: u64) -> Value {
-    let sorted = r.sorted_durations();
     let requests: Vec<Value> = r
         .requests
         .iter()
@@ -78,9 +76,9 @@ pub fn answer(r: &LatencyResult, origin: u64) -> Value {
         "threshold": r.threshold_ns, "threshold_how": r.threshold_how,
         "span": r.last_ns.saturating_sub(r.first_ns),
         "percentiles": {
-            "p50": percentile(&sorted, 50.0), "p90": percentile(&sorted, 90.0),
-            "p99": percentile(&sorted, 99.0), "p99.9": percentile(&sorted, 99.9),
-            "max": sorted.last().copied().unwrap_or(0),
+            "p50": r.percentile(50.0), "p90": r.percentile(90.0),
+            "p99": r.percentile(99.0), "p99.9": r.percentile(99.9),
+            "max": r.max_ns(),
         },
         "part_names": Parts::NAMES, "part_keys": Parts::KEYS,
         "histogram": histogram, "requests": requests,

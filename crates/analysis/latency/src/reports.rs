@@ -9,21 +9,36 @@ use kairos_report::{Cell, Column, Document, Section, Table};
 
 use crate::cause::{group, us};
 use crate::model::{LatencyResult, Parts, Request};
-use crate::threshold::percentile;
 
 const PERCENTILES: [(&str, f64); 4] =
     [("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9)];
 
 fn overview(r: &LatencyResult) -> Section {
-    let slow = r.requests.iter().filter(|q| q.slow).count();
+    let slow = r
+        .aggregate
+        .as_ref()
+        .map_or(r.requests.iter().filter(|q| q.slow).count() as u64, |a| {
+            a.slow
+        });
     let mut s = Section::new("Requests");
     s.push("Boundaries", Cell::text(&r.source));
-    s.push("Requests", Cell::UInt(r.requests.len() as u64));
+    s.push("Requests", Cell::UInt(r.count()));
+    if let Some(a) = &r.aggregate {
+        s.push(
+            "Kept in detail",
+            Cell::text(format!(
+                "{} requests of {} windows: {}",
+                r.requests.len(),
+                a.windows.iter().filter(|w| w.dir.is_some()).count(),
+                a.bound
+            )),
+        );
+    }
     s.push(
         "Slow",
         Cell::text(format!(
             "{} above {} ({})",
-            group(slow as u64),
+            group(slow),
             us(r.threshold_ns),
             r.threshold_how
         )),
@@ -47,22 +62,20 @@ fn overview(r: &LatencyResult) -> Section {
 }
 
 fn distribution(r: &LatencyResult) -> Section {
-    let d = r.sorted_durations();
     let mut s = Section::new("Duration");
     for (name, p) in PERCENTILES {
-        s.push(name, Cell::ns(percentile(&d, p)));
+        s.push(name, Cell::ns(r.percentile(p)));
     }
-    s.push("max", Cell::ns(d.last().copied().unwrap_or(0)));
-    let mean = d.iter().sum::<u64>() / d.len().max(1) as u64;
-    s.push("mean", Cell::ns(mean));
+    s.push("max", Cell::ns(r.max_ns()));
+    s.push("mean", Cell::ns(r.mean_ns()));
     s
 }
 
 /// Power-of-two buckets of duration (1-2 us, 2-4 us, ...), from the shortest to the
 /// longest request.
 pub fn histogram(r: &LatencyResult) -> Vec<(u64, u64, u64)> {
-    let d = r.sorted_durations();
-    let (Some(&lo), Some(&hi)) = (d.first(), d.last()) else {
+    let d = r.durations();
+    let (Some(&(lo, _)), Some(&(hi, _))) = (d.first(), d.last()) else {
         return Vec::new();
     };
     let bucket = |ns: u64| 63 - (ns.max(1000) / 1000).leading_zeros() as u64;
@@ -70,9 +83,9 @@ pub fn histogram(r: &LatencyResult) -> Vec<(u64, u64, u64)> {
         .map(|b| ((1u64 << b) * 1000, (1u64 << (b + 1)) * 1000, 0))
         .collect();
     let first = bucket(lo);
-    for ns in d {
+    for (ns, n) in d {
         if let Some(x) = out.get_mut((bucket(ns) - first) as usize) {
-            x.2 += 1;
+            x.2 += n;
         }
     }
     out

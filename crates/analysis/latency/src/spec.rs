@@ -37,6 +37,27 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             help: "what a slow request is: above a percentile (p99, p99.9) or a duration (200us, 1.5ms)",
             check: crate::threshold::check,
         },
+        KnobSpec {
+            name: "slowest",
+            default: "",
+            help: "what a slow request is, as the slowest share of them (0.1%): replaces slower-than",
+            check: crate::threshold::check_slowest,
+        },
+        KnobSpec {
+            name: "window",
+            default: "10s",
+            help: "with -p and no -d (the flight recorder): the length of each window, counted and kept whole only when it has a slow request",
+            check: crate::threshold::check_window,
+        },
+        KnobSpec {
+            name: "keep-windows",
+            default: "6",
+            help: "with -p and no -d: how many windows with slow requests are kept whole (the newest)",
+            check: |v| match v.parse::<u64>() {
+                Ok(n) if (1..=10_000).contains(&n) => Ok(()),
+                _ => Err("a whole number of windows from 1 to 10000".into()),
+            },
+        },
     ],
     collects: "cpu-clock samples with call chains, the request boundaries, context switches with the scheduler's switch and wake-up tracepoints, page faults, system calls and interrupts",
     reports: &[

@@ -14,6 +14,40 @@ pub fn check(v: &str) -> Result<(), String> {
     parse(v).map(|_| ())
 }
 
+/// `-k slowest=0.1%`: the slowest share of requests, as the percentile above which they lie.
+pub fn check_slowest(v: &str) -> Result<(), String> {
+    slowest(v).map(|_| ())
+}
+
+fn slowest(v: &str) -> Result<Option<SlowerThan>, String> {
+    if v.is_empty() {
+        return Ok(None);
+    }
+    match v.strip_suffix('%').and_then(|n| n.parse::<f64>().ok()) {
+        Some(share) if share > 0.0 && share < 100.0 => {
+            Ok(Some(SlowerThan::Percentile(100.0 - share)))
+        }
+        _ => Err("a share of the requests above 0% and below 100%, e.g. 0.1%".into()),
+    }
+}
+
+/// What slow is, from the knobs: `slowest` when given, else `slower-than`.
+pub fn slower(knobs: &kairos_analysis_api::Knobs) -> Result<SlowerThan, String> {
+    match slowest(knobs.get("slowest"))? {
+        Some(s) => Ok(s),
+        None => parse(knobs.get("slower-than")),
+    }
+}
+
+/// The `window` knob's check: a duration of a second or more.
+pub fn check_window(v: &str) -> Result<(), String> {
+    match duration_ns(v) {
+        Ok(ns) if ns >= 1_000_000_000 => Ok(()),
+        Ok(_) => Err("a window of at least 1s".into()),
+        Err(e) => Err(e),
+    }
+}
+
 pub fn parse(v: &str) -> Result<SlowerThan, String> {
     let v = v.trim();
     if let Some(p) = v.strip_prefix('p') {
@@ -90,6 +124,14 @@ mod tests {
         assert!(parse("150").is_err());
         assert!(parse("fast").is_err());
         assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn slowest_is_a_percentile_and_windows_are_seconds() {
+        assert_eq!(slowest("0.1%"), Ok(Some(SlowerThan::Percentile(99.9))));
+        assert_eq!(slowest(""), Ok(None));
+        assert!(slowest("0.1").is_err() && slowest("100%").is_err());
+        assert!(check_window("10s").is_ok() && check_window("500ms").is_err());
     }
 
     #[test]
