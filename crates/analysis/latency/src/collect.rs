@@ -121,7 +121,7 @@ fn probe_events(source: &Source, target: &Target) -> Result<Vec<ExtraEvent>, Fai
 }
 
 /// system-overview's kernel events, with the switch's payload and user stack (where the
-/// thread blocked) and the wake-ups (who woke it, from where).
+/// thread blocked), the wake-ups (who woke it, from where) and the softirqs.
 fn kernel_side(missing: &mut Vec<(String, String)>) -> Vec<ExtraEvent> {
     let mut v = kairos_analysis_system_overview::kernel_events(missing);
     v.retain(|e| e.name != crate::sched::SWITCH);
@@ -134,11 +134,17 @@ fn kernel_side(missing: &mut Vec<(String, String)>) -> Vec<ExtraEvent> {
     {
         e.user_callchain = false;
     }
-    for (ev, stack) in [("sched_switch", true), ("sched_waking", true)] {
-        match ExtraEvent::tracepoint("sched", ev, true, stack) {
+    let more = [
+        ("sched", "sched_switch", true),
+        ("sched", "sched_waking", true),
+        ("irq", "softirq_entry", false),
+        ("irq", "softirq_exit", false),
+    ];
+    for (sys, ev, stack) in more {
+        match ExtraEvent::tracepoint(sys, ev, true, stack) {
             Ok(e) => v.push(e),
             Err(e) => missing.push((
-                format!("sched:{ev}"),
+                format!("{sys}:{ev}"),
                 format!("tracepoint id not readable ({e})"),
             )),
         }

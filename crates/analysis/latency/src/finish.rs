@@ -213,7 +213,8 @@ fn account(
     paired: &Paired,
 ) -> LatencyResult {
     let names = EventNames::new(events);
-    let entries = build(side, &names);
+    let mut entries = build(side, &names);
+    entries.extend(crate::softirq::entries(side, events));
     let off = sched::off_cpu(
         side,
         events,

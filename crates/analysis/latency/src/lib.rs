@@ -27,6 +27,7 @@ mod reports;
 mod requests;
 mod run_report;
 mod sched;
+mod softirq;
 mod spec;
 mod threshold;
 

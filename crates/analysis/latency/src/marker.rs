@@ -120,6 +120,7 @@ fn read_loop(
     let mut ring: Option<Ring> = None;
     let mut tail = 0u64;
     let mut last_look = None::<Instant>;
+    let mut refused = None;
     loop {
         let stopping = stop.load(Ordering::SeqCst);
         let p = pid.load(Ordering::SeqCst);
@@ -145,7 +146,7 @@ fn read_loop(
             };
             if last_look.is_none_or(|t| t.elapsed() >= Duration::from_millis(gap)) {
                 last_look = Some(Instant::now());
-                if let Some((r, path)) = locate(p) {
+                if let Some((r, path)) = locate(p, &mut refused) {
                     // A program launched with KAIROS_REQUESTS=attach has recorded from its
                     // start: read from its first record. Otherwise from now on.
                     let from_start = read_u32(p, r.header + ATTACHED).is_some_and(|a| a != 0);
@@ -174,6 +175,9 @@ fn read_loop(
     }
     if let Err(e) = file.flush() {
         outcome.problem = Some(format!("{} cannot be written ({e})", out.display()));
+    }
+    if outcome.found_in.is_none() && outcome.problem.is_none() {
+        outcome.problem = refused;
     }
     if outcome.found_in.is_none() && outcome.problem.is_none() {
         outcome.problem = Some(format!("the program has no request markers (no section {MARKER_SECTION} in it or its libraries): include runtime/requests/kairos_requests.h, or give -k request=FUNCTION, usdt:PROVIDER:BEGIN,END or -k requests-from=FILE"));
@@ -238,7 +242,8 @@ fn drain(
 
 /// The ring of process `pid`: the first mapped file with the section, its header read
 /// and checked.
-fn locate(pid: i32) -> Option<(Ring, String)> {
+/// `refused`: set when the kernel would not let kairos read the process's memory.
+fn locate(pid: i32, refused: &mut Option<String>) -> Option<(Ring, String)> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
     let mut seen = Vec::new();
     for line in maps.lines() {
@@ -264,7 +269,14 @@ fn locate(pid: i32) -> Option<(Ring, String)> {
         }
         let header = start + (sec - offset);
         let mut h = [0u8; HEADER];
-        if !read(pid, header, &mut h) || &h[0..16] != MAGIC {
+        if !read(pid, header, &mut h) {
+            let e = std::io::Error::last_os_error();
+            if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EACCES)) {
+                *refused = Some(format!("the request markers of process {pid} cannot be read: the kernel refused to let kairos read its memory ({e}); run kairos as root, give it CAP_SYS_PTRACE, or set kernel.yama.ptrace_scope to 0"));
+            }
+            continue;
+        }
+        if &h[0..16] != MAGIC {
             continue;
         }
         let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap_or([0; 4]));
