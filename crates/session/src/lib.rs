@@ -24,7 +24,7 @@ pub use convert::{
 pub use host::{children_rusage, snapshot_kallsyms, this_host};
 pub use import::{header_nodes, start_import, ImportRequest, Imported};
 pub use kairos_convert::Conversion;
-pub use progress::spinner;
+pub use progress::{collect_with_progress, spinner};
 pub use recording::{
     collect_error, exit_of, finish_collection, paranoid_advice, stop_reason, warn_write_error,
 };

@@ -33,3 +33,21 @@ pub(crate) fn bytes_bar(quiet: bool, total: u64) -> ProgressBar {
     }
     bar
 }
+
+/// Records with `kairos_collector::collect`, showing what has been recorded so far
+/// ("collecting: N records, K KiB") unless quiet.
+pub fn collect_with_progress(
+    opts: &kairos_collector::CollectOptions,
+    quiet: bool,
+) -> Result<kairos_collector::CollectSummary, kairos_collector::CollectError> {
+    let bar = spinner(quiet, "collecting");
+    let summary = kairos_collector::collect(opts, &mut |p| {
+        bar.set_message(format!(
+            "collecting: {} records, {} KiB",
+            p.samples,
+            p.bytes / 1024
+        ));
+    });
+    bar.finish_and_clear();
+    summary
+}

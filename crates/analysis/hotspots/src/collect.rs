@@ -24,15 +24,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     opts.on_target = session::target_hook(req);
     opts.lbr_missing = lbr_missing(dir.manifest());
     let bandwidth = session::bandwidth::start("");
-    let bar = session::spinner(req.quiet, "collecting");
-    let summary = kairos_collector::collect(&opts, &mut |p| {
-        bar.set_message(format!(
-            "collecting: {} samples, {} KiB",
-            p.samples,
-            p.bytes / 1024
-        ));
-    });
-    bar.finish_and_clear();
+    let summary = session::collect_with_progress(&opts, req.quiet);
     session::bandwidth::finish(&mut dir, bandwidth);
     crate::finish::finish(&mut dir, summary, req.quiet)
 }

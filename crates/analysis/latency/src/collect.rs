@@ -76,15 +76,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     if crate::flight::wanted(req) {
         return crate::flight::record(req, &mut dir, opts, reader, &source, slower, missing);
     }
-    let bar = session::spinner(req.quiet, "collecting");
-    let summary = kairos_collector::collect(&opts, &mut |p| {
-        bar.set_message(format!(
-            "collecting: {} records, {} KiB",
-            p.samples,
-            p.bytes / 1024
-        ));
-    });
-    bar.finish_and_clear();
+    let summary = session::collect_with_progress(&opts, req.quiet);
     let markers = reader.map(MarkerReader::finish);
     crate::finish::finish(
         &mut dir, summary, missing, markers, &source, slower, req.quiet,

@@ -248,18 +248,8 @@ fn add_window(
     let slow = w.requests.iter().filter(|q| q.slow).count() as u64;
     agg.slow += slow;
     let keep = asked || slow > 0;
-    let rel = wdir
-        .path()
-        .strip_prefix(
-            wdir.path()
-                .parent()
-                .and_then(Path::parent)
-                .unwrap_or(Path::new("")),
-        )
-        .map(|p| p.display().to_string())
-        .ok();
     agg.windows.push(Window {
-        dir: keep.then(|| rel.unwrap_or_default()),
+        dir: keep.then(|| relative(wdir.path())),
         start_ns: w.first_ns,
         end_ns: w.last_ns,
         requests: w.requests.len() as u64,
@@ -273,55 +263,69 @@ fn add_window(
         },
     });
     let index = agg.windows.len() - 1;
-    flight.result.threshold_ns = threshold;
-    flight.result.threshold_how = slower.describe();
-    flight.result.sample_period_ns = w.sample_period_ns;
-    flight.result.lost_records += w.lost_records;
-    flight.result.ends_without_begin += w.ends_without_begin;
-    if flight.result.first_ns == 0 {
-        flight.result.first_ns = w.first_ns;
+    let r = &mut flight.result;
+    r.threshold_ns = threshold;
+    r.threshold_how = slower.describe();
+    r.sample_period_ns = w.sample_period_ns;
+    r.lost_records += w.lost_records;
+    r.ends_without_begin += w.ends_without_begin;
+    if r.first_ns == 0 {
+        r.first_ns = w.first_ns;
     }
-    flight.result.last_ns = w.last_ns.max(flight.result.last_ns);
+    r.last_ns = w.last_ns.max(r.last_ns);
     if keep {
         flight.kept.push_back((index, wdir.path().to_path_buf()));
-        merge(&mut flight.result, w, index);
+        merge(&mut flight.result, w);
     } else {
         let _ = std::fs::remove_dir_all(wdir.path());
     }
+    drop_oldest(flight);
+    Ok(())
+}
+
+/// A window's directory as the flight's result names it (`windows/wNNNNN`).
+fn relative(window: &Path) -> String {
+    let top = window
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new(""));
+    window.strip_prefix(top).map_or_else(
+        |_| window.display().to_string(),
+        |p| p.display().to_string(),
+    )
+}
+
+/// Removes the oldest kept windows beyond the flight's `keep`, their requests with them.
+fn drop_oldest(flight: &mut Flight) {
     while flight.kept.len() > flight.keep {
         let Some((old, path)) = flight.kept.pop_front() else {
             break;
         };
         let _ = std::fs::remove_dir_all(&path);
-        if let Some(win) = flight
+        let Some(win) = flight
             .result
             .aggregate
             .as_mut()
             .and_then(|a| a.windows.get_mut(old))
-        {
-            win.dir = None;
-            win.why = format!(
-                "{}; dropped for newer windows ({} kept)",
-                win.why, flight.keep
-            );
-        }
-        let (from, to) = flight
-            .result
-            .aggregate
-            .as_ref()
-            .and_then(|a| a.windows.get(old))
-            .map_or((0, 0), |w| (w.start_ns, w.end_ns));
+        else {
+            continue;
+        };
+        win.dir = None;
+        win.why = format!(
+            "{}; dropped for newer windows ({} kept)",
+            win.why, flight.keep
+        );
+        let (from, to) = (win.start_ns, win.end_ns);
         flight
             .result
             .requests
             .retain(|q| q.start_ns < from || q.start_ns > to);
     }
-    Ok(())
 }
 
 /// A kept window's requests into the flight's, their function numbers moved into the
 /// flight's table.
-fn merge(into: &mut LatencyResult, w: LatencyResult, _index: usize) {
+fn merge(into: &mut LatencyResult, w: LatencyResult) {
     let map: Vec<u32> = w
         .functions
         .iter()

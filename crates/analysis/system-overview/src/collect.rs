@@ -93,15 +93,7 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     // When each thread is switched back in: the end of the time it spent switched out.
     opts.context_switches = true;
     let bandwidth = session::bandwidth::start("");
-    let bar = session::spinner(req.quiet, "collecting");
-    let summary = kairos_collector::collect(&opts, &mut |p| {
-        bar.set_message(format!(
-            "collecting: {} records, {} KiB",
-            p.samples,
-            p.bytes / 1024
-        ));
-    });
-    bar.finish_and_clear();
+    let summary = session::collect_with_progress(&opts, req.quiet);
     session::bandwidth::finish(&mut dir, bandwidth);
     crate::finish::finish(&mut dir, summary, missing, calibration, req.quiet)
 }
