@@ -52,6 +52,15 @@ fn logged_name(main_part: &str, cause: &str) -> &'static str {
     }
 }
 
+/// A request's time on and off the CPU never adds up to more than its duration.
+fn assert_parts_add_up(row: &Value) {
+    let n = |k: &str| row[k].as_u64().unwrap();
+    assert!(
+        n("On CPU") + n("Off CPU") <= n("Duration") + 1_000,
+        "the parts of a request add up to more than its duration: {row}"
+    );
+}
+
 fn collect(dir: &Path, log: &Path, knobs: &[&str], requests: &str) -> String {
     let mut args = vec!["collect", "latency", "-q", "-r", path_str(dir)];
     for k in knobs {
@@ -97,6 +106,7 @@ fn every_slow_request_is_attributed_to_the_cause_the_program_logged() {
     for row in &rows {
         let id = row["Request"].as_u64().unwrap();
         let slow = row["Duration"].as_u64().unwrap() > 150_000;
+        assert_parts_add_up(row);
         let l = logged
             .get(&id)
             .unwrap_or_else(|| panic!("request {id} is not in the program's log"));
@@ -406,4 +416,48 @@ fn the_flight_recorder_counts_every_window_and_keeps_the_newest_slow_ones() {
         .ok()
         .stdout;
     assert!(words(&text).contains("Kept in detail:"), "{text}");
+}
+
+/// System-wide (-a) with the program named in the knob: the service's requests are found
+/// among every process, and each one's parts add up (switch-ins come from the CPU-wide
+/// switch records and the scheduler's own switches there).
+#[test]
+fn system_wide_finds_a_named_program_s_requests() {
+    use std::process::{Command, Stdio};
+    let tmp = tempdir();
+    let (dir, log) = (tmp.path().join("a"), tmp.path().join("orders.log"));
+    let orders = sample("orders");
+    let _turn = cpu_turn();
+    let mut service = Command::new(&orders)
+        .args([path_str(&log), "40000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let knob = format!("request={}:process_order", path_str(&orders));
+    kairos(&[
+        "collect",
+        "latency",
+        "-q",
+        "-r",
+        path_str(&dir),
+        "-a",
+        "-d",
+        "1",
+        "-k",
+        &knob,
+        "-k",
+        "slower-than=150us",
+    ])
+    .ok();
+    assert!(service.wait().unwrap().success());
+    let rows = table_rows(&report(&dir, "requests"), "Slowest requests");
+    assert!(
+        rows.len() > 1000,
+        "{} requests in a second of a service doing ~18,000",
+        rows.len()
+    );
+    for row in &rows {
+        assert_parts_add_up(row);
+    }
 }

@@ -32,19 +32,21 @@ impl<'a> Context<'a> {
         off: HashMap<ThreadIdx, Vec<OffCpu>>,
         entries: Vec<Entry>,
     ) -> Context<'a> {
+        let canon = crate::sched::canonical(profile);
+        let canon_of = |t: ThreadIdx| canon.get(t as usize).copied().unwrap_or(t);
         let mut samples: HashMap<ThreadIdx, Vec<(u64, Option<StackIdx>, u64)>> = HashMap::default();
         let timer = profile.events.first().is_none_or(|e| e.time);
         for (i, s) in profile.samples.iter().enumerate() {
             if timer && profile.event_of(i) == 0 {
                 samples
-                    .entry(s.thread)
+                    .entry(canon_of(s.thread))
                     .or_default()
                     .push((s.time_ns, s.stack, s.weight));
             }
         }
         let mut by_thread: HashMap<ThreadIdx, Vec<Entry>> = HashMap::default();
         for e in entries {
-            by_thread.entry(e.thread).or_default().push(e);
+            by_thread.entry(canon_of(e.thread)).or_default().push(e);
         }
         for v in by_thread.values_mut() {
             v.sort_by_key(|e| e.time_ns);
@@ -53,7 +55,7 @@ impl<'a> Context<'a> {
             .threads
             .iter()
             .enumerate()
-            .map(|(i, t)| (t.tid as u32, i as ThreadIdx))
+            .map(|(i, t)| (t.tid as u32, canon_of(i as ThreadIdx)))
             .collect();
         Context {
             profile,

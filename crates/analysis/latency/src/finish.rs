@@ -284,9 +284,7 @@ fn note_gaps(r: &mut LatencyResult) {
     if !r.unfinished.is_empty() {
         r.notes.push(format!("{} requests began and never ended (see `kairos report requests`); they are left out of the distribution", r.unfinished.len()));
     }
-    if r.lost_records > 0 {
-        r.notes.push(format!("the kernel dropped {} records (ring buffers full): some time may show as not explained; give -m with more pages", r.lost_records));
-    }
+
     if r.requests.iter().any(|q| q.tid == 0) {
         r.notes.push("the request log names no thread, so those requests' time is not split by cause: add a tid column".into());
     }

@@ -118,7 +118,20 @@ pub struct Waking {
     pub stack: Option<StackIdx>,
 }
 
-/// Every thread's times off the CPU, in time order.
+/// For each thread of the profile, the first thread with its id: a recording can name one
+/// thread twice (its process seen as -1 in one record, its pid in another), and one thread
+/// must have one timeline.
+pub fn canonical(profile: &Profile) -> Vec<ThreadIdx> {
+    let mut first: HashMap<i32, ThreadIdx> = HashMap::default();
+    profile
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| *first.entry(t.tid).or_insert(i as ThreadIdx))
+        .collect()
+}
+
+/// Every thread's times off the CPU, in time order, by canonical thread ([`canonical`]).
 pub fn off_cpu(
     side: &[SideSample],
     events: &[String],
@@ -133,14 +146,19 @@ pub fn off_cpu(
             .map(|i| i as u32)
     };
     let (switch, waking) = (attr_of(SWITCH), attr_of(WAKING));
+    let canon = canonical(profile);
+    let canon_of = |t: ThreadIdx| canon.get(t as usize).copied().unwrap_or(t);
     let tid_index: HashMap<i32, ThreadIdx> = profile
         .threads
         .iter()
         .enumerate()
-        .map(|(i, t)| (t.tid, i as ThreadIdx))
+        .map(|(i, t)| (t.tid, canon_of(i as ThreadIdx)))
         .collect();
     let mut wakings: HashMap<ThreadIdx, Vec<Waking>> = HashMap::default();
     let mut out: HashMap<ThreadIdx, Vec<OffCpu>> = HashMap::default();
+    // A switch names the thread that gets the CPU: its switch-in, seen even where no
+    // PERF_RECORD_SWITCH is (system-wide recordings write the CPU-wide kind).
+    let mut switched_in: HashMap<ThreadIdx, Vec<u64>> = HashMap::default();
     for s in side {
         let Some(raw) = s.raw.as_deref() else {
             continue;
@@ -152,12 +170,16 @@ pub fn off_cpu(
             };
             wakings.entry(*target).or_default().push(Waking {
                 time: s.time_ns,
-                thread: s.thread,
+                thread: canon_of(s.thread),
                 stack: s.stack,
             });
         } else if Some(s.attr) == switch {
             let state = int(raw, fields.prev_state).unwrap_or(0);
-            out.entry(s.thread).or_default().push(OffCpu {
+            let next = int(raw, fields.next_pid).unwrap_or(0) as i32;
+            if let Some(&t) = tid_index.get(&next).filter(|_| next > 0) {
+                switched_in.entry(t).or_default().push(s.time_ns);
+            }
+            out.entry(canon_of(s.thread)).or_default().push(OffCpu {
                 start: s.time_ns,
                 end: u64::MAX,
                 // The low bits are the task states (S, D, T, ...); preemption is reported
@@ -171,14 +193,25 @@ pub fn off_cpu(
             });
         }
     }
+    let mut recorded_ins: HashMap<ThreadIdx, Vec<u64>> = HashMap::default();
+    for (t, v) in switch_ins {
+        recorded_ins.entry(canon_of(*t)).or_default().extend(v);
+    }
     for (thread, offs) in out.iter_mut() {
-        let mut ins = switch_ins.get(thread).cloned().unwrap_or_default();
+        let mut ins = recorded_ins.get(thread).cloned().unwrap_or_default();
+        ins.extend(switched_in.get(thread).into_iter().flatten());
         ins.sort_unstable();
         let wakes = wakings.get(thread).map(Vec::as_slice).unwrap_or(&[]);
-        for o in offs.iter_mut() {
+        let starts: Vec<u64> = offs.iter().map(|o| o.start).collect();
+        for (k, o) in offs.iter_mut().enumerate() {
             let i = ins.partition_point(|&t| t < o.start);
             if let Some(&t) = ins.get(i) {
                 o.end = t;
+            }
+            // A thread leaves its CPU again only after it came back: never past its next
+            // switch-out, even when the switch-in was not seen.
+            if let Some(&next) = starts.get(k + 1) {
+                o.end = o.end.min(next);
             }
             o.waker = wakes
                 .iter()

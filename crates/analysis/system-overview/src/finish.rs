@@ -127,8 +127,8 @@ pub fn switch_ins(
     profile: &kairos_model::Profile,
 ) -> std::collections::BTreeMap<u32, Vec<u64>> {
     use kairos_perf_data::{
-        PerfFile, Record, PERF_RECORD_MISC_SWITCH_OUT, PERF_RECORD_SWITCH, PERF_SAMPLE_TID,
-        PERF_SAMPLE_TIME,
+        PerfFile, Record, PERF_RECORD_MISC_SWITCH_OUT, PERF_RECORD_SWITCH,
+        PERF_RECORD_SWITCH_CPU_WIDE, PERF_SAMPLE_TID, PERF_SAMPLE_TIME,
     };
     let mut out: std::collections::BTreeMap<u32, Vec<u64>> = std::collections::BTreeMap::new();
     let Ok(file) = PerfFile::open(dir.path().join(PERF_DATA)) else {
@@ -148,20 +148,29 @@ pub fn switch_ins(
         .map(|(i, t)| ((t.pid, t.tid), i as u32))
         .collect();
     for r in file.records() {
-        let Ok(Record::Other {
-            record_type: PERF_RECORD_SWITCH,
-            misc,
-            bytes,
-        }) = r
-        else {
-            continue;
+        // A system-wide recording writes the CPU-wide kind, whose body (the other task's
+        // pid and tid) comes before the trailer; the trailer names the task switched in.
+        let (misc, bytes, trailer) = match r {
+            Ok(Record::Other {
+                record_type: PERF_RECORD_SWITCH,
+                misc,
+                bytes,
+            }) => (misc, bytes, 8),
+            Ok(Record::Other {
+                record_type: PERF_RECORD_SWITCH_CPU_WIDE,
+                misc,
+                bytes,
+            }) => (misc, bytes, 16),
+            _ => continue,
         };
         if misc & PERF_RECORD_MISC_SWITCH_OUT != 0 {
             continue;
         }
-        let (Some(p), Some(t), Some(time)) =
-            (bytes.get(8..12), bytes.get(12..16), bytes.get(16..24))
-        else {
+        let (Some(p), Some(t), Some(time)) = (
+            bytes.get(trailer..trailer + 4),
+            bytes.get(trailer + 4..trailer + 8),
+            bytes.get(trailer + 8..trailer + 16),
+        ) else {
             continue;
         };
         let pid = i32::from_le_bytes([p[0], p[1], p[2], p[3]]);
