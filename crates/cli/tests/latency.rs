@@ -461,3 +461,78 @@ fn system_wide_finds_a_named_program_s_requests() {
         assert_parts_add_up(row);
     }
 }
+
+/// A service with many threads, attached to: recorded on every CPU for every process (one
+/// event per CPU, not one per thread and CPU, which took seconds to open), and its
+/// requests found. The service is compiled here: `cc` is what the samples are built with.
+#[test]
+fn an_attached_service_with_many_threads_has_its_requests_found() {
+    use std::process::{Command, Stdio};
+    let tmp = tempdir();
+    let src = tmp.path().join("many.c");
+    std::fs::write(
+        &src,
+        r#"
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+__attribute__((noinline)) void handle(long i) { volatile long x = 0; for (long k = 0; k < 20000; k++) x += k + i; }
+static void *worker(void *a) {
+    for (;;) { handle((long)a); struct timespec t = {0, 100000000}; nanosleep(&t, NULL); }
+    return NULL;
+}
+int main(int argc, char **argv) {
+    pthread_attr_t at; pthread_attr_init(&at); pthread_attr_setstacksize(&at, 65536);
+    for (long i = 0; i < atol(argv[1]); i++) { pthread_t t; if (pthread_create(&t, &at, worker, (void *)i)) return 1; }
+    sleep(atoi(argv[2]));
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let bin = tmp.path().join("many");
+    let cc = Command::new("cc")
+        .args(["-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
+        .args([path_str(&bin), path_str(&src)])
+        .status()
+        .unwrap();
+    assert!(cc.success(), "cc failed");
+    let _turn = cpu_turn();
+    let mut service = Command::new(&bin)
+        .args(["600", "5"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let dir = tmp.path().join("rl");
+    let pid = service.id().to_string();
+    kairos(&[
+        "collect",
+        "latency",
+        "-q",
+        "-r",
+        path_str(&dir),
+        "-p",
+        &pid,
+        "-d",
+        "1",
+        "-k",
+        "request=handle",
+    ])
+    .ok();
+    let _ = service.kill();
+    let _ = service.wait();
+    let doc = report(&dir, "requests");
+    let rows = table_rows(&doc, "Slowest requests");
+    // 600 threads, each one request every 100 ms: about 6,000 in the second.
+    assert!(rows.len() > 3000, "{} requests", rows.len());
+    let threads: std::collections::BTreeSet<u64> =
+        rows.iter().map(|r| r["Thread"].as_u64().unwrap()).collect();
+    assert!(threads.len() > 500, "requests on {} threads", threads.len());
+    let manifest = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+    assert!(
+        manifest.contains("recorded on every CPU for every process"),
+        "the note says how it was recorded"
+    );
+}

@@ -16,7 +16,7 @@ use kairos_session::{self as session, PERF_DATA};
 
 use crate::boundary::{self, Source};
 use crate::marker::{self, MarkerReader};
-use crate::model::MANIFEST_KEY;
+use crate::model::{MANIFEST_KEY, ONLY_PID};
 use crate::sched::Fields;
 use crate::SPEC;
 
@@ -45,11 +45,12 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
             "realtime_minus_monotonic_ns": realtime_minus_monotonic(),
         }),
     );
+    let recorded = recording_target(&target, &mut dir);
     session::save(&dir)?;
 
     let mut opts = kairos_analysis_hotspots::sampling_options(
         &req.knobs,
-        target.clone(),
+        recorded,
         dir.path().join(PERF_DATA),
     );
     if req.knobs.get("event") == "auto" {
@@ -81,6 +82,29 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     crate::finish::finish(
         &mut dir, summary, missing, markers, &source, slower, req.quiet,
     )
+}
+
+/// An attached process with more threads than this is recorded on every CPU for every
+/// process: one event per CPU, where one per thread and CPU would take seconds to open
+/// (2,000 threads: about 64,000 events, 10 s here) while the service runs on unseen.
+const MANY_THREADS: usize = 256;
+
+/// What the collector records: the target, or every process for an attached process
+/// with many threads (its requests only are kept: `only_pid` in the manifest).
+fn recording_target(target: &Target, dir: &mut kairos_result::ResultDir) -> Target {
+    let Target::Pid(pid) = target else {
+        return target.clone();
+    };
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+    if threads <= MANY_THREADS {
+        return target.clone();
+    }
+    let m = dir.manifest_mut();
+    m.notes.push(format!("process {pid} has {threads} threads: recorded on every CPU for every process (one event per CPU, not one per thread and CPU), and its requests kept"));
+    if let Some(serde_json::Value::Object(l)) = m.extra.get_mut(MANIFEST_KEY) {
+        l.insert(ONLY_PID.into(), (*pid).into());
+    }
+    Target::SystemWide
 }
 
 /// The probe events of the boundaries, found in the target's files; a usage error

@@ -131,6 +131,10 @@ fn boundaries(
                     .filter(|s| kinds.get(s.attr as usize).copied().flatten().is_none())
                     .filter_map(|s| profile.threads.get(s.thread as usize).map(|t| t.pid)),
             );
+            // Every process was recorded for an attached one with many threads: its own.
+            if let Some(p) = only_pid(dir) {
+                target = std::iter::once(p).collect();
+            }
             Ok(side
                 .iter()
                 .filter_map(|s| {
@@ -184,6 +188,15 @@ fn boundaries(
                 .collect())
         }
     }
+}
+
+fn only_pid(dir: &ResultDir) -> Option<i32> {
+    let p = dir
+        .manifest()
+        .extra
+        .get(MANIFEST_KEY)?
+        .get(crate::model::ONLY_PID)?;
+    p.as_i64().and_then(|p| i32::try_from(p).ok())
 }
 
 fn realtime_offset(dir: &ResultDir) -> i64 {

@@ -11,6 +11,8 @@ pub const FILE: &str = "latency.json";
 /// The manifest section of a latency result (the boundaries, the tracepoint fields read,
 /// the clock offset of a log).
 pub const MANIFEST_KEY: &str = "latency";
+/// In that section: the one process whose requests count, when every process was recorded.
+pub const ONLY_PID: &str = "only_pid";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyResult {

@@ -11,7 +11,10 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         // Sub-millisecond requests need a finer interval than a whole-run profile.
         KnobSpec { default: "100", ..SAMPLING_KNOBS[0] },
         SAMPLING_KNOBS[1],
-        SAMPLING_KNOBS[2],
+        KnobSpec {
+            help: "auto (cpu-clock: request time is wall-clock time), cpu-clock or cycles",
+            ..SAMPLING_KNOBS[2]
+        },
         SAMPLING_KNOBS[3],
         KnobSpec {
             name: "request",
