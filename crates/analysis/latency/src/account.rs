@@ -170,6 +170,15 @@ impl<'a> Context<'a> {
         self.kernel_entries(&mut r, thread, &offs, (s, e));
         self.sampled(&mut r, thread, (s, e));
         let p = &mut r.parts;
+        // Kernel entries nest (an interrupt inside a fault, a timer inside a softirq), so
+        // their sum can pass the time on the CPU: scaled down to it.
+        let kernel = p.fault_ns + p.syscall_ns + p.irq_ns;
+        if kernel > on_cpu {
+            let scale = |ns: u64| (ns as u128 * on_cpu as u128 / kernel as u128) as u64;
+            p.fault_ns = scale(p.fault_ns);
+            p.syscall_ns = scale(p.syscall_ns);
+            p.irq_ns = on_cpu - p.fault_ns - p.syscall_ns;
+        }
         p.cpu_ns = on_cpu.saturating_sub(p.fault_ns + p.syscall_ns + p.irq_ns);
         let accounted = p.values().iter().sum::<u64>();
         p.unexplained_ns += r.duration_ns.saturating_sub(accounted);
