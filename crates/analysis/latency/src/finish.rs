@@ -236,7 +236,8 @@ fn account(
         &fields(dir),
     );
     let exits = exits(dir);
-    let mut ctx = Context::new(profile, off, entries);
+    let timed = crate::branch_time::points(profile);
+    let mut ctx = Context::new(timed.as_ref().map_or(profile, |t| &t.0), off, entries);
     let mut result = LatencyResult {
         first_ns: profile.samples.first().map_or(0, |s| s.time_ns),
         last_ns: profile.samples.last().map_or(0, |s| s.time_ns),
@@ -269,6 +270,7 @@ fn account(
         result.last_ns = result.last_ns.max(last.end_ns.unwrap_or(last.start_ns));
     }
     result.functions = ctx.functions;
+    result.notes.extend(timed.map(|t| t.1));
     result
 }
 

@@ -13,6 +13,7 @@
 
 mod account;
 mod boundary;
+mod branch_time;
 mod cause;
 mod collect;
 mod compare;
