@@ -18,6 +18,8 @@ use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use perf_event_open_sys as sys;
+
+use crate::extra::TracepointFields as Fields;
 use sys::bindings as b;
 
 use crate::extra::{tracepoint_id, TRACEFS};
@@ -78,64 +80,6 @@ const TRACEPOINTS: [(&str, &str, Kind); 6] = [
     ("sched", "sched_process_fork", Kind::Fork),
     ("task", "task_rename", Kind::Renamed),
 ];
-
-/// A tracepoint's field offsets and sizes, by name.
-#[derive(Debug, Clone, Default)]
-pub struct Fields(HashMap<String, (usize, usize)>);
-
-impl Fields {
-    /// Parses a tracefs `format` file (`field:unsigned int len; offset:16; size:4; ...`).
-    pub fn parse(format: &str) -> Fields {
-        let mut out = HashMap::new();
-        for line in format.lines() {
-            let mut name = None;
-            let (mut offset, mut size) = (None, None);
-            for part in line.split(';').map(str::trim) {
-                if let Some(decl) = part.strip_prefix("field:") {
-                    // The name is the last word, without an array suffix.
-                    name = decl
-                        .split_whitespace()
-                        .last()
-                        .map(|w| w.split('[').next().unwrap_or(w).to_string());
-                } else if let Some(v) = part.strip_prefix("offset:") {
-                    offset = v.parse().ok();
-                } else if let Some(v) = part.strip_prefix("size:") {
-                    size = v.parse().ok();
-                }
-            }
-            if let (Some(n), Some(o), Some(s)) = (name, offset, size) {
-                out.insert(n, (o, s));
-            }
-        }
-        Fields(out)
-    }
-
-    fn uint(&self, raw: &[u8], name: &str) -> Option<u64> {
-        let &(o, s) = self.0.get(name)?;
-        let b = raw.get(o..o + s)?;
-        Some(match s {
-            1 => b[0] as u64,
-            2 => u16::from_le_bytes(b.try_into().ok()?) as u64,
-            4 => u32::from_le_bytes(b.try_into().ok()?) as u64,
-            8 => u64::from_le_bytes(b.try_into().ok()?),
-            _ => return None,
-        })
-    }
-
-    /// A fixed char array or a `__data_loc char[]` (u32: length << 16 | offset).
-    fn text(&self, raw: &[u8], name: &str) -> Option<String> {
-        let &(o, s) = self.0.get(name)?;
-        let bytes = if s == 4 {
-            let loc = u32::from_le_bytes(raw.get(o..o + 4)?.try_into().ok()?);
-            let (start, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
-            raw.get(start..start + len)?
-        } else {
-            raw.get(o..o + s)?
-        };
-        let end = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
-        Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
-    }
-}
 
 /// The open tracepoints and their rings.
 pub struct DeviceTracer {

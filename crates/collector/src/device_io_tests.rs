@@ -33,8 +33,8 @@ fn record(id: u64, pid: u32, tid: u32, cpu: u32, raw: &[u8]) -> Vec<u8> {
 #[test]
 fn a_queued_packet_is_decoded_through_its_format_file() {
     let f = Fields::parse(NET_DEV_QUEUE);
-    assert_eq!(f.0["skbaddr"], (8, 8));
-    assert_eq!(f.0["name"], (20, 4));
+    assert_eq!(f.get("skbaddr"), Some((8, 8)));
+    assert_eq!(f.get("name"), Some((20, 4)));
     let mut raw = vec![0u8; 24];
     raw[8..16].copy_from_slice(&0xffff_8880_1234_5678u64.to_le_bytes());
     raw[16..20].copy_from_slice(&1514u32.to_le_bytes());

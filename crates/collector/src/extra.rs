@@ -219,6 +219,94 @@ pub fn tracepoint_id(system: &str, event: &str) -> io::Result<u64> {
     Err(last)
 }
 
+/// A tracepoint's field offsets and sizes, by name, from its tracefs `format` file, so
+/// kernel layout changes are followed.
+#[derive(Debug, Clone, Default)]
+pub struct TracepointFields(std::collections::HashMap<String, (usize, usize)>);
+
+impl TracepointFields {
+    /// Parses a tracefs `format` file (`field:unsigned int len; offset:16; size:4; ...`).
+    pub fn parse(format: &str) -> TracepointFields {
+        let mut out = std::collections::HashMap::new();
+        for line in format.lines() {
+            let mut name = None;
+            let (mut offset, mut size) = (None, None);
+            for part in line.split(';').map(str::trim) {
+                if let Some(decl) = part.strip_prefix("field:") {
+                    // The name is the last word, without an array suffix.
+                    name = decl
+                        .split_whitespace()
+                        .last()
+                        .map(|w| w.split('[').next().unwrap_or(w).to_string());
+                } else if let Some(v) = part.strip_prefix("offset:") {
+                    offset = v.parse().ok();
+                } else if let Some(v) = part.strip_prefix("size:") {
+                    size = v.parse().ok();
+                }
+            }
+            if let (Some(n), Some(o), Some(s)) = (name, offset, size) {
+                out.insert(n, (o, s));
+            }
+        }
+        TracepointFields(out)
+    }
+
+    /// The format of SYSTEM:EVENT from tracefs (or the older debugfs location).
+    pub fn read(system: &str, event: &str) -> Option<TracepointFields> {
+        [TRACEFS, "/sys/kernel/debug/tracing"]
+            .iter()
+            .find_map(|root| {
+                let p = Path::new(root)
+                    .join("events")
+                    .join(system)
+                    .join(event)
+                    .join("format");
+                std::fs::read_to_string(p)
+                    .ok()
+                    .map(|f| TracepointFields::parse(&f))
+            })
+    }
+
+    /// (offset, size) of field `name`.
+    pub fn get(&self, name: &str) -> Option<(usize, usize)> {
+        self.0.get(name).copied()
+    }
+
+    pub(crate) fn uint(&self, raw: &[u8], name: &str) -> Option<u64> {
+        field_uint(raw, self.get(name)?)
+    }
+
+    pub(crate) fn text(&self, raw: &[u8], name: &str) -> Option<String> {
+        field_text(raw, self.get(name)?)
+    }
+}
+
+/// An unsigned field of 1, 2, 4 or 8 bytes at (offset, size) of a tracepoint's payload.
+pub fn field_uint(raw: &[u8], (o, s): (usize, usize)) -> Option<u64> {
+    let b = raw.get(o..o.checked_add(s)?)?;
+    Some(match s {
+        1 => b[0] as u64,
+        2 => u16::from_le_bytes(b.try_into().ok()?) as u64,
+        4 => u32::from_le_bytes(b.try_into().ok()?) as u64,
+        8 => u64::from_le_bytes(b.try_into().ok()?),
+        _ => return None,
+    })
+}
+
+/// A fixed char array or a `__data_loc char[]` (u32: length << 16 | offset) at (offset,
+/// size) of a tracepoint's payload.
+pub fn field_text(raw: &[u8], (o, s): (usize, usize)) -> Option<String> {
+    let bytes = if s == 4 {
+        let loc = u32::from_le_bytes(raw.get(o..o.checked_add(4)?)?.try_into().ok()?);
+        let (start, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
+        raw.get(start..start + len)?
+    } else {
+        raw.get(o..o.checked_add(s)?)?
+    };
+    let end = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
+    Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+}
+
 /// The HEADER_TRACING_DATA feature perf needs to read a file with tracepoint events: the
 /// format description of each recorded tracepoint (from tracefs), in the layout of perf's
 /// trace-event-info (magic, version "0.6", endianness, long size, page size, header_page,

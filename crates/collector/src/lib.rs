@@ -45,7 +45,7 @@ use synth::IdTrailer;
 
 pub(crate) use bytes::u64_at;
 use cpus::chosen_cpus;
-pub use cpus::{monotonic_ns, online_cpus, parse_cpu_list, process_alive};
+pub use cpus::{monotonic_ns, online_cpus, parse_cpu_list, process_alive, realtime_ns};
 pub(crate) use open::{errno_name, open_fd, Events};
 use record::run;
 pub(crate) use record::PERF_RECORD_SAMPLE;

@@ -3,7 +3,7 @@
 //! exit, duration, signal, write error) draining the rings and finishing the file.
 
 use super::*;
-use crate::cpus::clock_ns;
+use crate::cpus::realtime_ns;
 use crate::open::*;
 
 /// Record counting and writing, shared by the loop and the final drain.
@@ -662,7 +662,7 @@ pub(crate) fn set_features(w: &mut PerfDataWriter, online: usize) {
     if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut res) } == 0 {
         w.set_clockid_res_ns(res.tv_sec as u64 * 1_000_000_000 + res.tv_nsec as u64);
     }
-    let tod = clock_ns(libc::CLOCK_REALTIME);
+    let tod = realtime_ns();
     let mono = monotonic_ns();
     w.set_clock_data(libc::CLOCK_MONOTONIC as u32, tod, mono);
 }

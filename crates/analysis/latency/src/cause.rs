@@ -9,6 +9,8 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use kairos_report::thousands;
+
 use crate::model::{LatencyResult, Parts, Request};
 use crate::threshold::SlowerThan;
 
@@ -77,21 +79,8 @@ pub fn us(ns: u64) -> String {
     if ns >= 1_000_000 {
         format!("{:.2} ms", ns as f64 / 1e6)
     } else {
-        format!("{} us", group((ns + 500) / 1000))
+        format!("{} us", thousands((ns + 500) / 1000))
     }
-}
-
-/// 4207 -> "4,207".
-pub fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The function that distinguishes a request's time on the CPU: among those whose
@@ -130,7 +119,7 @@ pub fn cause(q: &Request, normal: &Baseline, functions: &[String]) -> (&'static 
         .map(|(&v, n)| v as i128 - n as i128)
         .collect();
     let main = (0..7).max_by_key(|&i| (excess[i], values[i])).unwrap_or(0);
-    let head = format!("request {} took {}", group(q.id), us(q.duration_ns));
+    let head = format!("request {} took {}", thousands(q.id), us(q.duration_ns));
     let ns = values[main];
     let name = |i: u32| functions.get(i as usize).map_or("?", String::as_str);
     let sentence = match Parts::KEYS[main] {
@@ -142,7 +131,7 @@ pub fn cause(q: &Request, normal: &Baseline, functions: &[String]) -> (&'static 
         "faults" => {
             let site = q.fault_sites.first().map(|s| s.name.as_str()).unwrap_or("");
             let place = if site.is_empty() { String::new() } else { format!(" in {site}") };
-            format!("{head}: {} in {} page faults{place}", us(ns), group(q.faults as u64))
+            format!("{head}: {} in {} page faults{place}", us(ns), thousands(q.faults as u64))
         }
         "syscalls" => {
             let sc = q.syscalls.first().map(|s| s.name.as_str()).unwrap_or("?");
@@ -216,8 +205,6 @@ mod tests {
 
     #[test]
     fn numbers_read_as_in_a_sentence() {
-        assert_eq!(group(4207), "4,207");
-        assert_eq!(group(12), "12");
         assert_eq!(us(612_300), "612 us");
         assert_eq!(us(12_345_678), "12.35 ms");
     }

@@ -79,9 +79,11 @@ pub(crate) fn collect(req: &CollectRequest) -> Result<(), Failure> {
     }
     let summary = session::collect_with_progress(&opts, req.quiet);
     let markers = reader.map(MarkerReader::finish);
-    crate::finish::finish(
+    let result = crate::finish::requests_of(
         &mut dir, summary, missing, markers, &source, slower, req.quiet,
-    )
+    )?;
+    crate::finish::print_summary(&dir, &result);
+    Ok(())
 }
 
 /// An attached process with more threads than this is recorded on every CPU for every
@@ -186,19 +188,7 @@ fn tell_pid(target: &Target, slot: Arc<AtomicI32>, then: Option<TargetHook>) -> 
 /// CLOCK_REALTIME minus CLOCK_MONOTONIC now, to move a log's wall-clock times onto the
 /// recording's clock.
 fn realtime_minus_monotonic() -> i64 {
-    let now = |clock| {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: ts is a valid out pointer.
-        unsafe { libc::clock_gettime(clock, &mut ts) };
-        ts.tv_sec * 1_000_000_000 + ts.tv_nsec
-    };
-    let (m0, r, m1) = (
-        now(libc::CLOCK_MONOTONIC),
-        now(libc::CLOCK_REALTIME),
-        now(libc::CLOCK_MONOTONIC),
-    );
-    r - (m0 + (m1 - m0) / 2)
+    use kairos_collector::{monotonic_ns, realtime_ns};
+    let (m0, r, m1) = (monotonic_ns(), realtime_ns(), monotonic_ns());
+    r as i64 - (m0 + (m1 - m0) / 2) as i64
 }

@@ -19,20 +19,6 @@ use crate::requests::{pair, Boundary, Paired};
 use crate::sched::{self, Fields};
 use crate::threshold::SlowerThan;
 
-pub(crate) fn finish(
-    dir: &mut ResultDir,
-    summary: Result<CollectSummary, CollectError>,
-    missing: Vec<(String, String)>,
-    markers: Option<MarkerOutcome>,
-    source: &Source,
-    slower: SlowerThan,
-    quiet: bool,
-) -> Result<(), Failure> {
-    let result = requests_of(dir, summary, missing, markers, source, slower, quiet)?;
-    print_summary(dir, &result);
-    Ok(())
-}
-
 /// A recording made into its requests, saved in its result directory (`latency.json`,
 /// the manifest); nothing printed.
 pub(crate) fn requests_of(

@@ -121,6 +121,7 @@ fn read_loop(
     let mut tail = 0u64;
     let mut last_look = None::<Instant>;
     let mut refused = None;
+    let mut without = std::collections::HashSet::new();
     loop {
         let stopping = stop.load(Ordering::SeqCst);
         let p = pid.load(Ordering::SeqCst);
@@ -146,7 +147,7 @@ fn read_loop(
             };
             if last_look.is_none_or(|t| t.elapsed() >= Duration::from_millis(gap)) {
                 last_look = Some(Instant::now());
-                if let Some((r, path)) = locate(p, &mut refused) {
+                if let Some((r, path)) = locate(p, &mut refused, &mut without) {
                     // A program launched with KAIROS_REQUESTS=attach has recorded from its
                     // start: read from its first record. Otherwise from now on.
                     let from_start = read_u32(p, r.header + ATTACHED).is_some_and(|a| a != 0);
@@ -243,20 +244,25 @@ fn drain(
 /// The ring of process `pid`: the first mapped file with the section, its header read
 /// and checked.
 /// `refused`: set when the kernel would not let kairos read the process's memory.
-fn locate(pid: i32, refused: &mut Option<String>) -> Option<(Ring, String)> {
+/// `without`: the files already known to have no ring (their ELF is not read again on
+/// the next look).
+fn locate(
+    pid: i32,
+    refused: &mut Option<String>,
+    without: &mut std::collections::HashSet<String>,
+) -> Option<(Ring, String)> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
-    let mut seen = Vec::new();
     for line in maps.lines() {
         let mut f = line.split_whitespace();
         let range = f.next()?;
         let _perms = f.next();
         let offset = u64::from_str_radix(f.next().unwrap_or("0"), 16).ok()?;
         let path = f.nth(2).unwrap_or("");
-        if !path.starts_with('/') || seen.contains(&path) {
+        if !path.starts_with('/') || without.contains(path) {
             continue;
         }
         let Some((sec, sec_addr)) = crate::elf_probes::marker_section(Path::new(path)) else {
-            seen.push(path);
+            without.insert(path.to_string());
             continue;
         };
         let (start, end) = range.split_once('-')?;

@@ -103,7 +103,7 @@ impl Aggregate {
 
     /// The duration at percentile `p` (nearest rank), within 2%: the top of its bucket.
     pub fn percentile(&self, p: f64) -> u64 {
-        let rank = ((p / 100.0) * self.requests as f64 - 1e-9).ceil().max(1.0) as u64;
+        let rank = crate::threshold::rank(p, self.requests);
         let mut seen = 0;
         for (&i, &n) in &self.buckets {
             seen += n;

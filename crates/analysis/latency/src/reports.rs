@@ -7,7 +7,9 @@ use rustc_hash::FxHashMap as HashMap;
 
 use kairos_report::{Cell, Column, Document, Section, Table};
 
-use crate::cause::{group, us};
+use kairos_report::thousands;
+
+use crate::cause::us;
 use crate::model::{LatencyResult, Parts, Request};
 
 const PERCENTILES: [(&str, f64); 4] =
@@ -38,7 +40,7 @@ fn overview(r: &LatencyResult) -> Section {
         "Slow",
         Cell::text(format!(
             "{} above {} ({})",
-            group(slow),
+            thousands(slow),
             us(r.threshold_ns),
             r.threshold_how
         )),

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
 
+use kairos_collector::extra::{field_text, field_uint, TracepointFields};
 use kairos_convert::SideSample;
 use kairos_model::{Profile, StackIdx, ThreadIdx};
 use serde::{Deserialize, Serialize};
@@ -37,61 +38,33 @@ impl Default for Fields {
 pub const SWITCH: &str = "sched:sched_switch";
 pub const WAKING: &str = "sched:sched_waking";
 
-/// (offset, size) of field `name` in tracefs's format of SYSTEM/EVENT.
-fn field(format: &str, name: &str) -> Option<(usize, usize)> {
-    format.lines().find_map(|l| {
-        let decl = l.trim().strip_prefix("field:")?;
-        let (decl, rest) = decl.split_once(';')?;
-        let ident = decl.split_whitespace().last()?;
-        let ident = ident.split('[').next()?;
-        if ident != name {
-            return None;
-        }
-        let num = |key: &str| -> Option<usize> {
-            rest.split(';')
-                .find_map(|p| p.trim().strip_prefix(key))?
-                .trim()
-                .parse()
-                .ok()
-        };
-        Some((num("offset:")?, num("size:")?))
-    })
-}
-
 impl Fields {
     /// Read from tracefs; the defaults for what cannot be read.
     pub fn from_tracefs() -> Fields {
         let d = Fields::default();
-        let read = |ev: &str| {
-            std::fs::read_to_string(format!(
-                "{}/events/sched/{ev}/format",
-                kairos_collector::extra::TRACEFS
-            ))
-            .unwrap_or_default()
-        };
-        let (sw, wk) = (read("sched_switch"), read("sched_waking"));
+        let sw = TracepointFields::read("sched", "sched_switch").unwrap_or_default();
+        let wk = TracepointFields::read("sched", "sched_waking").unwrap_or_default();
         Fields {
-            prev_state: field(&sw, "prev_state").unwrap_or(d.prev_state),
-            next_comm: field(&sw, "next_comm").unwrap_or(d.next_comm),
-            next_pid: field(&sw, "next_pid").unwrap_or(d.next_pid),
-            waking_pid: field(&wk, "pid").unwrap_or(d.waking_pid),
+            prev_state: sw.get("prev_state").unwrap_or(d.prev_state),
+            next_comm: sw.get("next_comm").unwrap_or(d.next_comm),
+            next_pid: sw.get("next_pid").unwrap_or(d.next_pid),
+            waking_pid: wk.get("pid").unwrap_or(d.waking_pid),
         }
     }
 }
 
-fn int(raw: &[u8], (off, size): (usize, usize)) -> Option<i64> {
-    let b = raw.get(off..off + size)?;
-    Some(match size {
-        4 => i32::from_le_bytes(b.try_into().ok()?) as i64,
-        8 => i64::from_le_bytes(b.try_into().ok()?),
+/// A signed field (a pid, a task state) of 4 or 8 bytes.
+fn int(raw: &[u8], field: (usize, usize)) -> Option<i64> {
+    let v = field_uint(raw, field)?;
+    Some(match field.1 {
+        4 => v as u32 as i32 as i64,
+        8 => v as i64,
         _ => return None,
     })
 }
 
-fn text(raw: &[u8], (off, size): (usize, usize)) -> String {
-    let b = raw.get(off..off + size).unwrap_or(&[]);
-    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-    String::from_utf8_lossy(&b[..end]).into_owned()
+fn text(raw: &[u8], field: (usize, usize)) -> String {
+    field_text(raw, field).unwrap_or_default()
 }
 
 /// One time a thread was off its CPU.
@@ -230,9 +203,10 @@ mod tests {
     #[test]
     fn fields_are_read_from_a_format_file() {
         let f = "\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n";
-        assert_eq!(field(f, "prev_state"), Some((32, 8)));
-        assert_eq!(field(f, "next_comm"), Some((40, 16)));
-        assert_eq!(field(f, "next_pid"), None);
+        let f = TracepointFields::parse(f);
+        assert_eq!(f.get("prev_state"), Some((32, 8)));
+        assert_eq!(f.get("next_comm"), Some((40, 16)));
+        assert_eq!(f.get("next_pid"), None);
     }
 
     fn side(attr: u32, t: u64, thread: u32, raw: Vec<u8>) -> SideSample {

@@ -88,9 +88,13 @@ pub fn percentile(sorted: &[u64], p: f64) -> u64 {
     if sorted.is_empty() {
         return 0;
     }
+    sorted[rank(p, sorted.len() as u64) as usize - 1]
+}
+
+/// The nearest rank (1 to `n`) of percentile `p` among `n` values.
+pub fn rank(p: f64, n: u64) -> u64 {
     // The epsilon keeps 99.9% of 1000 at rank 999 despite the float product.
-    let rank = ((p / 100.0) * sorted.len() as f64 - 1e-9).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+    (((p / 100.0) * n as f64 - 1e-9).ceil() as u64).clamp(1, n.max(1))
 }
 
 impl SlowerThan {
