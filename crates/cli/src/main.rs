@@ -2,6 +2,7 @@
 //! library error into one sentence with the fix and a non-zero exit status.
 
 mod args;
+mod cmd_agent;
 mod cmd_cache;
 mod cmd_collect;
 mod cmd_compare;
@@ -56,6 +57,7 @@ fn main() {
         Command::Cache(a) => cmd_cache::run(a),
         Command::Measure(a) => cmd_measure::run(a),
         Command::Selftest(a) => cmd_selftest::run(a),
+        Command::Agent(a) => cmd_agent::run(a),
     };
     if let Err(e) = result {
         eprintln!("kairos: {e}");

@@ -54,6 +54,7 @@ const LAYERS: &[&[&str]] = &[
     &["kairos-analysis-registry"],
     // Tools built on results and analyses.
     &[
+        "kairos-agent",
         "kairos-compare",
         "kairos-lab",
         "kairos-selftest",

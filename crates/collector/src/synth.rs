@@ -130,8 +130,15 @@ pub fn finished_round_record() -> [u8; 8] {
 }
 
 /// Address of `_text` (else `_stext`) in /proc/kallsyms; None when hidden (kptr_restrict
-/// shows zeros) or unreadable.
+/// shows zeros) or unreadable. Read once per process: the kernel does not move after boot,
+/// and the kernel takes tens of milliseconds to print the file (an agent that records
+/// window after window would pay it every window).
 pub fn kernel_text_address() -> Option<u64> {
+    static TEXT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *TEXT.get_or_init(read_kernel_text_address)
+}
+
+fn read_kernel_text_address() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/kallsyms").ok()?;
     let mut stext = None;
     for line in s.lines() {

@@ -9,6 +9,9 @@
 //! | [`Format::Collapsed`] | folded stacks, `root;caller;leaf count` | flamegraph.pl, inferno, speedscope |
 //! | [`Format::Speedscope`] | speedscope file format JSON | speedscope |
 //!
+//! [`otlp::request`] makes OpenTelemetry's profiles signal (OTLP) for a collector or a
+//! backend, which `kairos agent` sends rather than writes.
+//!
 //! Every writer works on a [`Selection`]: the samples of an optional time range. Nothing
 //! here panics on any profile: indices that point nowhere become `[unknown]` frames.
 
@@ -18,6 +21,7 @@
 mod chrome;
 mod collapsed;
 mod firefox;
+pub mod otlp;
 mod pprof;
 mod proto;
 mod select;

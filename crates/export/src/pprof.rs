@@ -264,7 +264,7 @@ impl<'s, 'a> Encoder<'s, 'a> {
     }
 }
 
-fn median_weight(sel: &Selection<'_>) -> u64 {
+pub(crate) fn median_weight(sel: &Selection<'_>) -> u64 {
     let mut w: Vec<u64> = sel.samples.iter().map(|s| s.weight).collect();
     w.sort_unstable();
     w.get(w.len() / 2).copied().unwrap_or(0)

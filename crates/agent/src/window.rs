@@ -1,0 +1,179 @@
+//! One window after it was recorded: the perf.data file goes through the converter that
+//! `kairos collect` and `kairos import` use (decoded, unwound, symbolised here on the
+//! host), keeps only the processes asked for (`--comm`, `--cgroup`; `-p` is the
+//! collector's), and becomes each destination's payload: an OTLP request, or a gzipped
+//! pprof profile.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use kairos_convert::ConvertOptions;
+use kairos_export::otlp::{self, AttrValue, OtlpOptions};
+use kairos_export::{Format, Selection};
+use kairos_model::Profile;
+
+use crate::config::Kind;
+
+/// Which processes' samples a window keeps, besides the collector's own target.
+#[derive(Debug, Default)]
+pub struct Filter {
+    /// The process's command name (as `ps -o comm` shows it).
+    pub comm: Option<String>,
+    /// A cgroup v2 path (`/system.slice/x.service`, or under /sys/fs/cgroup): the
+    /// processes in it or below.
+    pub cgroup: Option<String>,
+    /// Cgroup per pid, read once per process (None: gone before it was read).
+    cgroups: HashMap<i32, Option<String>>,
+}
+
+impl Filter {
+    pub fn new(comm: Option<String>, cgroup: Option<String>) -> Filter {
+        let cgroup = cgroup.map(|c| {
+            let c = c.trim_start_matches("/sys/fs/cgroup");
+            format!("/{}", c.trim_matches('/'))
+        });
+        Filter {
+            comm,
+            cgroup,
+            cgroups: HashMap::new(),
+        }
+    }
+
+    fn keeps(&mut self, pid: i32, process_name: &str) -> bool {
+        if self.comm.as_deref().is_some_and(|c| c != process_name) {
+            return false;
+        }
+        let Some(want) = self.cgroup.clone() else {
+            return true;
+        };
+        let got = self.cgroups.entry(pid).or_insert_with(|| cgroup_of(pid));
+        got.as_deref()
+            .is_some_and(|g| g == want || g.starts_with(&format!("{want}/")) || want == "/")
+    }
+
+    /// Forgets processes that are gone (their pids may come back as other processes).
+    pub fn forget_exited(&mut self) {
+        self.cgroups
+            .retain(|&pid, _| Path::new(&format!("/proc/{pid}")).exists());
+    }
+}
+
+/// The cgroup v2 path of a process (`0::/path` in /proc/PID/cgroup).
+fn cgroup_of(pid: i32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(str::to_string)
+}
+
+/// What a window became.
+pub struct Made {
+    pub samples: usize,
+    pub processes: usize,
+    /// Samples of other processes left out by the filter.
+    pub filtered_out: usize,
+    /// The converter's remarks (missing binaries, undecodable records...).
+    pub notes: Vec<String>,
+    /// Per destination kind: the payload.
+    pub payloads: Vec<(Kind, Vec<u8>)>,
+}
+
+/// What every payload of a window carries besides its samples.
+pub struct Context<'c> {
+    pub resource: &'c [(String, AttrValue)],
+    pub profile_attributes: &'c [(String, AttrValue)],
+    /// Wall-clock minus monotonic time when the window was recorded, in ns.
+    pub wall_offset_ns: i128,
+}
+
+/// Converts `perf_data` and makes the payloads the destinations `kinds` need.
+pub fn make(
+    perf_data: &Path,
+    convert: &ConvertOptions,
+    filter: &mut Filter,
+    kinds: &[Kind],
+    ctx: &Context<'_>,
+) -> Result<Made, String> {
+    let converted = kairos_convert::convert_path(perf_data, convert, &mut |_| {})
+        .map_err(|e| format!("the window's recording cannot be read ({e})"))?;
+    let mut profile = converted.profile;
+    let mut notes = converted.notes;
+    notes.extend(converted.decode_error);
+    let before = profile.samples.len();
+    keep_only(&mut profile, filter);
+    let filtered_out = before - profile.samples.len();
+    let processes = {
+        let mut pids: Vec<i32> = profile
+            .samples
+            .iter()
+            .filter_map(|s| profile.threads.get(s.thread as usize).map(|t| t.pid))
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids.len()
+    };
+    let mut sel = Selection::new(&profile, None);
+    let origin = i128::from(sel.origin_ns) + ctx.wall_offset_ns;
+    sel.wall_start_ns = u64::try_from(origin).ok();
+    let mut payloads = Vec::new();
+    if !profile.samples.is_empty() {
+        for &kind in kinds {
+            if payloads.iter().any(|(k, _)| *k == kind) {
+                continue;
+            }
+            payloads.push((kind, payload(kind, &sel, ctx)?));
+        }
+    }
+    Ok(Made {
+        samples: profile.samples.len(),
+        processes,
+        filtered_out,
+        notes,
+        payloads,
+    })
+}
+
+fn keep_only(profile: &mut Profile, filter: &mut Filter) {
+    if filter.comm.is_none() && filter.cgroup.is_none() {
+        return;
+    }
+    let keep: Vec<bool> = profile
+        .threads
+        .iter()
+        .map(|t| {
+            let name = if t.process_name.is_empty() {
+                &t.name
+            } else {
+                &t.process_name
+            };
+            filter.keeps(t.pid, name)
+        })
+        .collect();
+    profile
+        .samples
+        .retain(|s| keep.get(s.thread as usize).copied().unwrap_or(false));
+}
+
+fn payload(kind: Kind, sel: &Selection<'_>, ctx: &Context<'_>) -> Result<Vec<u8>, String> {
+    match kind {
+        Kind::Otlp => {
+            use prost::Message;
+            let req = otlp::request(
+                sel,
+                &OtlpOptions {
+                    resource: ctx.resource,
+                    profile_attributes: ctx.profile_attributes,
+                    scope_name: "kairos",
+                    scope_version: env!("CARGO_PKG_VERSION"),
+                },
+            );
+            Ok(req.encode_to_vec())
+        }
+        Kind::Pyroscope | Kind::Parca => {
+            let mut out = Vec::new();
+            kairos_export::write(sel, Format::Pprof, &mut out)
+                .map_err(|e| format!("the window cannot be written as pprof ({e})"))?;
+            Ok(out)
+        }
+    }
+}

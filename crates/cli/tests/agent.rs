@@ -1,0 +1,425 @@
+//! `kairos agent` against a real OpenTelemetry Collector on 127.0.0.1 (built from its Go
+//! modules by scripts/otelcol/build.sh and cached): the collector's OTLP receiver takes
+//! the agent's windows and its OTLP/HTTP exporter hands them on to a small HTTP server that
+//! keeps each request (tests/support/http_sink.py). What came out is read as a backend
+//! would, resolving both forms of attribute keys and values (the collector rewrites them
+//! as string-table indexes), and checked against the truth of the `shares` sample.
+
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{kairos_bin, sample, tempdir};
+use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
+use opentelemetry_proto::tonic::profiles::v1development as pd;
+use prost::Message;
+
+/// The collector binary, or None (and why, printed) when it cannot be built here.
+fn collector() -> Option<PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/otelcol/build.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    if out.status.code() == Some(3) {
+        println!("NOT RUN: the OpenTelemetry Collector cannot be built here (its reason is above)");
+        return None;
+    }
+    assert!(out.status.success(), "{} failed", script.display());
+    let path = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    Some(PathBuf::from(path))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A process killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The sink, started: (process, the directory it writes to, its port).
+fn sink(dir: &Path) -> (Running, PathBuf, u16) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/http_sink.py");
+    let port_file = dir.join("sink.port");
+    let got = dir.join("got");
+    let child = Command::new("python3")
+        .arg(script)
+        .arg(&port_file)
+        .arg(&got)
+        .spawn()
+        .unwrap();
+    let running = Running(child);
+    let t = Instant::now();
+    while !port_file.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the HTTP sink did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let port = std::fs::read_to_string(&port_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    (running, got, port)
+}
+
+/// The collector, started with its OTLP/HTTP receiver on `port`, handing on to the sink
+/// synchronously (no queue: the receiver answers once the next hop has the profiles, so
+/// order is kept and a killed collector holds nothing).
+fn start_collector(bin: &Path, dir: &Path, port: u16, sink_port: u16) -> Running {
+    let config = dir.join("collector.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n\
+             exporters:\n  otlp_http:\n    endpoint: http://127.0.0.1:{sink_port}\n    compression: none\n    sending_queue:\n      enabled: false\n    retry_on_failure:\n      enabled: false\n\
+             service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [otlp_http]\n  telemetry:\n    metrics:\n      level: none\n"
+        ),
+    )
+    .unwrap();
+    let log = std::fs::File::create(dir.join("collector.log")).unwrap();
+    let child = Command::new(bin)
+        .arg("--config")
+        .arg(&config)
+        .arg("--feature-gates=+service.profilesSupport")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let running = Running(child);
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the collector did not listen on {port}: {}",
+            std::fs::read_to_string(dir.join("collector.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    running
+}
+
+/// Every request the sink received, in order.
+fn received(got: &Path) -> Vec<ExportProfilesServiceRequest> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(got)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|e| e == "bin"));
+    files.sort();
+    files
+        .iter()
+        .map(|p| {
+            ExportProfilesServiceRequest::decode(std::fs::read(p).unwrap().as_slice()).unwrap()
+        })
+        .collect()
+}
+
+/// A value as text, whichever form it is in.
+fn text(d: &pd::ProfilesDictionary, v: &Option<AnyValue>) -> String {
+    match v.as_ref().and_then(|v| v.value.as_ref()) {
+        Some(Value::StringValue(s)) => s.clone(),
+        Some(Value::StringValueStrindex(i)) => d.string_table[*i as usize].clone(),
+        Some(Value::IntValue(i)) => i.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn key(d: &pd::ProfilesDictionary, kv: &KeyValue) -> String {
+    if kv.key.is_empty() {
+        d.string_table[kv.key_strindex as usize].clone()
+    } else {
+        kv.key.clone()
+    }
+}
+
+/// Resource attributes of a resource, by key.
+fn resource(d: &pd::ProfilesDictionary, rp: &pd::ResourceProfiles) -> BTreeMap<String, String> {
+    rp.resource
+        .iter()
+        .flat_map(|r| &r.attributes)
+        .map(|kv| (key(d, kv), text(d, &kv.value)))
+        .collect()
+}
+
+/// A dictionary attribute as (key, value).
+fn attribute(d: &pd::ProfilesDictionary, i: i32) -> (String, String) {
+    let a = &d.attribute_table[i as usize];
+    (
+        d.string_table[a.key_strindex as usize].clone(),
+        text(d, &a.value),
+    )
+}
+
+/// The first of `share_a`, `share_b`, `share_c` on a sample's stack from the leaf (the
+/// time in the clock reads they make is theirs, as the program counts it).
+fn share_function(d: &pd::ProfilesDictionary, s: &pd::Sample) -> Option<String> {
+    d.stack_table[s.stack_index as usize]
+        .location_indices
+        .iter()
+        .filter_map(|&loc| d.location_table[loc as usize].lines.first())
+        .map(|l| {
+            d.string_table[d.function_table[l.function_index as usize].name_strindex as usize]
+                .clone()
+        })
+        .find(|name| name.starts_with("share_"))
+}
+
+fn agent(args: &[&str]) -> Child {
+    Command::new(kairos_bin())
+        .arg("agent")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn shares_and_labels_through_a_real_collector() {
+    let Some(bin) = collector() else { return };
+    // One test at a time: both sample processes named shares.
+    let _turn = common::cpu_turn();
+    let dir = tempdir();
+    let (_sink, got, sink_port) = sink(dir.path());
+    let port = free_port();
+    let _collector = start_collector(&bin, dir.path(), port, sink_port);
+    let truth = Command::new(sample("shares"))
+        .args(["9", "5:3:2"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let shares_pid = truth.id();
+    let spool = dir.path().join("spool");
+    let run = agent(&[
+        "--otlp",
+        &format!("http://127.0.0.1:{port}"),
+        "--comm",
+        "shares",
+        "-F",
+        "199",
+        "--window",
+        "2",
+        "-d",
+        "6",
+        "--spool",
+        spool.to_str().unwrap(),
+        "--label",
+        "team=orders",
+        "--label",
+        "service.name=shares-test",
+    ])
+    .wait_with_output()
+    .unwrap();
+    let log = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{log}");
+    let truth = truth.wait_with_output().unwrap();
+    let truth = String::from_utf8(truth.stdout).unwrap();
+    let expected: BTreeMap<String, f64> = truth
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter(|w| w[0].starts_with("share_"))
+        .map(|w| (w[0].to_string(), w[1].parse().unwrap()))
+        .collect();
+    assert_eq!(expected.len(), 3, "{truth}");
+
+    let requests = received(&got);
+    assert!(
+        requests.len() >= 2,
+        "windows received: {}\n{log}",
+        requests.len()
+    );
+    let mut by_function: BTreeMap<String, i64> = BTreeMap::new();
+    let mut windows = BTreeSet::new();
+    for req in &requests {
+        let d = req.dictionary.as_ref().unwrap();
+        for rp in &req.resource_profiles {
+            let attrs = resource(d, rp);
+            assert_eq!(
+                attrs.get("process.pid").map(String::as_str),
+                Some(shares_pid.to_string().as_str()),
+                "{attrs:?}"
+            );
+            assert_eq!(
+                attrs.get("process.executable.name").map(String::as_str),
+                Some("shares")
+            );
+            assert_eq!(attrs.get("team").map(String::as_str), Some("orders"));
+            assert_eq!(
+                attrs.get("service.name").map(String::as_str),
+                Some("shares-test")
+            );
+            assert!(
+                attrs.get("host.name").is_some_and(|h| !h.is_empty()),
+                "{attrs:?}"
+            );
+            assert!(attrs.contains_key("os.version"), "{attrs:?}");
+            for p in rp.scope_profiles.iter().flat_map(|s| &s.profiles) {
+                let pattrs: BTreeMap<_, _> = p
+                    .attribute_indices
+                    .iter()
+                    .map(|&i| attribute(d, i))
+                    .collect();
+                windows.insert(pattrs["kairos.agent.window"].parse::<u64>().unwrap());
+                assert!(
+                    pattrs.contains_key("kairos.agent.cpu_millipercent"),
+                    "{pattrs:?}"
+                );
+                for s in &p.samples {
+                    let sattrs: BTreeMap<_, _> = s
+                        .attribute_indices
+                        .iter()
+                        .map(|&i| attribute(d, i))
+                        .collect();
+                    assert!(sattrs.contains_key("thread.id"), "{sattrs:?}");
+                    assert_eq!(s.values.len(), s.timestamps_unix_nano.len());
+                    if let Some(f) = share_function(d, s) {
+                        *by_function.entry(f).or_default() += s.values.iter().sum::<i64>();
+                    }
+                }
+            }
+        }
+        // The build id of the sample's binary went with its mapping.
+        assert!(
+            d.mapping_table.iter().any(|m| {
+                d.string_table[m.filename_strindex as usize].ends_with("/shares")
+                    && m.attribute_indices
+                        .iter()
+                        .any(|&i| attribute(d, i).0 == "process.executable.build_id.gnu")
+            }),
+            "no mapping of shares with its build id"
+        );
+    }
+    let total: i64 = by_function.values().sum();
+    assert!(total > 0, "no samples in share_a/b/c: {by_function:?}");
+    for (f, want) in &expected {
+        let got = by_function.get(f).copied().unwrap_or(0) as f64 / total as f64;
+        println!(
+            "{f}: {:.1}% in the collector's output, {:.1}% by the program's clock",
+            100.0 * got,
+            100.0 * want
+        );
+        assert!(
+            (got - want).abs() <= 0.03,
+            "{f}: {got:.3} against {want:.3} ({by_function:?})"
+        );
+    }
+    assert_eq!(
+        windows.len(),
+        requests.len(),
+        "one request per window: {windows:?}"
+    );
+}
+
+#[test]
+fn a_collector_killed_and_restarted_loses_no_window_and_keeps_order() {
+    let Some(bin) = collector() else { return };
+    // One test at a time: both sample processes named shares.
+    let _turn = common::cpu_turn();
+    let dir = tempdir();
+    let (_sink, got, sink_port) = sink(dir.path());
+    let port = free_port();
+    let collector = start_collector(&bin, dir.path(), port, sink_port);
+    let spool = dir.path().join("spool");
+    let busy = Running(
+        Command::new(sample("shares"))
+            .args(["30", "1:1:1"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let run = agent(&[
+        "--otlp",
+        &format!("http://127.0.0.1:{port}"),
+        "--comm",
+        "shares",
+        "-F",
+        "99",
+        "--window",
+        "1",
+        "-d",
+        "10",
+        "--flush-timeout",
+        "20",
+        "--spool",
+        spool.to_str().unwrap(),
+    ]);
+    std::thread::sleep(Duration::from_millis(2500));
+    drop(collector);
+    std::thread::sleep(Duration::from_secs(4));
+    let _collector = start_collector(&bin, dir.path(), port, sink_port);
+    let out = run.wait_with_output().unwrap();
+    drop(busy);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains("windows wait in the spool"),
+        "the outage was not said:\n{log}"
+    );
+    assert!(
+        log.contains("answers again"),
+        "the recovery was not said:\n{log}"
+    );
+    let mut order = Vec::new();
+    for req in received(&got) {
+        let d = req.dictionary.as_ref().unwrap();
+        for p in req
+            .resource_profiles
+            .iter()
+            .flat_map(|r| &r.scope_profiles)
+            .flat_map(|s| &s.profiles)
+        {
+            let w = p
+                .attribute_indices
+                .iter()
+                .map(|&i| attribute(d, i))
+                .find(|(k, _)| k == "kairos.agent.window")
+                .map(|(_, v)| v.parse::<u64>().unwrap())
+                .unwrap();
+            if order.last() != Some(&w) {
+                order.push(w);
+            }
+        }
+    }
+    let recorded = log.matches("queued for otlp").count() as u64;
+    assert!(recorded >= 8, "{log}");
+    let firsts: Vec<u64> = order.iter().fold(Vec::new(), |mut seen, &w| {
+        if !seen.contains(&w) {
+            seen.push(w);
+        }
+        seen
+    });
+    assert_eq!(
+        firsts,
+        (0..recorded).collect::<Vec<_>>(),
+        "every window, in order (as received: {order:?})\n{log}"
+    );
+    assert!(log.contains("0 waiting"), "{log}");
+}

@@ -1,0 +1,40 @@
+"""An HTTP server on 127.0.0.1 that keeps what it is sent: each POST body (un-gzipped) as a
+file NNNNN.bin in OUT_DIR, in the order received. The agent's tests point an OpenTelemetry
+Collector's OTLP/HTTP exporter at it, so they read what the collector handed on.
+
+usage: http_sink.py PORT_FILE OUT_DIR   (binds a free port and writes it to PORT_FILE)
+"""
+import gzip
+import http.server
+import itertools
+import os
+import sys
+
+port_file, out = sys.argv[1], sys.argv[2]
+os.makedirs(out, exist_ok=True)
+count = itertools.count()
+
+
+class Sink(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        name = os.path.join(out, f"{next(count):05d}.bin")
+        with open(name + ".part", "wb") as f:
+            f.write(body)
+        os.rename(name + ".part", name)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+server = http.server.HTTPServer(("127.0.0.1", 0), Sink)
+with open(port_file + ".part", "w") as f:
+    f.write(str(server.server_address[1]))
+os.rename(port_file + ".part", port_file)
+server.serve_forever()
