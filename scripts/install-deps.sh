@@ -22,6 +22,9 @@ command -v chromium >/dev/null || need_apt+=(chromium)
 # The NUMA test machine (scripts/numa-vm): QEMU, and a static busybox for its initramfs.
 command -v qemu-system-x86_64 >/dev/null || need_apt+=(qemu-system-x86)
 { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || need_apt+=(busybox-static)
+# The agent's tests build an OpenTelemetry Collector from its Go modules (scripts/otelcol);
+# an older Go fetches the toolchain the modules ask for from the module proxy by itself.
+command -v go >/dev/null || need_apt+=(golang-go)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install-deps: missing ${need_apt[*]}; run this script as root or install them" >&2
