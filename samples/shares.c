@@ -5,12 +5,14 @@
  *
  * usage: shares [SECONDS] [A:B:C]   (5.0, 5:3:2)
  *
- * Each round runs share_a for A ms, share_b for B ms and share_c for C ms of the thread's
+ * Each round runs share_a for A units, share_b for B units and share_c for C units of the thread's
  * CPU time (CLOCK_THREAD_CPUTIME_ID, what a cpu-clock profile samples), each a loop of
  * arithmetic calling only the clock, until SECONDS of wall time have passed. Prints
  *   shares: pid P rounds R share_a X share_b Y share_c Z
- * with each function's measured part of the CPU time the three took. Exit status 0, 2 on
- * a usage error.
+ * with each function's measured part of the CPU time the three took. A unit is 1.37 ms:
+ * a round whose length is near a multiple of the sampling period would have its samples
+ * fall at the same points of every round, and the shares seen would depend on where.
+ * Exit status 0, 2 on a usage error.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -19,6 +21,8 @@
 #include <unistd.h>
 
 static volatile unsigned long sink;
+
+#define UNIT_MS 1.37
 
 static double now(clockid_t c)
 {
@@ -62,9 +66,9 @@ int main(int argc, char **argv)
     double ta = 0, tb = 0, tc = 0, end = now(CLOCK_MONOTONIC) + seconds;
     long rounds = 0;
     while (now(CLOCK_MONOTONIC) < end) {
-        ta += share_a(a);
-        tb += share_b(b);
-        tc += share_c(c);
+        ta += share_a(a * UNIT_MS);
+        tb += share_b(b * UNIT_MS);
+        tc += share_c(c * UNIT_MS);
         rounds++;
     }
     double all = ta + tb + tc;

@@ -10,14 +10,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use kairos_collector::{CollectOptions, EventChoice, StopReason, Target};
-use kairos_convert::ConvertOptions;
 use kairos_export::otlp::AttrValue;
 
 use crate::config::Kind;
 use crate::send::{Outcome, Sender};
 use crate::spool::Spool;
 use crate::usage::{Meter, Usage};
-use crate::window::{self, Filter};
+use crate::window::{self, Converter, Filter};
 use crate::{log, AgentError, AgentOptions, Summary};
 
 /// What the main loop and the senders share.
@@ -65,13 +64,15 @@ struct Lane {
 
 pub fn run(opts: &AgentOptions) -> Result<Summary, AgentError> {
     let (lanes, clients) = lanes(opts)?;
-    let work = opts.spool_dir.join("work");
+    // The windows' recordings stay apart from the spool, so that a full spool disk stops
+    // spooling, not recording.
+    let work = std::env::temp_dir().join(format!("kairos-agent-{}", std::process::id()));
     std::fs::create_dir_all(&work).map_err(|source| AgentError::Spool {
         dir: work.clone(),
         source,
     })?;
     let kallsyms = kairos_session::snapshot_kallsyms(&work).ok();
-    let convert = kairos_session::convert_options(kallsyms);
+    let convert = Converter::new(kairos_session::convert_options(kallsyms));
     let stop = Arc::new(AtomicBool::new(false));
     let mut handlers = Vec::new();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -190,7 +191,7 @@ type Finishing = JoinHandle<u64>;
 fn windows(
     opts: &AgentOptions,
     lanes: &[Lane],
-    convert: &ConvertOptions,
+    convert: &Converter,
     resource: &[(String, AttrValue)],
     stop: &Arc<AtomicBool>,
     shared: &Arc<Shared>,
@@ -272,7 +273,7 @@ fn windows(
             }
             StopReason::Signal(_) => break,
             StopReason::WriteError(e) => {
-                log(&format!("the window could not be written in full ({e}); what was written is sent and the agent stops: free space under the spool directory"));
+                log(&format!("the window could not be written in full ({e}); what was written is sent and the agent stops: free space in {}", std::env::temp_dir().display()));
                 break;
             }
         }
@@ -299,7 +300,7 @@ struct Job {
     lost: u64,
     usage: Usage,
     resource: Vec<(String, AttrValue)>,
-    convert: ConvertOptions,
+    convert: Converter,
     filter: Arc<Mutex<Filter>>,
     spools: Vec<(Kind, Arc<Mutex<Spool>>)>,
     shared: Arc<Shared>,
@@ -440,7 +441,9 @@ fn send_loop(sender: &Sender, spool: &Mutex<Spool>, shared: &Shared, labels: &[(
         if shared.past_deadline() {
             return;
         }
-        let entry = match lock(spool).take_oldest() {
+        // The spool's lock is held for this call only, never while waiting below.
+        let taken = lock(spool).take_oldest();
+        let entry = match taken {
             Ok(Some(e)) => e,
             Ok(None) if shared.stopping.load(Ordering::SeqCst) => return,
             Ok(None) => {

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use kairos_convert::ConvertOptions;
+use kairos_convert::{Background, ConvertOptions, LastingSymbolizer};
 use kairos_export::otlp::{self, AttrValue, OtlpOptions};
 use kairos_export::{Format, Selection};
 use kairos_model::Profile;
@@ -66,6 +66,29 @@ fn cgroup_of(pid: i32) -> Option<String> {
         .map(str::to_string)
 }
 
+/// How windows are converted: as every recording is, on one symbolising thread that
+/// lasts from window to window (the binaries' debug information is read once, not every
+/// window).
+#[derive(Debug, Clone)]
+pub struct Converter {
+    opts: ConvertOptions,
+    background: Background,
+}
+
+impl Converter {
+    pub fn new(opts: ConvertOptions) -> Converter {
+        // Without the thread (it could not start), each window symbolises on its own.
+        let lasting = LastingSymbolizer::start(opts.symbolizer.clone()).ok();
+        Converter {
+            opts,
+            background: Background {
+                lasting,
+                ..Background::default()
+            },
+        }
+    }
+}
+
 /// What a window became.
 pub struct Made {
     pub samples: usize,
@@ -89,13 +112,15 @@ pub struct Context<'c> {
 /// Converts `perf_data` and makes the payloads the destinations `kinds` need.
 pub fn make(
     perf_data: &Path,
-    convert: &ConvertOptions,
+    converter: &Converter,
     filter: &mut Filter,
     kinds: &[Kind],
     ctx: &Context<'_>,
 ) -> Result<Made, String> {
-    let converted = kairos_convert::convert_path(perf_data, convert, &mut |_| {})
+    let file = kairos_perf_data::PerfFile::open(perf_data)
         .map_err(|e| format!("the window's recording cannot be read ({e})"))?;
+    let converted =
+        kairos_convert::convert_with(&file, &converter.opts, &converter.background, &mut |_| {});
     let mut profile = converted.profile;
     let mut notes = converted.notes;
     notes.extend(converted.decode_error);

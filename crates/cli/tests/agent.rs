@@ -64,6 +64,11 @@ impl Drop for Running {
 
 /// The sink, started: (process, the directory it writes to, its port).
 fn sink(dir: &Path) -> (Running, PathBuf, u16) {
+    sink_answering(dir, "200")
+}
+
+/// The sink answering every request with `answer` (an HTTP status, or "hang").
+fn sink_answering(dir: &Path, answer: &str) -> (Running, PathBuf, u16) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/http_sink.py");
     let port_file = dir.join("sink.port");
     let got = dir.join("got");
@@ -71,6 +76,7 @@ fn sink(dir: &Path) -> (Running, PathBuf, u16) {
         .arg(script)
         .arg(&port_file)
         .arg(&got)
+        .arg(answer)
         .spawn()
         .unwrap();
     let running = Running(child);
@@ -422,4 +428,295 @@ fn a_collector_killed_and_restarted_loses_no_window_and_keeps_order() {
         "every window, in order (as received: {order:?})\n{log}"
     );
     assert!(log.contains("0 waiting"), "{log}");
+}
+
+/// Runs the agent to its end; (exit status success, its log).
+fn agent_log(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+    let out = Command::new(kairos_bin())
+        .arg("agent")
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_refusing_backend_is_said_once_per_window_and_not_retried() {
+    // One test at a time: the sample processes are all named shares.
+    let _turn = common::cpu_turn();
+    let dir = tempdir();
+    let (_sink, got, port) = sink_answering(dir.path(), "400");
+    let spool = dir.path().join("spool");
+    let _busy = Running(
+        Command::new(sample("shares"))
+            .args(["10", "1:1:1"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let (ok, log) = agent_log(
+        &[
+            "--comm",
+            "shares",
+            "-F",
+            "99",
+            "--window",
+            "1",
+            "-d",
+            "3",
+            "--spool",
+            spool.to_str().unwrap(),
+        ],
+        &[(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            &format!("http://127.0.0.1:{port}"),
+        )],
+    );
+    assert!(ok, "{log}");
+    let refused = log
+        .matches("(HTTP 400: profiles are not accepted here); it is not sent again")
+        .count();
+    let windows = log.matches("queued for otlp").count();
+    assert!(windows >= 2, "{log}");
+    assert_eq!(refused, windows, "each window refused once:\n{log}");
+    assert_eq!(received(&got).len(), windows, "no window sent twice");
+    assert!(
+        log.contains("0 sent") && log.contains(&format!("{windows} refused")),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_backend_that_never_answers_times_out_and_the_windows_wait() {
+    // One test at a time: the sample processes are all named shares.
+    let _turn = common::cpu_turn();
+    let dir = tempdir();
+    let (_sink, _got, port) = sink_answering(dir.path(), "hang");
+    let spool = dir.path().join("spool");
+    let _busy = Running(
+        Command::new(sample("shares"))
+            .args(["10", "1:1:1"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let (ok, log) = agent_log(
+        &[
+            "--otlp",
+            &format!("http://127.0.0.1:{port}"),
+            "--comm",
+            "shares",
+            "-F",
+            "99",
+            "--window",
+            "1",
+            "-d",
+            "2",
+            "--flush-timeout",
+            "2",
+            "--spool",
+            spool.to_str().unwrap(),
+        ],
+        &[("OTEL_EXPORTER_OTLP_TIMEOUT", "500")],
+    );
+    assert!(ok, "{log}");
+    assert!(log.contains("no answer within the timeout"), "{log}");
+    let queued = log.matches("queued for otlp").count();
+    // Nothing was accepted: every window is still in the spool for the next start.
+    let waiting = std::fs::read_dir(spool.join("otlp"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "win"))
+        .count();
+    assert_eq!(waiting, queued, "{log}");
+    assert!(log.contains(&format!("{queued} waiting")), "{log}");
+}
+
+#[test]
+fn the_service_exiting_ends_the_agent_after_its_last_window() {
+    // One test at a time: the sample processes are all named shares.
+    let _turn = common::cpu_turn();
+    let dir = tempdir();
+    let (_sink, got, port) = sink(dir.path());
+    let service = Running(
+        Command::new(sample("shares"))
+            .args(["2", "1:1:1"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = service.0.id().to_string();
+    let spool = dir.path().join("spool");
+    let t = Instant::now();
+    let (ok, log) = agent_log(
+        &[
+            "-p",
+            &pid,
+            "--otlp",
+            &format!("http://127.0.0.1:{port}"),
+            "-F",
+            "99",
+            "--window",
+            "10",
+            "--spool",
+            spool.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(ok, "{log}");
+    assert!(
+        t.elapsed() < Duration::from_secs(9),
+        "the agent waited for the window's end: {log}"
+    );
+    assert!(log.contains("the process ended"), "{log}");
+    assert_eq!(received(&got).len(), 1, "the last window was sent:\n{log}");
+}
+
+#[test]
+fn a_window_with_no_samples_is_said_and_nothing_is_sent() {
+    let dir = tempdir();
+    let (_sink, got, port) = sink(dir.path());
+    let spool = dir.path().join("spool");
+    let (ok, log) = agent_log(
+        &[
+            "--otlp",
+            &format!("http://127.0.0.1:{port}"),
+            "--comm",
+            "no-such-program",
+            "--window",
+            "1",
+            "-d",
+            "1",
+            "--spool",
+            spool.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(ok, "{log}");
+    assert!(
+        log.contains("window 0: no samples of the processes asked for"),
+        "{log}"
+    );
+    assert!(received(&got).is_empty());
+}
+
+#[test]
+fn a_full_spool_disk_drops_the_window_and_says_how_to_fix_it() {
+    if unsafe { libc::geteuid() } != 0 {
+        println!("NOT RUN: needs root to mount a small tmpfs as the spool");
+        return;
+    }
+    let dir = tempdir();
+    let spool = dir.path().join("spool");
+    std::fs::create_dir(&spool).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=8k", "tmpfs"])
+        .arg(&spool)
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount of a tmpfs failed");
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(spool.clone());
+    let _turn = common::cpu_turn();
+    // A full disk: no window can be written.
+    std::fs::write(spool.join("filler"), vec![0u8; 8192]).unwrap();
+    let _busy = Running(
+        Command::new(sample("shares"))
+            .args(["10", "1:1:1"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let port = free_port();
+    let (ok, log) = agent_log(
+        &[
+            "--otlp",
+            &format!("http://127.0.0.1:{port}"),
+            "-F",
+            "199",
+            "--window",
+            "1",
+            "-d",
+            "2",
+            "--flush-timeout",
+            "1",
+            "--spool",
+            spool.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(ok, "{log}");
+    assert!(
+        log.contains("cannot be spooled for otlp")
+            && log.contains("free space there or give --spool on another disk"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("0 dropped"),
+        "the drop was not counted: {log}"
+    );
+}
+
+/// The agent converts its windows on one lasting symbolising thread: a recording
+/// converted there, twice (the second time from what it kept), names every frame as a
+/// fresh conversion does.
+#[test]
+fn a_lasting_symbolizer_names_frames_as_a_fresh_one() {
+    // One test at a time: the sample processes are all named shares.
+    let _turn = common::cpu_turn();
+    use kairos_convert::{Background, ConvertOptions, LastingSymbolizer};
+    let dir = tempdir();
+    let result = dir.path().join("r");
+    common::kairos(&[
+        "collect",
+        "hotspots",
+        "-q",
+        "-r",
+        result.to_str().unwrap(),
+        "-k",
+        "sampling-interval-us=500",
+        "--",
+        sample("shares").to_str().unwrap(),
+        "0.5",
+    ])
+    .ok();
+    let file = kairos_perf_data::PerfFile::open(result.join("perf.data")).unwrap();
+    let mut opts = ConvertOptions::default();
+    opts.symbolizer.kallsyms = Some(result.join("kallsyms")).filter(|k| k.exists());
+    let names = |background: &Background| {
+        let c = kairos_convert::convert_with(&file, &opts, background, &mut |_| {});
+        let mut names: Vec<String> = c
+            .profile
+            .frames
+            .iter()
+            .map(|f| f.function.clone())
+            .collect();
+        names.sort();
+        (names, c.profile.samples.len())
+    };
+    let fresh = names(&Background::default());
+    assert!(fresh.0.iter().any(|n| n == "share_a"), "{:?}", fresh.0);
+    let lasting = Background {
+        lasting: Some(LastingSymbolizer::start(opts.symbolizer.clone()).unwrap()),
+        ..Background::default()
+    };
+    assert_eq!(
+        names(&lasting),
+        fresh,
+        "first conversion on the lasting thread"
+    );
+    assert_eq!(
+        names(&lasting),
+        fresh,
+        "second conversion, from what it kept"
+    );
 }

@@ -10,7 +10,7 @@
 //! frame order, and the notes are reported by module, in module order.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, Sender};
 
 use kairos_model::ModuleIdx;
 use kairos_symbolize::{ModuleKey, SymFrame, Symbolizer, SymbolizerOptions};
@@ -22,6 +22,60 @@ pub struct Background {
     /// symbols from the copy; when the copy cannot be made, kernel symbols come from
     /// `SymbolizerOptions::kallsyms` as given.
     pub kallsyms_snapshot: Option<PathBuf>,
+    /// Symbolise on this thread, which outlives the conversion, instead of new ones.
+    pub lasting: Option<LastingSymbolizer>,
+}
+
+/// One conversion's frames for a lasting symboliser, and where its symbols go.
+type LastingJob = (Receiver<Batch>, Sender<Symbols>);
+
+/// A symbolising thread that outlives conversions and keeps what it has read (each
+/// binary's debug information and symbol table, the kernel's symbols), for a caller
+/// that converts recording after recording of one machine: the agent's windows would
+/// otherwise read and decompress the same debug files every time. Between two
+/// conversions it forgets only what may have changed ([`Symbolizer::forget_changeable`]).
+/// Its options (`kallsyms` among them) are those it was started with. The thread ends
+/// when the last handle is dropped.
+#[derive(Clone)]
+pub struct LastingSymbolizer {
+    jobs: Sender<LastingJob>,
+}
+
+impl std::fmt::Debug for LastingSymbolizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LastingSymbolizer")
+    }
+}
+
+impl LastingSymbolizer {
+    pub fn start(opts: SymbolizerOptions) -> std::io::Result<LastingSymbolizer> {
+        let (jobs, inbox) = std::sync::mpsc::channel::<LastingJob>();
+        std::thread::Builder::new()
+            .name("kairos-symbolize".into())
+            .spawn(move || {
+                let mut symbolizer = Symbolizer::new(opts);
+                for (batches, reply) in inbox {
+                    let mut w = Worker::with(symbolizer, Part::All);
+                    for batch in batches {
+                        w.add(batch);
+                    }
+                    let symbols;
+                    (symbols, symbolizer) = w.finish_keeping();
+                    symbolizer.forget_changeable();
+                    // The conversion may have given up waiting; nothing to do then.
+                    let _ = reply.send(symbols);
+                }
+            })?;
+        Ok(LastingSymbolizer { jobs })
+    }
+
+    /// Hands the thread one conversion's batches; the symbols come back on the receiver
+    /// once the batches' sender hangs up. None when the thread is gone.
+    pub(crate) fn submit(&self, batches: Receiver<Batch>) -> Option<Receiver<Symbols>> {
+        let (reply, symbols) = std::sync::mpsc::channel();
+        self.jobs.send((batches, reply)).ok()?;
+        Some(symbols)
+    }
 }
 
 /// Frames made since the previous batch.
@@ -166,13 +220,19 @@ pub(crate) struct Worker {
 
 impl Worker {
     pub(crate) fn new(opts: SymbolizerOptions, part: Part) -> Self {
+        Worker::with(Symbolizer::new(opts), part)
+    }
+
+    /// A worker on a symboliser that may have worked before (its old notes are not this
+    /// worker's).
+    fn with(symbolizer: Symbolizer, part: Part) -> Self {
         Worker {
             part,
-            symbolizer: Symbolizer::new(opts),
+            notes_seen: symbolizer.notes().len(),
+            symbolizer,
             keys: Vec::new(),
             out: Vec::new(),
             notes: Vec::new(),
-            notes_seen: 0,
         }
     }
 
@@ -207,9 +267,17 @@ impl Worker {
     }
 
     pub(crate) fn finish(self) -> Symbols {
-        Symbols {
-            frames: self.out,
-            notes: self.notes,
-        }
+        self.finish_keeping().0
+    }
+
+    /// The symbols, and the symboliser for more work.
+    fn finish_keeping(self) -> (Symbols, Symbolizer) {
+        (
+            Symbols {
+                frames: self.out,
+                notes: self.notes,
+            },
+            self.symbolizer,
+        )
     }
 }

@@ -41,7 +41,7 @@ use kairos_symbolize::SymbolizerOptions;
 
 pub use access::{AccessSource, DataAccess};
 use background::Part;
-pub use background::{snapshot_kallsyms, Background};
+pub use background::{snapshot_kallsyms, Background, LastingSymbolizer};
 use branches::{PendingBranch, SampleBranches};
 pub use callchain::ChainEntry;
 use classify::Classifier;
@@ -144,6 +144,9 @@ pub fn convert_with(
     on_progress: &mut dyn FnMut(Progress),
 ) -> Converted {
     let mut state = State::new(opts, file);
+    if let Some(lasting) = &background.lasting {
+        return convert_lasting(state, file, opts, lasting, on_progress);
+    }
     let (decode_error, symbols) = std::thread::scope(|scope| {
         let (to_worker, batches) = std::sync::mpsc::channel();
         let worker = std::thread::Builder::new()
@@ -203,6 +206,35 @@ pub fn convert_with(
         };
         (decode_error, symbols)
     });
+    state.finish(decode_error, file, symbols)
+}
+
+/// [`convert_with`] on a lasting symboliser: every frame, the kernel's too, goes to its
+/// one thread as records are decoded; if it is gone, the frames are symbolised here.
+fn convert_lasting(
+    mut state: State,
+    file: &PerfFile,
+    opts: &ConvertOptions,
+    lasting: &background::LastingSymbolizer,
+    on_progress: &mut dyn FnMut(Progress),
+) -> Converted {
+    let (to_worker, batches) = std::sync::mpsc::channel();
+    let reply = lasting.submit(batches);
+    let decode_error = state.replay(file, on_progress, &mut |batch| {
+        to_worker.send(batch).map_err(|e| e.0)
+    });
+    let undelivered = to_worker.send(state.raw.take_batch()).is_err();
+    drop(to_worker);
+    state.sort_samples();
+    state.raw.build_tree();
+    let symbols = match reply.map(|r| r.recv()) {
+        Some(Ok(symbols)) if !undelivered && !state.batch_lost => symbols,
+        _ => {
+            let mut w = background::Worker::new(opts.symbolizer.clone(), Part::All);
+            w.add(state.raw.all_frames());
+            w.finish()
+        }
+    };
     state.finish(decode_error, file, symbols)
 }
 

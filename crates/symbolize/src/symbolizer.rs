@@ -123,6 +123,20 @@ impl Symbolizer {
         }
     }
 
+    /// Forgets what may change between two recordings of a running machine, keeping
+    /// the rest for the next: JIT maps (rewritten as code is compiled) and files known
+    /// by path alone (replaceable in place) go; files checked by build id and the
+    /// kernel's symbols stay.
+    pub fn forget_changeable(&mut self) {
+        self.modules.retain(|k, _| match k {
+            ModuleKey::Kernel => true,
+            ModuleKey::Elf { build_id, .. } | ModuleKey::ElfAt { build_id, .. } => {
+                build_id.is_some()
+            }
+            _ => false,
+        });
+    }
+
     /// Notes about modules whose symbols are missing or partial, one per problem.
     pub fn notes(&self) -> Vec<String> {
         self.notes.clone()

@@ -2,15 +2,19 @@
 file NNNNN.bin in OUT_DIR, in the order received. The agent's tests point an OpenTelemetry
 Collector's OTLP/HTTP exporter at it, so they read what the collector handed on.
 
-usage: http_sink.py PORT_FILE OUT_DIR   (binds a free port and writes it to PORT_FILE)
+usage: http_sink.py PORT_FILE OUT_DIR [ANSWER]
+Binds a free port and writes it to PORT_FILE. ANSWER is the HTTP status to answer with
+(default 200; a refusal carries a reason in its body), or "hang" to never answer.
 """
 import gzip
 import http.server
 import itertools
 import os
 import sys
+import time
 
 port_file, out = sys.argv[1], sys.argv[2]
+answer = sys.argv[3] if len(sys.argv) > 3 else "200"
 os.makedirs(out, exist_ok=True)
 count = itertools.count()
 
@@ -24,16 +28,21 @@ class Sink(http.server.BaseHTTPRequestHandler):
         with open(name + ".part", "wb") as f:
             f.write(body)
         os.rename(name + ".part", name)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", "0")
+        if answer == "hang":
+            time.sleep(3600)
+        status = int(answer)
+        reason = b"" if status < 300 else b"profiles are not accepted here"
+        self.send_response(status)
+        self.send_header("Content-Type", "application/x-protobuf" if status < 300 else "text/plain")
+        self.send_header("Content-Length", str(len(reason)))
         self.end_headers()
+        self.wfile.write(reason)
 
     def log_message(self, *args):
         pass
 
 
-server = http.server.HTTPServer(("127.0.0.1", 0), Sink)
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
 with open(port_file + ".part", "w") as f:
     f.write(str(server.server_address[1]))
 os.rename(port_file + ".part", port_file)
