@@ -39,7 +39,7 @@ def start_sink(tmp):
 
 
 def measured(cmd, stop_after=None):
-    """(CPU seconds of the command and its threads, wall seconds, stderr)."""
+    """(CPU seconds of the command and its threads, wall seconds, stderr, peak resident MB)."""
     wait_for_binary(KAIROS)
     start = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -51,7 +51,7 @@ def measured(cmd, stop_after=None):
     wall = time.monotonic() - start
     if os.waitstatus_to_exitcode(status) not in (0, -2, 130):
         raise RuntimeError(f"{' '.join(cmd[:4])} ... failed: {err.strip()[-300:]}")
-    return ru.ru_utime + ru.ru_stime, wall, err
+    return ru.ru_utime + ru.ru_stime, wall, err, ru.ru_maxrss / 1024
 
 
 def main():
@@ -72,13 +72,15 @@ def main():
                     "--", "sleep", str(SECONDS)],
             }
             shares = {name: [] for name in configs}
+            peaks = {name: [] for name in configs}
             reported = []
             for rep in range(REPS):
                 order = list(configs)
                 rng.shuffle(order)
                 for name in order:
-                    cpu, wall, err = measured(configs[name])
+                    cpu, wall, err, peak = measured(configs[name])
                     shares[name].append(100 * cpu / wall)
+                    peaks[name].append(peak)
                     reported += [float(x) for x in re.findall(r"agent ([0-9.]+)% of one CPU", err)[1:]]
                 log(f"  repetition {rep + 1}/{REPS} done")
         finally:
@@ -89,7 +91,7 @@ def main():
     print(f"\nCPU time of each tool as a share of one CPU, {SECONDS:.0f} s each, every CPU busy "
           f"(median of {REPS})")
     for name, v in shares.items():
-        print(f"  {name:48} {statistics.median(v):6.2f}%")
+        print(f"  {name:48} {statistics.median(v):6.2f}%   peak resident {max(peaks[name]):5.0f} MB")
     if reported:
         print(f"  the agent's own figure per window (after the first): median {statistics.median(reported):.2f}%, "
               f"max {max(reported):.2f}% over {len(reported)} windows")

@@ -16,11 +16,13 @@
 //! | [`send`] | one window to one backend over HTTP, and what its answer means |
 //! | [`host`] | the host's resource attributes |
 //! | [`usage`] | the agent's own cost |
+//! | [`latency`] | `--latency`: the flight recorder's slow requests as profiles of their own |
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::panic))]
 
 pub mod config;
 pub mod host;
+pub mod latency;
 pub mod send;
 pub mod spool;
 pub mod usage;
@@ -54,6 +56,8 @@ pub struct AgentOptions {
     pub spool_max_bytes: u64,
     /// How long the last windows may take to send when the agent stops.
     pub flush_timeout: Duration,
+    /// `--latency`: a request-latency flight recorder on the process of `-p`.
+    pub latency: Option<latency::LatencyOptions>,
 }
 
 /// Why the agent could not start or go on.

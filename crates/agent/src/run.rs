@@ -13,6 +13,7 @@ use kairos_collector::{CollectOptions, EventChoice, StopReason, Target};
 use kairos_export::otlp::AttrValue;
 
 use crate::config::Kind;
+use crate::latency::Flight;
 use crate::send::{Outcome, Sender};
 use crate::spool::Spool;
 use crate::usage::{Meter, Usage};
@@ -98,7 +99,21 @@ pub fn run(opts: &AgentOptions) -> Result<Summary, AgentError> {
         .collect::<Result<_, _>>()
         .map_err(|e| AgentError::Config(format!("cannot start the sender threads ({e})")))?;
     log(&start_line(opts));
-    let recorded = windows(opts, &lanes, &convert, &resource, &stop, &shared, &work);
+    let mut flight = start_flight(opts, &work)?;
+    let setup = Setup {
+        opts,
+        lanes: &lanes,
+        convert: &convert,
+        resource: &resource,
+        stop: &stop,
+        shared: &shared,
+        work: &work,
+    };
+    let recorded = windows(&setup, flight.as_mut());
+    if let Some(f) = flight.as_mut() {
+        f.stop();
+        spool_slow_requests(f, &lanes, &resource, &shared);
+    }
     for h in handlers {
         signal_hook::low_level::unregister(h);
     }
@@ -187,21 +202,49 @@ fn start_line(opts: &AgentOptions) -> String {
 /// A window being converted and spooled: the number of samples it kept.
 type Finishing = JoinHandle<u64>;
 
+/// The latency flight recorder `--latency` asks for, started on the agent's process.
+fn start_flight(opts: &AgentOptions, work: &Path) -> Result<Option<Flight>, AgentError> {
+    let Some(latency) = &opts.latency else {
+        return Ok(None);
+    };
+    let Target::Pid(pid) = opts.target else {
+        return Err(AgentError::Config(
+            "--latency needs the service's process: give -p PID".into(),
+        ));
+    };
+    let flight = Flight::start(
+        latency,
+        pid,
+        opts.window.as_secs_f64(),
+        &work.join("latency"),
+    )
+    .map_err(AgentError::Config)?;
+    log(&format!(
+        "latency flight recorder on process {pid} (requests from {}): slow requests go to the OTLP destinations as profiles of their own",
+        latency.request
+    ));
+    Ok(Some(flight))
+}
+
+/// What the loop of windows works with.
+struct Setup<'a> {
+    opts: &'a AgentOptions,
+    lanes: &'a [Lane],
+    convert: &'a Converter,
+    resource: &'a [(String, AttrValue)],
+    stop: &'a Arc<AtomicBool>,
+    shared: &'a Arc<Shared>,
+    work: &'a Path,
+}
+
 /// Records windows until the end; returns the counts (sent and refused are the senders').
-fn windows(
-    opts: &AgentOptions,
-    lanes: &[Lane],
-    convert: &Converter,
-    resource: &[(String, AttrValue)],
-    stop: &Arc<AtomicBool>,
-    shared: &Arc<Shared>,
-    work: &Path,
-) -> Result<Summary, AgentError> {
+fn windows(setup: &Setup<'_>, mut flight: Option<&mut Flight>) -> Result<Summary, AgentError> {
+    let opts = setup.opts;
     let mut copts = CollectOptions::new(opts.target.clone(), PathBuf::new());
     copts.interval_us = (1_000_000 / u64::from(opts.hz.max(1))).max(10);
     copts.event = EventChoice::CpuClock;
     copts.unwinding = opts.unwinding;
-    copts.stop = Some(Arc::clone(stop));
+    copts.stop = Some(Arc::clone(setup.stop));
     let started = Instant::now();
     let filter = Arc::new(Mutex::new(Filter::new(
         opts.comm.clone(),
@@ -213,23 +256,19 @@ fn windows(
     let mut last_offset: Option<i128> = None;
     for n in 0u64.. {
         let remaining = opts.duration.map(|d| d.saturating_sub(started.elapsed()));
-        if remaining == Some(Duration::ZERO) || stop.load(Ordering::SeqCst) {
+        if remaining == Some(Duration::ZERO) || setup.stop.load(Ordering::SeqCst) {
             break;
         }
         copts.duration = Some(remaining.map_or(opts.window, |r| r.min(opts.window)));
-        copts.output = work.join(format!("window-{}.data", n % 2));
-        let offset = wall_offset_ns();
-        if let Some(prev) = last_offset.filter(|p| (p - offset).abs() > 1_000_000_000) {
-            log(&format!(
-                "the host clock moved by {:+.1} s since the last window; sample times follow the new clock",
-                (offset - prev) as f64 / 1e9
-            ));
-        }
-        last_offset = Some(offset);
+        copts.output = setup.work.join(format!("window-{}.data", n % 2));
+        let offset = clock_checked(&mut last_offset);
         let from_s = unix_s();
         let recorded = kairos_collector::collect(&copts, &mut |_| {});
         let until_s = unix_s();
         summary.samples += finishing.take().map_or(0, |h| h.join().unwrap_or(0));
+        if let Some(f) = flight.as_deref_mut() {
+            spool_slow_requests(f, setup.lanes, setup.resource, setup.shared);
+        }
         let collected = match recorded {
             Ok(c) => c,
             Err(e) if n == 0 => {
@@ -246,7 +285,6 @@ fn windows(
             }
         };
         summary.windows += 1;
-        let usage = meter.lap();
         let job = Job {
             n,
             perf_data: copts.output.clone(),
@@ -254,32 +292,57 @@ fn windows(
             until_s,
             wall_offset_ns: offset,
             lost: collected.lost_records,
-            usage,
-            resource: resource.to_vec(),
-            convert: convert.clone(),
+            usage: meter.lap(),
+            resource: setup.resource.to_vec(),
+            convert: setup.convert.clone(),
             filter: Arc::clone(&filter),
-            spools: lanes
+            spools: setup
+                .lanes
                 .iter()
                 .map(|l| (l.kind, Arc::clone(&l.spool)))
                 .collect(),
-            shared: Arc::clone(shared),
+            shared: Arc::clone(setup.shared),
         };
         finishing = Some(std::thread::spawn(move || job.finish()));
-        match collected.stopped_by {
-            StopReason::Duration => {}
-            StopReason::TargetExited => {
-                log("the process ended; its last window is sent and the agent stops");
-                break;
-            }
-            StopReason::Signal(_) => break,
-            StopReason::WriteError(e) => {
-                log(&format!("the window could not be written in full ({e}); what was written is sent and the agent stops: free space in {}", std::env::temp_dir().display()));
-                break;
-            }
+        if !goes_on(&collected.stopped_by) {
+            break;
         }
     }
     summary.samples += finishing.take().map_or(0, |h| h.join().unwrap_or(0));
     Ok(summary)
+}
+
+/// Whether the windows go on after one that stopped for this reason (said in the log).
+fn goes_on(stopped_by: &StopReason) -> bool {
+    match stopped_by {
+        StopReason::Duration => true,
+        StopReason::TargetExited => {
+            log("the process ended; its last window is sent and the agent stops");
+            false
+        }
+        StopReason::Signal(_) => false,
+        StopReason::WriteError(e) => {
+            log(&format!(
+                "the window could not be written in full ({e}); what was written is sent and the agent stops: free space in {}",
+                std::env::temp_dir().display()
+            ));
+            false
+        }
+    }
+}
+
+/// The wall-clock offset for the next window, saying so when the clock jumped since
+/// the last one.
+fn clock_checked(last: &mut Option<i128>) -> i128 {
+    let offset = wall_offset_ns();
+    if let Some(prev) = last.filter(|p| (p - offset).abs() > 1_000_000_000) {
+        log(&format!(
+            "the host clock moved by {:+.1} s since the last window; sample times follow the new clock",
+            (offset - prev) as f64 / 1e9
+        ));
+    }
+    *last = Some(offset);
+    offset
 }
 
 fn wall_offset_ns() -> i128 {
@@ -380,34 +443,21 @@ impl Job {
             let Some((_, payload)) = made.payloads.iter().find(|(k, _)| k == kind) else {
                 continue;
             };
-            let mut s = lock(spool);
-            match s.push(self.from_s, self.until_s, payload) {
-                Ok(p) => {
-                    self.shared.dropped.fetch_add(p.dropped, Ordering::SeqCst);
-                    if p.dropped > 0 {
-                        log(&format!(
-                            "the {} spool passed its bound: its {} oldest windows were dropped (counted, and reported to the backend when it answers)",
-                            kind.name(),
-                            p.dropped
-                        ));
-                    }
-                    let waiting = s.entries().map_or(0, |e| e.len());
-                    queued.push(format!(
-                        "{} ({} KB, {waiting} waiting)",
-                        kind.name(),
-                        payload.len() >> 10
-                    ));
-                }
-                Err(e) => {
-                    let _ = s.add_dropped(1);
-                    self.shared.dropped.fetch_add(1, Ordering::SeqCst);
-                    log(&format!(
-                        "window {} cannot be spooled for {} in {} ({e}); it is dropped and counted: free space there or give --spool on another disk",
-                        self.n,
-                        kind.name(),
-                        s.dir().display()
-                    ));
-                }
+            let what = format!("window {}", self.n);
+            if let Some(waiting) = spool_payload(
+                *kind,
+                spool,
+                &self.shared,
+                self.from_s,
+                self.until_s,
+                payload,
+                &what,
+            ) {
+                queued.push(format!(
+                    "{} ({} KB, {waiting} waiting)",
+                    kind.name(),
+                    payload.len() >> 10
+                ));
             }
         }
         self.shared.ring();
@@ -428,6 +478,67 @@ impl Job {
         }
         made.samples as u64
     }
+}
+
+/// Adds a payload to a destination's spool; the windows then waiting, or None (said in
+/// the log) when it could not be written.
+fn spool_payload(
+    kind: Kind,
+    spool: &Mutex<Spool>,
+    shared: &Shared,
+    from_s: u64,
+    until_s: u64,
+    payload: &[u8],
+    what: &str,
+) -> Option<usize> {
+    let mut s = lock(spool);
+    match s.push(from_s, until_s, payload) {
+        Ok(p) => {
+            shared.dropped.fetch_add(p.dropped, Ordering::SeqCst);
+            if p.dropped > 0 {
+                log(&format!(
+                    "the {} spool passed its bound: its {} oldest windows were dropped (counted, and reported to the backend when it answers)",
+                    kind.name(),
+                    p.dropped
+                ));
+            }
+            Some(s.entries().map_or(0, |e| e.len()))
+        }
+        Err(e) => {
+            let _ = s.add_dropped(1);
+            shared.dropped.fetch_add(1, Ordering::SeqCst);
+            log(&format!(
+                "{what} cannot be spooled for {} in {} ({e}); it is dropped and counted: free space there or give --spool on another disk",
+                kind.name(),
+                s.dir().display()
+            ));
+            None
+        }
+    }
+}
+
+/// The slow requests of the latency windows finished so far, into the OTLP spools.
+fn spool_slow_requests(
+    flight: &mut Flight,
+    lanes: &[Lane],
+    resource: &[(String, AttrValue)],
+    shared: &Shared,
+) {
+    let now = unix_s();
+    for payload in flight.take(resource, wall_offset_ns()) {
+        for lane in lanes.iter().filter(|l| l.kind == Kind::Otlp) {
+            spool_payload(
+                lane.kind,
+                &lane.spool,
+                shared,
+                now,
+                now,
+                &payload,
+                "a latency window",
+            );
+        }
+    }
+    shared.ring();
 }
 
 /// Sends one destination's spool in order until the agent stops and the spool is empty

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 use kairos_agent::config::{self, Flags};
+use kairos_agent::latency::LatencyOptions;
 use kairos_agent::AgentOptions;
 use kairos_collector::{Target, Unwinding};
 
@@ -59,6 +60,12 @@ pub struct AgentArgs {
     /// Seconds the last windows may take to send when the agent stops.
     #[arg(long = "flush-timeout", default_value_t = 10.0)]
     pub flush_timeout: f64,
+    /// With -p: also a request-latency flight recorder, requests from REQUEST (marker, FUNCTION, usdt:PROVIDER:BEGIN,END), each slow request sent as a profile of its own (OTLP destinations).
+    #[arg(long, value_name = "REQUEST", requires = "pid")]
+    pub latency: Option<String>,
+    /// A knob of the latency analysis for --latency (slower-than=200us, slowest=0.1%, ...); repeatable.
+    #[arg(long = "latency-knob", value_name = "NAME=VALUE", requires = "latency")]
+    pub latency_knobs: Vec<String>,
     /// Stack unwinding: fp (frame pointers) or dwarf (user stacks copied, unwound here).
     #[arg(long = "call-graph", default_value = "fp")]
     pub call_graph: String,
@@ -124,6 +131,10 @@ fn options(args: &AgentArgs) -> Result<AgentOptions, UserError> {
         spool_dir: args.spool.clone().unwrap_or_else(default_spool),
         spool_max_bytes: args.spool_max_mb.saturating_mul(1 << 20),
         flush_timeout: seconds(args.flush_timeout, "--flush-timeout")?,
+        latency: args.latency.clone().map(|request| LatencyOptions {
+            request,
+            knobs: args.latency_knobs.clone(),
+        }),
     })
 }
 

@@ -720,3 +720,90 @@ fn a_lasting_symbolizer_names_frames_as_a_fresh_one() {
         "second conversion, from what it kept"
     );
 }
+
+/// `--latency`: the flight recorder's slow requests reach the backend through the
+/// collector as profiles of their own, each with its id, duration and cause, and each is
+/// a request the program itself logged as slower than the threshold.
+#[test]
+fn slow_requests_reach_the_backend_as_profiles_of_their_own() {
+    let Some(bin) = collector() else { return };
+    let _turn = common::cpu_turn();
+    let dir = tempdir();
+    let (_sink, got, sink_port) = sink(dir.path());
+    let port = free_port();
+    let _collector = start_collector(&bin, dir.path(), port, sink_port);
+    let log_file = dir.path().join("orders.log");
+    let service = Running(
+        Command::new(sample("orders"))
+            .arg(&log_file)
+            .arg("60000")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let spool = dir.path().join("spool");
+    let (ok, log) = agent_log(
+        &[
+            "-p",
+            &service.0.id().to_string(),
+            "--latency",
+            "marker",
+            "--latency-knob",
+            "slower-than=150us",
+            "--window",
+            "1",
+            "--otlp",
+            &format!("http://127.0.0.1:{port}"),
+            "--spool",
+            spool.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(ok, "{log}");
+    // id -> duration by the program's own clock.
+    let logged: BTreeMap<u64, u64> = std::fs::read_to_string(&log_file)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (start, end): (u64, u64) = (f[2].parse().unwrap(), f[3].parse().unwrap());
+            (f[0].parse().unwrap(), end - start)
+        })
+        .collect();
+    let mut slow = 0;
+    for req in received(&got) {
+        let d = req.dictionary.as_ref().unwrap();
+        for p in req
+            .resource_profiles
+            .iter()
+            .flat_map(|r| &r.scope_profiles)
+            .flat_map(|s| &s.profiles)
+        {
+            let a: BTreeMap<String, String> = p
+                .attribute_indices
+                .iter()
+                .map(|&i| attribute(d, i))
+                .collect();
+            let Some(id) = a.get("request.id") else {
+                continue;
+            };
+            slow += 1;
+            let id: u64 = id.parse().unwrap();
+            let duration: u64 = a["request.duration_ns"].parse().unwrap();
+            assert!(duration >= 150_000, "{a:?}");
+            assert!(!a["request.cause"].is_empty(), "{a:?}");
+            let truth = logged[&id];
+            assert!(
+                truth.abs_diff(duration) * 10 <= truth,
+                "request {id}: {duration} ns sent, {truth} ns by the program's clock"
+            );
+        }
+    }
+    let windows = log.matches("slow requests (slower than").count();
+    assert!(
+        windows >= 1 && slow >= 10,
+        "{slow} slow requests in {windows} windows:\n{log}"
+    );
+}

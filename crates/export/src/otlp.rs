@@ -50,36 +50,82 @@ pub struct OtlpOptions<'o> {
     pub scope_version: &'o str,
 }
 
-/// The request for `sel`: one resource per process, in order of pid.
+/// The request for `sel`: one resource per process, in order of pid, each with one
+/// profile of its samples.
 pub fn request(sel: &Selection<'_>, opts: &OtlpOptions<'_>) -> ExportProfilesServiceRequest {
-    let mut d = Dictionary::new(sel);
-    let (kind, unit) = if sel.weight_is_time() {
-        ("cpu", "nanoseconds")
-    } else {
-        (sel.weight_event(), "count")
-    };
-    let sample_type = pd::ValueType {
-        type_strindex: d.string(kind),
-        unit_strindex: d.string(unit),
-    };
-    let profile_attrs: Vec<i32> = opts
-        .profile_attributes
-        .iter()
-        .map(|(k, v)| d.attribute(k, v))
-        .collect();
-    let period = crate::pprof::median_weight(sel) as i64;
-    let mut resource_profiles = Vec::new();
-    for (pid, keys) in by_process(sel) {
-        let mut attributes: Vec<KeyValue> =
-            opts.resource.iter().map(|(k, v)| key_value(k, v)).collect();
-        attributes.push(key_value("process.pid", &AttrValue::Int(i64::from(pid))));
-        if let Some(&(_, thread)) = keys.keys().next() {
-            attributes.push(key_value(
-                "process.executable.name",
-                &AttrValue::Str(sel.process_name(thread)),
-            ));
+    let mut b = RequestBuilder::new(sel, opts);
+    for (pid, indices) in by_process(sel) {
+        b.add(pid, None, &indices, &[]);
+    }
+    b.finish()
+}
+
+/// A request made profile by profile, every profile sharing the one dictionary:
+/// [`request`] adds one per process; a caller with its own cut of the samples (one
+/// profile per slow request) adds its own.
+pub struct RequestBuilder<'s, 'a, 'o> {
+    d: Dictionary<'s, 'a>,
+    opts: &'o OtlpOptions<'o>,
+    sample_type: pd::ValueType,
+    period: i64,
+    /// The request-wide profile attributes, in the dictionary.
+    common: Vec<i32>,
+    /// One resource per process, by pid.
+    resources: BTreeMap<i32, pd::ResourceProfiles>,
+}
+
+impl<'s, 'a, 'o> RequestBuilder<'s, 'a, 'o> {
+    pub fn new(sel: &'s Selection<'a>, opts: &'o OtlpOptions<'o>) -> Self {
+        let mut d = Dictionary::new(sel);
+        let (kind, unit) = if sel.weight_is_time() {
+            ("cpu", "nanoseconds")
+        } else {
+            (sel.weight_event(), "count")
+        };
+        let sample_type = pd::ValueType {
+            type_strindex: d.string(kind),
+            unit_strindex: d.string(unit),
+        };
+        let common = opts
+            .profile_attributes
+            .iter()
+            .map(|(k, v)| d.attribute(k, v))
+            .collect();
+        RequestBuilder {
+            d,
+            opts,
+            sample_type,
+            period: crate::pprof::median_weight(sel) as i64,
+            common,
+            resources: BTreeMap::new(),
         }
+    }
+
+    /// Adds a profile of process `pid` made of the selection's samples at `indices`
+    /// (none is allowed: the profile then says what it says by its attributes), with
+    /// `attributes` besides the request-wide ones. `process_name` names the process
+    /// when no sample does.
+    pub fn add(
+        &mut self,
+        pid: i32,
+        process_name: Option<&str>,
+        indices: &[usize],
+        attributes: &[(String, AttrValue)],
+    ) {
+        let sel = self.d.sel;
+        let mut keys: BTreeMap<(Option<u32>, u32), Vec<usize>> = BTreeMap::new();
+        for &i in indices {
+            if let Some(s) = sel.samples.get(i) {
+                keys.entry((s.stack, s.thread)).or_default().push(i);
+            }
+        }
+        let name = keys
+            .keys()
+            .next()
+            .map(|&(_, thread)| sel.process_name(thread))
+            .or_else(|| process_name.map(str::to_string));
         let (mut first, mut last) = (u64::MAX, 0);
+        let d = &mut self.d;
         let samples = keys
             .iter()
             .map(|(&(stack, thread), indices)| {
@@ -102,61 +148,82 @@ pub fn request(sel: &Selection<'_>, opts: &OtlpOptions<'_>) -> ExportProfilesSer
             })
             .collect::<Vec<_>>();
         let first = if first == u64::MAX { 0 } else { first };
+        let mut attribute_indices = self.common.clone();
+        attribute_indices.extend(attributes.iter().map(|(k, v)| d.attribute(k, v)));
+        let n = self.resources.get(&pid).map_or(0, |r| {
+            r.scope_profiles
+                .iter()
+                .map(|s| s.profiles.len())
+                .sum::<usize>()
+        });
         let profile = pd::Profile {
-            sample_type: Some(sample_type),
+            sample_type: Some(self.sample_type),
             samples,
             time_unix_nano: first,
             // The timestamps fall in [time, time + duration).
             duration_nano: last.saturating_sub(first).saturating_add(1),
-            period_type: Some(sample_type),
-            period,
-            profile_id: profile_id(pid, first),
-            attribute_indices: profile_attrs.clone(),
+            period_type: Some(self.sample_type),
+            period: self.period,
+            profile_id: profile_id(pid, first, n as u32),
+            attribute_indices,
             ..Default::default()
         };
-        resource_profiles.push(pd::ResourceProfiles {
-            resource: Some(Resource {
-                attributes,
-                ..Default::default()
-            }),
-            scope_profiles: vec![pd::ScopeProfiles {
-                scope: Some(InstrumentationScope {
-                    name: opts.scope_name.to_string(),
-                    version: opts.scope_version.to_string(),
+        let opts = self.opts;
+        let resource = self.resources.entry(pid).or_insert_with(|| {
+            let mut attributes: Vec<KeyValue> =
+                opts.resource.iter().map(|(k, v)| key_value(k, v)).collect();
+            attributes.push(key_value("process.pid", &AttrValue::Int(i64::from(pid))));
+            if let Some(name) = &name {
+                attributes.push(key_value(
+                    "process.executable.name",
+                    &AttrValue::Str(name.clone()),
+                ));
+            }
+            pd::ResourceProfiles {
+                resource: Some(Resource {
+                    attributes,
                     ..Default::default()
                 }),
-                profiles: vec![profile],
+                scope_profiles: vec![pd::ScopeProfiles {
+                    scope: Some(InstrumentationScope {
+                        name: opts.scope_name.to_string(),
+                        version: opts.scope_version.to_string(),
+                        ..Default::default()
+                    }),
+                    profiles: Vec::new(),
+                    schema_url: String::new(),
+                }],
                 schema_url: String::new(),
-            }],
-            schema_url: String::new(),
+            }
         });
+        if let Some(scope) = resource.scope_profiles.first_mut() {
+            scope.profiles.push(profile);
+        }
     }
-    ExportProfilesServiceRequest {
-        resource_profiles,
-        dictionary: Some(d.finish()),
+
+    pub fn finish(self) -> ExportProfilesServiceRequest {
+        ExportProfilesServiceRequest {
+            resource_profiles: self.resources.into_values().collect(),
+            dictionary: Some(self.d.finish()),
+        }
     }
 }
 
-/// Sample indices per process, then per (stack, thread), in a stable order.
-type PerProcess = BTreeMap<i32, BTreeMap<(Option<u32>, u32), Vec<usize>>>;
-
-fn by_process(sel: &Selection<'_>) -> PerProcess {
-    let mut out = PerProcess::new();
+/// Sample indices per process, in a stable order.
+fn by_process(sel: &Selection<'_>) -> BTreeMap<i32, Vec<usize>> {
+    let mut out: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
     for (i, s) in sel.samples.iter().enumerate() {
-        let (pid, _) = sel.ids(s.thread);
-        out.entry(pid)
-            .or_default()
-            .entry((s.stack, s.thread))
-            .or_default()
-            .push(i);
+        out.entry(sel.ids(s.thread).0).or_default().push(i);
     }
     out
 }
 
-/// 16 bytes, as the format asks: the pid and the first timestamp, unique per window.
-fn profile_id(pid: i32, first_ns: u64) -> Vec<u8> {
+/// 16 bytes, as the format asks: the pid, the profile's number in its resource and the
+/// first timestamp, unique per window.
+fn profile_id(pid: i32, first_ns: u64, n: u32) -> Vec<u8> {
     let mut id = Vec::with_capacity(16);
-    id.extend_from_slice(&(i64::from(pid) as u64).to_be_bytes());
+    id.extend_from_slice(&(pid as u32).to_be_bytes());
+    id.extend_from_slice(&n.to_be_bytes());
     id.extend_from_slice(&first_ns.to_be_bytes());
     id
 }

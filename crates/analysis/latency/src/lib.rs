@@ -32,4 +32,5 @@ mod softirq;
 mod spec;
 mod threshold;
 
+pub use flight::WINDOWS_DIR;
 pub use spec::SPEC;

@@ -1,0 +1,200 @@
+//! The request-latency flight recorder at fleet scale (`kairos agent -p PID --latency
+//! REQUEST`): the agent runs `kairos collect latency -p PID` without an end (the flight
+//! recorder, a process of its own that the agent ends with SIGINT), and as each window
+//! the recorder keeps because it has slow requests is finished, sends every slow request
+//! as a profile of its own: the samples of its thread while it ran, and as attributes its
+//! id, duration, main cause and where its time went, so that a backend can search for
+//! them. They go through the OTLP destinations' spools, in order with the CPU windows.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use kairos_analysis_latency::model::{LatencyResult, Parts, Request};
+use kairos_analysis_latency::WINDOWS_DIR;
+use kairos_export::otlp::{AttrValue, OtlpOptions, RequestBuilder};
+use kairos_export::Selection;
+
+use crate::log;
+
+/// What `--latency` asked for.
+#[derive(Debug, Clone)]
+pub struct LatencyOptions {
+    /// The request boundary, as `kairos collect latency -k request=` takes it.
+    pub request: String,
+    /// More knobs of the latency analysis (`slower-than=...`, `sampling-interval-us=...`).
+    pub knobs: Vec<String>,
+}
+
+/// The running flight recorder and the windows already sent.
+pub struct Flight {
+    child: Child,
+    dir: PathBuf,
+    done: BTreeSet<String>,
+}
+
+impl Flight {
+    /// Starts the recorder on `pid`, its result in `dir`, in windows as long as the
+    /// agent's.
+    pub fn start(
+        opts: &LatencyOptions,
+        pid: i32,
+        window_s: f64,
+        dir: &Path,
+    ) -> Result<Flight, String> {
+        let exe = std::env::current_exe().map_err(|e| {
+            format!("cannot find the kairos binary to run the latency recorder ({e})")
+        })?;
+        let mut cmd = Command::new(exe);
+        cmd.args(["collect", "latency", "-q", "-r"])
+            .arg(dir)
+            .args(["-p", &pid.to_string()])
+            .args(["-k", &format!("request={}", opts.request)])
+            .args([
+                "-k",
+                &format!("window={}ms", (window_s * 1000.0).round() as u64),
+            ])
+            // Fleet rates: the paper's 100 us is for one machine under study.
+            .args(["-k", "sampling-interval-us=1000"]);
+        for k in &opts.knobs {
+            cmd.args(["-k", k]);
+        }
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start the latency recorder ({e})"))?;
+        Ok(Flight {
+            child,
+            dir: dir.to_path_buf(),
+            done: BTreeSet::new(),
+        })
+    }
+
+    /// Ends the recorder as Ctrl-C would (it finishes its last window) and waits for it.
+    pub fn stop(&mut self) {
+        // SAFETY: kill on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        match self.child.wait() {
+            Ok(s) if !s.success() => log(&format!("the latency recorder ended with {s}")),
+            Err(e) => log(&format!(
+                "the latency recorder could not be waited for ({e})"
+            )),
+            _ => {}
+        }
+    }
+
+    /// The payloads of the windows finished since the last call: one OTLP request per
+    /// window with a profile per slow request.
+    pub fn take(&mut self, resource: &[(String, AttrValue)], wall_offset_ns: i128) -> Vec<Vec<u8>> {
+        let Ok(entries) = std::fs::read_dir(self.dir.join(WINDOWS_DIR)) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !self.done.contains(n))
+            .collect();
+        names.sort();
+        let mut out = Vec::new();
+        for name in names {
+            let wdir = self.dir.join(WINDOWS_DIR).join(&name);
+            // Its requests are written last, once their causes are known.
+            let Some(Ok(result)) = LatencyResult::load(&wdir) else {
+                continue;
+            };
+            self.done.insert(name.clone());
+            match window_payload(&wdir, &result, resource, wall_offset_ns) {
+                Ok(Some((payload, slow))) => {
+                    log(&format!(
+                        "latency window {name}: {slow} slow requests (slower than {:.0} us) of {}, sent as profiles of their own",
+                        result.threshold_ns as f64 / 1e3,
+                        result.requests.len()
+                    ));
+                    out.push(payload);
+                }
+                Ok(None) => {}
+                Err(e) => log(&format!(
+                    "latency window {name} cannot be read ({e}); its slow requests are not sent"
+                )),
+            }
+        }
+        out
+    }
+}
+
+/// One request with a profile per slow request of a window, and how many; None when the
+/// window has none.
+fn window_payload(
+    wdir: &Path,
+    result: &LatencyResult,
+    resource: &[(String, AttrValue)],
+    wall_offset_ns: i128,
+) -> Result<Option<(Vec<u8>, usize)>, String> {
+    use prost::Message;
+    let slow: Vec<&Request> = result.requests.iter().filter(|q| q.slow).collect();
+    if slow.is_empty() {
+        return Ok(None);
+    }
+    let (_, profile) = kairos_session::open(wdir).map_err(|e| e.to_string())?;
+    let mut sel = Selection::new(&profile, None);
+    sel.wall_start_ns = u64::try_from(i128::from(sel.origin_ns) + wall_offset_ns).ok();
+    let opts = OtlpOptions {
+        resource,
+        profile_attributes: &[],
+        scope_name: "kairos",
+        scope_version: env!("CARGO_PKG_VERSION"),
+    };
+    let mut b = RequestBuilder::new(&sel, &opts);
+    for q in &slow {
+        let end = q.start_ns.saturating_add(q.duration_ns);
+        let of_thread = |i: u32| {
+            profile
+                .threads
+                .get(i as usize)
+                .filter(|t| t.tid == q.tid as i32)
+        };
+        let pid = profile
+            .threads
+            .iter()
+            .find(|t| t.tid == q.tid as i32)
+            .map_or(0, |t| t.pid);
+        let indices: Vec<usize> = sel
+            .samples
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                of_thread(s.thread).is_some() && s.time_ns >= q.start_ns && s.time_ns <= end
+            })
+            .map(|(i, _)| i)
+            .collect();
+        b.add(pid, Some(&q.thread_name), &indices, &attributes(q, result));
+    }
+    Ok(Some((b.finish().encode_to_vec(), slow.len())))
+}
+
+/// What a backend searches slow requests by.
+fn attributes(q: &Request, result: &LatencyResult) -> Vec<(String, AttrValue)> {
+    let mut a = vec![
+        ("request.id".to_string(), AttrValue::Int(q.id as i64)),
+        (
+            "request.duration_ns".to_string(),
+            AttrValue::Int(q.duration_ns as i64),
+        ),
+        ("request.cause".to_string(), AttrValue::Str(q.cause.clone())),
+        (
+            "request.cause_kind".to_string(),
+            AttrValue::Str(q.cause_kind.clone()),
+        ),
+        (
+            "request.slower_than_ns".to_string(),
+            AttrValue::Int(result.threshold_ns as i64),
+        ),
+        ("thread.id".to_string(), AttrValue::Int(i64::from(q.tid))),
+    ];
+    for (key, ns) in Parts::KEYS.iter().zip(q.parts.values()) {
+        a.push((format!("request.{key}_ns"), AttrValue::Int(ns as i64)));
+    }
+    a
+}
