@@ -26,6 +26,9 @@ pub struct Background {
     pub lasting: Option<LastingSymbolizer>,
 }
 
+/// Modules a lasting symboliser holds at most between conversions.
+pub const LASTING_MODULES: usize = 512;
+
 /// One conversion's frames for a lasting symboliser, and where its symbols go.
 type LastingJob = (Receiver<Batch>, Sender<Symbols>);
 
@@ -33,9 +36,10 @@ type LastingJob = (Receiver<Batch>, Sender<Symbols>);
 /// binary's debug information and symbol table, the kernel's symbols), for a caller
 /// that converts recording after recording of one machine: the agent's windows would
 /// otherwise read and decompress the same debug files every time. Between two
-/// conversions it forgets only what may have changed ([`Symbolizer::forget_changeable`]).
-/// Its options (`kallsyms` among them) are those it was started with. The thread ends
-/// when the last handle is dropped.
+/// conversions it forgets only what may have changed ([`Symbolizer::forget_changeable`]),
+/// and everything once it holds more than [`LASTING_MODULES`] modules (a machine that runs
+/// ever new binaries would otherwise grow it without end). Its options (`kallsyms` among
+/// them) are those it was started with. The thread ends when the last handle is dropped.
 #[derive(Clone)]
 pub struct LastingSymbolizer {
     jobs: Sender<LastingJob>,
@@ -53,7 +57,7 @@ impl LastingSymbolizer {
         std::thread::Builder::new()
             .name("kairos-symbolize".into())
             .spawn(move || {
-                let mut symbolizer = Symbolizer::new(opts);
+                let mut symbolizer = Symbolizer::new(opts.clone());
                 for (batches, reply) in inbox {
                     let mut w = Worker::with(symbolizer, Part::All);
                     for batch in batches {
@@ -62,6 +66,9 @@ impl LastingSymbolizer {
                     let symbols;
                     (symbols, symbolizer) = w.finish_keeping();
                     symbolizer.forget_changeable();
+                    if symbolizer.modules_held() > LASTING_MODULES {
+                        symbolizer = Symbolizer::new(opts.clone());
+                    }
                     // The conversion may have given up waiting; nothing to do then.
                     let _ = reply.send(symbols);
                 }

@@ -137,6 +137,11 @@ impl Symbolizer {
         });
     }
 
+    /// How many modules' symbols are held.
+    pub fn modules_held(&self) -> usize {
+        self.modules.len()
+    }
+
     /// Notes about modules whose symbols are missing or partial, one per problem.
     pub fn notes(&self) -> Vec<String> {
         self.notes.clone()
