@@ -19,11 +19,11 @@ use crate::config::Kind;
 pub struct Filter {
     /// The process's command name (as `ps -o comm` shows it).
     pub comm: Option<String>,
-    /// A cgroup v2 path (`/system.slice/x.service`, or under /sys/fs/cgroup): the
-    /// processes in it or below.
+    /// A cgroup path (`/system.slice/x.service`, or its folder under /sys/fs/cgroup, of
+    /// cgroup v2 or of a v1 controller): the processes in it or below.
     pub cgroup: Option<String>,
-    /// Cgroup per pid, read once per process (None: gone before it was read).
-    cgroups: HashMap<i32, Option<String>>,
+    /// Cgroup paths per pid, read once per process (none: gone before it was read).
+    cgroups: HashMap<i32, Vec<String>>,
 }
 
 impl Filter {
@@ -46,9 +46,8 @@ impl Filter {
         let Some(want) = self.cgroup.clone() else {
             return true;
         };
-        let got = self.cgroups.entry(pid).or_insert_with(|| cgroup_of(pid));
-        got.as_deref()
-            .is_some_and(|g| g == want || g.starts_with(&format!("{want}/")) || want == "/")
+        let paths = self.cgroups.entry(pid).or_insert_with(|| cgroups_of(pid));
+        paths.iter().any(|p| within(p, &want))
     }
 
     /// Forgets processes that are gone (their pids may come back as other processes).
@@ -58,12 +57,34 @@ impl Filter {
     }
 }
 
-/// The cgroup v2 path of a process (`0::/path` in /proc/PID/cgroup).
-fn cgroup_of(pid: i32) -> Option<String> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("0::"))
-        .map(str::to_string)
+fn within(path: &str, cgroup: &str) -> bool {
+    cgroup == "/" || path == cgroup || path.starts_with(&format!("{cgroup}/"))
+}
+
+/// The cgroup paths of a process, each hierarchy's (/proc/PID/cgroup): the cgroup v2 path
+/// (`0::/path`) and, on a cgroup v1 machine, each controller's path both as it is and
+/// under the controller's folder (`/pids/path`, as /sys/fs/cgroup/pids/path names it).
+/// Empty when the process is gone.
+fn cgroups_of(pid: i32) -> Vec<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .map(|text| parse_cgroups(&text))
+        .unwrap_or_default()
+}
+
+fn parse_cgroups(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        out.push(path.to_string());
+        for c in controllers.split(',').filter(|c| !c.is_empty()) {
+            let c = c.trim_start_matches("name=");
+            out.push(format!("/{c}{}", if path == "/" { "" } else { path }));
+        }
+    }
+    out
 }
 
 /// How windows are converted: as every recording is, on one symbolising thread that
@@ -200,5 +221,27 @@ fn payload(kind: Kind, sel: &Selection<'_>, ctx: &Context<'_>) -> Result<Vec<u8>
                 .map_err(|e| format!("the window cannot be written as pprof ({e})"))?;
             Ok(out)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cgroup_paths_of_v1_and_v2() {
+        let v1 = "9:name=systemd:/\n8:pids:/team/web\n4:memory:/x\n0::/\n";
+        let paths = parse_cgroups(v1);
+        assert!(paths.iter().any(|p| within(p, "/team")));
+        assert!(paths.iter().any(|p| within(p, "/pids/team/web")));
+        assert!(
+            !paths.iter().any(|p| within(p, "/team/w")),
+            "a prefix of a name is not a parent"
+        );
+        let v2 = parse_cgroups("0::/system.slice/nginx.service\n");
+        assert!(v2.iter().any(|p| within(p, "/system.slice")));
+        assert!(!v2.iter().any(|p| within(p, "/user.slice")));
+        let f = Filter::new(None, Some("/sys/fs/cgroup/pids/team/".into()));
+        assert_eq!(f.cgroup.as_deref(), Some("/pids/team"));
     }
 }

@@ -69,6 +69,11 @@ fn sink(dir: &Path) -> (Running, PathBuf, u16) {
 
 /// The sink answering every request with `answer` (an HTTP status, or "hang").
 fn sink_answering(dir: &Path, answer: &str) -> (Running, PathBuf, u16) {
+    sink_with(dir, answer, &[])
+}
+
+/// The sink with its environment (TLS, a required Authorization header).
+fn sink_with(dir: &Path, answer: &str, env: &[(&str, &str)]) -> (Running, PathBuf, u16) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/http_sink.py");
     let port_file = dir.join("sink.port");
     let got = dir.join("got");
@@ -77,6 +82,7 @@ fn sink_answering(dir: &Path, answer: &str) -> (Running, PathBuf, u16) {
         .arg(&port_file)
         .arg(&got)
         .arg(answer)
+        .envs(env.iter().copied())
         .spawn()
         .unwrap();
     let running = Running(child);
@@ -806,4 +812,214 @@ fn slow_requests_reach_the_backend_as_profiles_of_their_own() {
         windows >= 1 && slow >= 10,
         "{slow} slow requests in {windows} windows:\n{log}"
     );
+}
+
+/// `--cgroup`: of two programs of one name, only the one in the cgroup is sent (a cgroup
+/// made for the test, under cgroup v2 or the v1 pids controller, whichever the machine has).
+#[test]
+fn only_the_processes_of_the_cgroup_are_sent() {
+    let root = Path::new("/sys/fs/cgroup");
+    let parent = if root.join("cgroup.controllers").exists() {
+        root.to_path_buf()
+    } else if root.join("pids/cgroup.procs").exists() {
+        root.join("pids")
+    } else {
+        println!("NOT RUN: no cgroup file system to make a cgroup in");
+        return;
+    };
+    let cgroup = parent.join(format!("kairos-agent-test-{}", std::process::id()));
+    if std::fs::create_dir(&cgroup).is_err() {
+        println!(
+            "NOT RUN: cannot make a cgroup under {} (needs root)",
+            parent.display()
+        );
+        return;
+    }
+    // Removed last (the processes in it are ended first, as they were started later).
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _remove = Remove(cgroup.clone());
+    let _turn = common::cpu_turn();
+    let dir = tempdir();
+    let (_sink, got, port) = sink(dir.path());
+    let start = || {
+        Running(
+            Command::new(sample("shares"))
+                .args(["6", "1:1:1"])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let (inside, outside) = (start(), start());
+    std::fs::write(cgroup.join("cgroup.procs"), inside.0.id().to_string()).unwrap();
+    let spool = dir.path().join("spool");
+    let (ok, log) = agent_log(
+        &[
+            "--otlp",
+            &format!("http://127.0.0.1:{port}"),
+            "--cgroup",
+            cgroup.to_str().unwrap(),
+            "-F",
+            "99",
+            "--window",
+            "1",
+            "-d",
+            "2",
+            "--spool",
+            spool.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let (inside_pid, outside_pid) = (inside.0.id().to_string(), outside.0.id().to_string());
+    drop(inside);
+    drop(outside);
+    assert!(ok, "{log}");
+    let mut pids = BTreeSet::new();
+    for req in received(&got) {
+        let d = req.dictionary.as_ref().unwrap();
+        for rp in &req.resource_profiles {
+            pids.insert(resource(d, rp)["process.pid"].clone());
+        }
+    }
+    assert!(
+        pids.contains(&inside_pid),
+        "{pids:?} (inside {inside_pid}, outside {outside_pid})\n{log}"
+    );
+    assert!(!pids.contains(&outside_pid), "{pids:?}\n{log}");
+    assert_eq!(pids.len(), 1, "{pids:?}");
+}
+
+/// TLS with the backend's own certificate authority (`--tls-ca`) and an authorisation
+/// header: accepted with both; without the authority the connection is refused and the
+/// windows wait; with a wrong header the backend's 401 is said and not retried.
+#[test]
+fn tls_with_a_private_authority_and_an_auth_header() {
+    let dir = tempdir();
+    // A certificate authority of the backend's own, and the server's certificate it signed.
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (ca, ca_key, cert, key, csr) = (
+        p("ca.pem"),
+        p("ca.key"),
+        p("cert.pem"),
+        p("key.pem"),
+        p("req.csr"),
+    );
+    let ext = p("ext.cnf");
+    std::fs::write(
+        &ext,
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    let steps: [&[&str]; 3] = [
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=test CA",
+            "-keyout",
+            &ca_key,
+            "-out",
+            &ca,
+        ],
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            &key,
+            "-out",
+            &csr,
+        ],
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            &ext,
+            "-out",
+            &cert,
+        ],
+    ];
+    for step in steps {
+        let made = Command::new("openssl")
+            .args(step)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !made.is_ok_and(|s| s.success()) {
+            println!(
+                "NOT RUN: openssl could not make the certificates ({})",
+                step.join(" ")
+            );
+            return;
+        }
+    }
+    let _turn = common::cpu_turn();
+    let (_sink, got, port) = sink_with(
+        dir.path(),
+        "200",
+        &[
+            ("SINK_TLS_CERT", &cert),
+            ("SINK_TLS_KEY", &key),
+            ("SINK_AUTHORIZATION", "Bearer s3cret"),
+        ],
+    );
+    let url = format!("https://127.0.0.1:{port}");
+    let _busy = Running(
+        Command::new(sample("shares"))
+            .args(["10", "1:1:1"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let run = |spool: &str, extra: &[&str]| {
+        let spool = dir.path().join(spool);
+        let mut args = vec![
+            "--otlp", &url, "--comm", "shares", "--window", "1", "-d", "1",
+        ];
+        args.extend(["--flush-timeout", "2", "--spool", spool.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        agent_log(&args, &[])
+    };
+    let (ok, log) = run(
+        "s1",
+        &["--tls-ca", &ca, "--header", "Authorization=Bearer s3cret"],
+    );
+    assert!(ok && log.contains("1 sent"), "{log}");
+    assert_eq!(received(&got).len(), 1);
+    let (ok, log) = run("s2", &["--header", "Authorization=Bearer s3cret"]);
+    assert!(
+        ok && log.contains("cannot take window 0 now") && log.contains("1 waiting"),
+        "{log}"
+    );
+    let (ok, log) = run(
+        "s3",
+        &["--tls-ca", &ca, "--header", "Authorization=Bearer wrong"],
+    );
+    assert!(
+        ok && log.contains("(HTTP 401: missing or wrong Authorization); it is not sent again"),
+        "{log}"
+    );
+    assert_eq!(received(&got).len(), 1, "nothing else was taken");
 }
