@@ -89,6 +89,26 @@ pub struct Summary {
     pub waiting: u64,
 }
 
+/// `kairos info`'s line about the agent: what it can send to, and where the environment
+/// points it.
+pub fn info() -> String {
+    let endpoint = [
+        "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    ]
+    .iter()
+    .find_map(|k| {
+        std::env::var(k)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(|v| format!("{k} is {v}"))
+    })
+    .unwrap_or_else(|| "OTEL_EXPORTER_OTLP_ENDPOINT is not set (give --otlp or --pprof)".into());
+    format!(
+        "agent (kairos agent): sends windows as OTLP profiles over HTTP/protobuf (an OpenTelemetry Collector) or as pprof (Pyroscope's /ingest, Parca's /profiles/writeraw); OTLP over gRPC is not built; {endpoint}"
+    )
+}
+
 /// One line of the agent's log on stderr, with its UTC time.
 pub fn log(msg: &str) {
     eprintln!(

@@ -18,6 +18,7 @@ pub fn run(args: InfoArgs) -> CliResult {
             for line in any_result_lines() {
                 println!("\n{}", line.1);
             }
+            println!("\n{}", kairos_agent::info());
         }
         "json" => {
             let mut v = caps.to_json_value();
@@ -30,6 +31,10 @@ pub fn run(args: InfoArgs) -> CliResult {
                 for (name, line) in any_result_lines() {
                     o.insert(name.into(), serde_json::Value::String(line));
                 }
+                o.insert(
+                    "agent".into(),
+                    serde_json::Value::String(kairos_agent::info()),
+                );
             }
             println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         }
