@@ -23,6 +23,10 @@ fail() { echo "otelcol: cannot build the collector: $*" >&2; exit 3; }
 if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
 command -v go >/dev/null || fail "Go is not installed (it builds the collector from its modules; install Go 1.24 or newer)"
 mkdir -p "$cache/bin" "$cache/gocache"
+# One build at a time (tests run in parallel); who waited finds the binary made.
+exec 9>"$cache/.build-lock"
+flock 9
+if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
 export GOBIN=$cache/bin GOFLAGS=-mod=mod
 # Go's build cache is the user's unless set; the module cache stays the user's (shared).
 export GOCACHE=${GOCACHE:-$cache/gocache}

@@ -22,8 +22,18 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use opentelemetry_proto::tonic::profiles::v1development as pd;
 use prost::Message;
 
-/// The collector binary, or None (and why, printed) when it cannot be built here.
+/// The collector binary, or None (and why, printed) when it cannot be built here. Built
+/// once per run of these tests (the script also takes a lock, for other processes).
 fn collector() -> Option<PathBuf> {
+    static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let built = BUILT.get_or_init(build_collector).clone();
+    if built.is_none() {
+        println!("NOT RUN: the OpenTelemetry Collector cannot be built here (the build script said why on stderr)");
+    }
+    built
+}
+
+fn build_collector() -> Option<PathBuf> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/otelcol/build.sh");
     let out = Command::new("bash")
         .arg(&script)
@@ -31,7 +41,6 @@ fn collector() -> Option<PathBuf> {
         .output()
         .unwrap();
     if out.status.code() == Some(3) {
-        println!("NOT RUN: the OpenTelemetry Collector cannot be built here (its reason is above)");
         return None;
     }
     assert!(out.status.success(), "{} failed", script.display());

@@ -140,7 +140,11 @@ impl Source {
             None => event(END_PREFIX, &begin, true)?,
             Some(site) => event(END_PREFIX, site, false)?,
         };
-        Ok(Some(vec![begin_event, end_event]))
+        // The end first: events are opened (and, attached, enabled) in this order, and a
+        // begin recorded before its end's probe is live would leave its thread inside a
+        // request forever, its later requests taken for nested calls. An end without its
+        // begin (a call already under way) is only counted.
+        Ok(Some(vec![end_event, begin_event]))
     }
 }
 
