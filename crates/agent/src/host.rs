@@ -4,36 +4,22 @@
 
 use kairos_export::otlp::AttrValue;
 
-/// The kernel's own names for the host (uname).
-fn uname() -> Option<(String, String, String)> {
-    // SAFETY: uname fills the struct it is given; its fields are NUL-terminated.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return None;
-    }
-    let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    Some((field(&u.nodename), field(&u.release), field(&u.machine)))
-}
-
 /// The host's attributes, then `labels` (each replacing a host attribute of its key).
 pub fn resource(labels: &[(String, String)]) -> Vec<(String, AttrValue)> {
     let mut out: Vec<(String, AttrValue)> =
         vec![("os.type".into(), AttrValue::Str("linux".into()))];
-    if let Some((node, release, machine)) = uname() {
-        let arch = match machine.as_str() {
-            "x86_64" => "amd64".to_string(),
-            "aarch64" => "arm64".to_string(),
-            other => other.to_string(),
-        };
-        out.push(("host.name".into(), AttrValue::Str(node)));
-        out.push(("host.arch".into(), AttrValue::Str(arch)));
+    let host = kairos_session::this_host();
+    if let Some(name) = host.name {
+        out.push(("host.name".into(), AttrValue::Str(name)));
+    }
+    // OpenTelemetry's names for the architecture this binary (so the host) runs.
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    out.push(("host.arch".into(), AttrValue::Str(arch.into())));
+    if let Some(release) = host.kernel_release {
         out.push(("os.version".into(), AttrValue::Str(release)));
     }
     for (k, v) in labels {

@@ -369,13 +369,7 @@ fn a_collector_killed_and_restarted_loses_no_window_and_keeps_order() {
     let port = free_port();
     let collector = start_collector(&bin, dir.path(), port, sink_port);
     let spool = dir.path().join("spool");
-    let busy = Running(
-        Command::new(sample("shares"))
-            .args(["30", "1:1:1"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let busy = shares(&["30", "1:1:1"]);
     let run = agent(&[
         "--otlp",
         &format!("http://127.0.0.1:{port}"),
@@ -445,6 +439,17 @@ fn a_collector_killed_and_restarted_loses_no_window_and_keeps_order() {
     assert!(log.contains("0 waiting"), "{log}");
 }
 
+/// The `shares` sample with these arguments, ended when dropped.
+fn shares(args: &[&str]) -> Running {
+    Running(
+        Command::new(sample("shares"))
+            .args(args)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
 /// Runs the agent to its end; (exit status success, its log).
 fn agent_log(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
     let out = Command::new(kairos_bin())
@@ -466,13 +471,7 @@ fn a_refusing_backend_is_said_once_per_window_and_not_retried() {
     let dir = tempdir();
     let (_sink, got, port) = sink_answering(dir.path(), "400");
     let spool = dir.path().join("spool");
-    let _busy = Running(
-        Command::new(sample("shares"))
-            .args(["10", "1:1:1"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _busy = shares(&["10", "1:1:1"]);
     let (ok, log) = agent_log(
         &[
             "--comm",
@@ -512,13 +511,7 @@ fn a_backend_that_never_answers_times_out_and_the_windows_wait() {
     let dir = tempdir();
     let (_sink, _got, port) = sink_answering(dir.path(), "hang");
     let spool = dir.path().join("spool");
-    let _busy = Running(
-        Command::new(sample("shares"))
-            .args(["10", "1:1:1"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _busy = shares(&["10", "1:1:1"]);
     let (ok, log) = agent_log(
         &[
             "--otlp",
@@ -557,13 +550,7 @@ fn the_service_exiting_ends_the_agent_after_its_last_window() {
     let _turn = common::cpu_turn();
     let dir = tempdir();
     let (_sink, got, port) = sink(dir.path());
-    let service = Running(
-        Command::new(sample("shares"))
-            .args(["2", "1:1:1"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let service = shares(&["2", "1:1:1"]);
     let pid = service.0.id().to_string();
     let spool = dir.path().join("spool");
     let t = Instant::now();
@@ -644,13 +631,7 @@ fn a_full_spool_disk_drops_the_window_and_says_how_to_fix_it() {
     let _turn = common::cpu_turn();
     // A full disk: no window can be written.
     std::fs::write(spool.join("filler"), vec![0u8; 8192]).unwrap();
-    let _busy = Running(
-        Command::new(sample("shares"))
-            .args(["10", "1:1:1"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _busy = shares(&["10", "1:1:1"]);
     let port = free_port();
     let (ok, log) = agent_log(
         &[
@@ -855,16 +836,7 @@ fn only_the_processes_of_the_cgroup_are_sent() {
     let _turn = common::cpu_turn();
     let dir = tempdir();
     let (_sink, got, port) = sink(dir.path());
-    let start = || {
-        Running(
-            Command::new(sample("shares"))
-                .args(["6", "1:1:1"])
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
-    };
-    let (inside, outside) = (start(), start());
+    let (inside, outside) = (shares(&["6", "1:1:1"]), shares(&["6", "1:1:1"]));
     std::fs::write(cgroup.join("cgroup.procs"), inside.0.id().to_string()).unwrap();
     let spool = dir.path().join("spool");
     let (ok, log) = agent_log(
@@ -995,13 +967,7 @@ fn tls_with_a_private_authority_and_an_auth_header() {
         ],
     );
     let url = format!("https://127.0.0.1:{port}");
-    let _busy = Running(
-        Command::new(sample("shares"))
-            .args(["10", "1:1:1"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _busy = shares(&["10", "1:1:1"]);
     let run = |spool: &str, extra: &[&str]| {
         let spool = dir.path().join(spool);
         let mut args = vec![
