@@ -59,6 +59,15 @@ impl Flight {
         for k in &opts.knobs {
             cmd.args(["-k", k]);
         }
+        // An agent that dies (SIGKILL, a crash) takes its recorder with it, which then
+        // finishes its window as on Ctrl-C.
+        // SAFETY: prctl only sets this process's parent-death signal; async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGINT);
+                Ok(())
+            });
+        }
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -67,7 +67,8 @@ pub fn run(opts: &AgentOptions) -> Result<Summary, AgentError> {
     let (lanes, clients) = lanes(opts)?;
     // The windows' recordings stay apart from the spool, so that a full spool disk stops
     // spooling, not recording.
-    let work = std::env::temp_dir().join(format!("kairos-agent-{}", std::process::id()));
+    let work = std::env::temp_dir().join(format!("{WORK_PREFIX}{}", std::process::id()));
+    remove_stale_work();
     std::fs::create_dir_all(&work).map_err(|source| AgentError::Spool {
         dir: work.clone(),
         source,
@@ -143,6 +144,28 @@ pub fn run(opts: &AgentOptions) -> Result<Summary, AgentError> {
         opts.spool_dir.display()
     ));
     Ok(summary)
+}
+
+/// The agent's working folder in the temporary directory, followed by its pid.
+const WORK_PREFIX: &str = "kairos-agent-";
+
+/// Removes the working folders of agents that are gone without cleaning up (killed).
+fn remove_stale_work() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(WORK_PREFIX)
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() as i32 && !kairos_collector::process_alive(pid) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// Each destination's spool, opened (windows left by an earlier run are sent first), and
