@@ -147,6 +147,54 @@ fn start_collector(bin: &Path, dir: &Path, port: u16, sink_port: u16) -> Running
     running
 }
 
+/// A collector on 127.0.0.1 handing on to a sink: where a test sends, what came out.
+struct Pipeline {
+    _sink: Running,
+    collector: Option<Running>,
+    bin: PathBuf,
+    dir: PathBuf,
+    got: PathBuf,
+    sink_port: u16,
+    /// The collector's OTLP/HTTP port.
+    port: u16,
+}
+
+impl Pipeline {
+    /// None (and NOT RUN said) when the collector cannot be built here.
+    fn start(dir: &Path) -> Option<Pipeline> {
+        let bin = collector()?;
+        let (sink, got, sink_port) = sink(dir);
+        let port = free_port();
+        let collector = start_collector(&bin, dir, port, sink_port);
+        Some(Pipeline {
+            _sink: sink,
+            collector: Some(collector),
+            bin,
+            dir: dir.to_path_buf(),
+            got,
+            sink_port,
+            port,
+        })
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn kill_collector(&mut self) {
+        self.collector = None;
+    }
+
+    fn restart_collector(&mut self) {
+        self.collector = Some(start_collector(
+            &self.bin,
+            &self.dir,
+            self.port,
+            self.sink_port,
+        ));
+    }
+}
+
 /// Every request the sink received, in order.
 fn received(got: &Path) -> Vec<ExportProfilesServiceRequest> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(got)
@@ -224,13 +272,12 @@ fn agent(args: &[&str]) -> Child {
 
 #[test]
 fn shares_and_labels_through_a_real_collector() {
-    let Some(bin) = collector() else { return };
     // One test at a time: both sample processes named shares.
     let _turn = common::cpu_turn();
     let dir = tempdir();
-    let (_sink, got, sink_port) = sink(dir.path());
-    let port = free_port();
-    let _collector = start_collector(&bin, dir.path(), port, sink_port);
+    let Some(pipeline) = Pipeline::start(dir.path()) else {
+        return;
+    };
     let truth = Command::new(sample("shares"))
         .args(["9", "5:3:2"])
         .stdout(Stdio::piped())
@@ -240,7 +287,7 @@ fn shares_and_labels_through_a_real_collector() {
     let spool = dir.path().join("spool");
     let run = agent(&[
         "--otlp",
-        &format!("http://127.0.0.1:{port}"),
+        &pipeline.url(),
         "--comm",
         "shares",
         "-F",
@@ -271,7 +318,7 @@ fn shares_and_labels_through_a_real_collector() {
         .collect();
     assert_eq!(expected.len(), 3, "{truth}");
 
-    let requests = received(&got);
+    let requests = received(&pipeline.got);
     assert!(
         requests.len() >= 2,
         "windows received: {}\n{log}",
@@ -361,18 +408,17 @@ fn shares_and_labels_through_a_real_collector() {
 
 #[test]
 fn a_collector_killed_and_restarted_loses_no_window_and_keeps_order() {
-    let Some(bin) = collector() else { return };
     // One test at a time: both sample processes named shares.
     let _turn = common::cpu_turn();
     let dir = tempdir();
-    let (_sink, got, sink_port) = sink(dir.path());
-    let port = free_port();
-    let collector = start_collector(&bin, dir.path(), port, sink_port);
+    let Some(mut pipeline) = Pipeline::start(dir.path()) else {
+        return;
+    };
     let spool = dir.path().join("spool");
     let busy = shares(&["30", "1:1:1"]);
     let run = agent(&[
         "--otlp",
-        &format!("http://127.0.0.1:{port}"),
+        &pipeline.url(),
         "--comm",
         "shares",
         "-F",
@@ -387,9 +433,9 @@ fn a_collector_killed_and_restarted_loses_no_window_and_keeps_order() {
         spool.to_str().unwrap(),
     ]);
     std::thread::sleep(Duration::from_millis(2500));
-    drop(collector);
+    pipeline.kill_collector();
     std::thread::sleep(Duration::from_secs(4));
-    let _collector = start_collector(&bin, dir.path(), port, sink_port);
+    pipeline.restart_collector();
     let out = run.wait_with_output().unwrap();
     drop(busy);
     let log = String::from_utf8_lossy(&out.stderr);
@@ -403,7 +449,7 @@ fn a_collector_killed_and_restarted_loses_no_window_and_keeps_order() {
         "the recovery was not said:\n{log}"
     );
     let mut order = Vec::new();
-    for req in received(&got) {
+    for req in received(&pipeline.got) {
         let d = req.dictionary.as_ref().unwrap();
         for p in req
             .resource_profiles
@@ -722,12 +768,11 @@ fn a_lasting_symbolizer_names_frames_as_a_fresh_one() {
 /// a request the program itself logged as slower than the threshold.
 #[test]
 fn slow_requests_reach_the_backend_as_profiles_of_their_own() {
-    let Some(bin) = collector() else { return };
     let _turn = common::cpu_turn();
     let dir = tempdir();
-    let (_sink, got, sink_port) = sink(dir.path());
-    let port = free_port();
-    let _collector = start_collector(&bin, dir.path(), port, sink_port);
+    let Some(pipeline) = Pipeline::start(dir.path()) else {
+        return;
+    };
     let log_file = dir.path().join("orders.log");
     let service = Running(
         Command::new(sample("orders"))
@@ -750,7 +795,7 @@ fn slow_requests_reach_the_backend_as_profiles_of_their_own() {
             "--window",
             "1",
             "--otlp",
-            &format!("http://127.0.0.1:{port}"),
+            &pipeline.url(),
             "--spool",
             spool.to_str().unwrap(),
         ],
@@ -769,7 +814,7 @@ fn slow_requests_reach_the_backend_as_profiles_of_their_own() {
         })
         .collect();
     let mut slow = 0;
-    for req in received(&got) {
+    for req in received(&pipeline.got) {
         let d = req.dictionary.as_ref().unwrap();
         for p in req
             .resource_profiles
