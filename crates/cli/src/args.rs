@@ -46,6 +46,8 @@ pub enum Command {
     Cache(crate::cmd_cache::CacheArgs),
     /// Check every collection this machine supports against perf doing the same, one line per capability; exit status 1 when something disagrees.
     Selftest(crate::cmd_selftest::SelftestArgs),
+    /// Copy results into the fleet layout query engines partition on (TABLE/host=/date=/result=/, Parquet; docs/SCHEMA.md).
+    Publish(crate::cmd_publish::PublishArgs),
     /// Continuous low-rate profiling in windows, sent to an OpenTelemetry Collector (OTLP) or a pprof backend (Pyroscope, Parca).
     Agent(crate::cmd_agent::AgentArgs),
 }

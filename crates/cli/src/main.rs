@@ -11,6 +11,7 @@ mod cmd_import;
 mod cmd_info;
 mod cmd_lab;
 mod cmd_measure;
+mod cmd_publish;
 mod cmd_report;
 mod cmd_run;
 mod cmd_run_cache;
@@ -58,6 +59,7 @@ fn main() {
         Command::Measure(a) => cmd_measure::run(a),
         Command::Selftest(a) => cmd_selftest::run(a),
         Command::Agent(a) => cmd_agent::run(a),
+        Command::Publish(a) => cmd_publish::run(a),
     };
     if let Err(e) = result {
         eprintln!("kairos: {e}");

@@ -25,6 +25,7 @@ mod call_table;
 mod derived;
 mod dir;
 mod error;
+pub mod fleet;
 mod manifest;
 mod sample_table;
 mod table_io;

@@ -193,6 +193,8 @@ fn every_documented_sql_block_runs() {
     let mut dir = ResultDir::create(tmp.path().join("r000hs")).unwrap();
     let p = common::small_profile();
     write_profile(&mut dir, &p).unwrap();
+    // The fleet layout's queries read ROOT/.
+    kairos_result::fleet::publish(&dir, &tmp.path().join("ROOT")).unwrap();
     let doc =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/SCHEMA.md"))
             .unwrap();
@@ -208,7 +210,11 @@ fn every_documented_sql_block_runs() {
     }
     assert!(statements.len() >= 4, "{statements:?}");
     let rows = run_duckdb(tmp.path(), &statements);
-    let counts = rows.last().unwrap();
+    let manifest = statements
+        .iter()
+        .position(|s| s.contains("manifest.json"))
+        .unwrap();
+    let counts = &rows[manifest];
     // The manifest query: samples, lost_records, lost_samples, throttled, undecodable.
     let want = [10, 1, 2, 3, 4].map(Value::from).to_vec();
     assert_eq!(counts, &vec![want]);
