@@ -221,7 +221,8 @@ fn key_values(list: &str, what: &str) -> Result<Vec<(String, String)>, AgentErro
         .filter(|p| !p.trim().is_empty())
         .map(|p| {
             let (k, v) = one_key_value(p, what)?;
-            Ok((k, percent_decode(&v)))
+            let v = percent_encoding::percent_decode_str(&v).decode_utf8_lossy();
+            Ok((k, v.into_owned()))
         })
         .collect()
 }
@@ -233,26 +234,6 @@ fn one_key_value(s: &str, what: &str) -> Result<(String, String), AgentError> {
             "{what}: '{s}' is not KEY=VALUE"
         ))),
     }
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'%', Some(&a), Some(&b)) if hex(a).is_some() && hex(b).is_some() => {
-                out.push((hex(a).unwrap_or(0) * 16 + hex(b).unwrap_or(0)) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

@@ -169,14 +169,15 @@ fn window_payload(
             .iter()
             .find(|t| t.tid == q.tid as i32)
             .map_or(0, |t| t.pid);
-        let indices: Vec<usize> = sel
-            .samples
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| {
-                of_thread(s.thread).is_some() && s.time_ns >= q.start_ns && s.time_ns <= end
+        // Samples are in time order: the request's are one slice, then its thread's.
+        let lo = sel.samples.partition_point(|s| s.time_ns < q.start_ns);
+        let hi = sel.samples.partition_point(|s| s.time_ns <= end).max(lo);
+        let indices: Vec<usize> = (lo..hi)
+            .filter(|&i| {
+                sel.samples
+                    .get(i)
+                    .is_some_and(|s| of_thread(s.thread).is_some())
             })
-            .map(|(i, _)| i)
             .collect();
         b.add(pid, Some(&q.thread_name), &indices, &attributes(q, result));
     }

@@ -525,7 +525,7 @@ fn spool_payload(
                     p.dropped
                 ));
             }
-            Some(s.entries().map_or(0, |e| e.len()))
+            Some(p.waiting)
         }
         Err(e) => {
             let _ = s.add_dropped(1);

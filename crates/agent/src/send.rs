@@ -199,15 +199,15 @@ fn pyroscope_url(base: &str, entry: &Entry, labels: &[(String, String)]) -> Stri
     )
 }
 
+/// Everything but RFC 3986's unreserved characters is escaped in a query value.
+const QUERY_VALUE: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
 fn query_escape(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    percent_encoding::utf8_percent_encode(s, QUERY_VALUE).to_string()
 }
 
 /// Parca's WriteRaw request as its HTTP gateway takes it (JSON, the profile in base64).

@@ -29,6 +29,8 @@ pub struct Pushed {
     pub seq: u64,
     /// Older windows dropped to stay within the bound.
     pub dropped: u64,
+    /// Windows waiting now, this one included.
+    pub waiting: usize,
 }
 
 pub struct Spool {
@@ -101,6 +103,7 @@ impl Spool {
         let mut entries = self.entries()?;
         let mut total: u64 = entries.iter().map(|e| e.bytes).sum();
         let mut dropped = 0;
+        let listed = entries.len();
         entries.retain(|e| e.seq != seq && Some(e.seq) != self.in_flight);
         for e in entries {
             if total <= self.max_bytes {
@@ -114,7 +117,11 @@ impl Spool {
         if dropped > 0 {
             self.add_dropped(dropped)?;
         }
-        Ok(Pushed { seq, dropped })
+        Ok(Pushed {
+            seq,
+            dropped,
+            waiting: listed - dropped as usize,
+        })
     }
 
     /// The oldest window, marked as being sent.
@@ -160,13 +167,6 @@ impl Spool {
         } else {
             fs::write(self.dir.join(DROPPED_FILE), format!("{left}\n"))
         }
-    }
-
-    /// Bytes waiting.
-    pub fn bytes(&self) -> u64 {
-        self.entries()
-            .map(|es| es.iter().map(|e| e.bytes).sum())
-            .unwrap_or(0)
     }
 }
 

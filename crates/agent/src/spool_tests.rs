@@ -34,6 +34,7 @@ fn bound_drops_the_oldest_but_not_the_one_in_flight() {
     // 30 bytes > 25: the oldest not being sent (1) goes.
     let p = s.push(2, 3, &[0; 10]).unwrap();
     assert_eq!(p.dropped, 1);
+    assert_eq!(p.waiting, 2, "the one being sent and the new one");
     let seqs: Vec<u64> = s.entries().unwrap().iter().map(|e| e.seq).collect();
     assert_eq!(seqs, [0, 2]);
     assert_eq!(s.dropped(), 1);

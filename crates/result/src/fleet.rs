@@ -15,8 +15,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::dir::{ResultDir, MANIFEST_FILE, TABLES_DIR};
-use crate::error::{Error, Result};
+use crate::dir::{tmp_path, ResultDir, MANIFEST_FILE, TABLES_DIR};
+use crate::error::{io_err, Error, Result};
 
 /// The folder of the manifests, beside the tables'.
 pub const MANIFESTS: &str = "manifests";
@@ -98,10 +98,7 @@ pub fn publish(dir: &ResultDir, root: &Path) -> Result<Published> {
     }
     let tables_dir = dir.path().join(TABLES_DIR);
     let mut tables: Vec<PathBuf> = std::fs::read_dir(&tables_dir)
-        .map_err(|source| Error::Io {
-            path: tables_dir.clone(),
-            source,
-        })?
+        .map_err(io_err(&tables_dir))?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
@@ -131,16 +128,12 @@ pub fn publish(dir: &ResultDir, root: &Path) -> Result<Published> {
 /// Copies next to the destination's name and renames, so that a reader never sees half
 /// a file.
 fn copy(from: &Path, to: &Path) -> Result<()> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| Error::Io { path, source }
-    };
     if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent).map_err(io(parent))?;
+        std::fs::create_dir_all(parent).map_err(io_err(parent))?;
     }
-    let tmp = to.with_extension("part");
-    std::fs::copy(from, &tmp).map_err(io(&tmp))?;
-    std::fs::rename(&tmp, to).map_err(io(to))
+    let tmp = tmp_path(to);
+    std::fs::copy(from, &tmp).map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, to).map_err(io_err(to))
 }
 
 #[cfg(test)]
