@@ -25,6 +25,8 @@ command -v qemu-system-x86_64 >/dev/null || need_apt+=(qemu-system-x86)
 # The agent's tests build an OpenTelemetry Collector from its Go modules (scripts/otelcol);
 # an older Go fetches the toolchain the modules ask for from the module proxy by itself.
 command -v go >/dev/null || need_apt+=(golang-go)
+# The fleet tests read the published layout with Spark (pyspark runs on a Java 17 or newer).
+command -v java >/dev/null || need_apt+=(openjdk-17-jre-headless)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install-deps: missing ${need_apt[*]}; run this script as root or install them" >&2
@@ -41,6 +43,14 @@ fi
 # DuckDB reads the Parquet tables in a test, proving they are usable without Kairos.
 if ! python3 -c 'import duckdb' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check duckdb
+fi
+# The fleet tests: Spark (pyspark, local mode) runs the same views over the layout, and
+# moto's S3 server on 127.0.0.1 stands for object storage.
+if ! python3 -c 'import pyspark' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check 'pyspark==4.3.0'
+fi
+if ! python3 -c 'import moto.server' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check 'moto[server]'
 fi
 # The page's build tools and the browser-test driver (web/package-lock.json).
 if [ ! -d web/node_modules/playwright-core ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then

@@ -22,6 +22,8 @@ pub const PARCA_PATH: &str = "/profiles/writeraw";
 pub enum Kind {
     /// OTLP profiles over HTTP/protobuf.
     Otlp,
+    /// OTLP profiles over gRPC (`ProfilesService/Export`).
+    OtlpGrpc,
     /// pprof to a Pyroscope-style `/ingest`.
     Pyroscope,
     /// pprof in Parca's WriteRaw (its HTTP gateway's JSON).
@@ -29,10 +31,16 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// OTLP over either protocol: the windows are OTLP requests.
+    pub fn is_otlp(self) -> bool {
+        matches!(self, Kind::Otlp | Kind::OtlpGrpc)
+    }
+
     /// The spool folder and the name in the log.
     pub fn name(self) -> &'static str {
         match self {
             Kind::Otlp => "otlp",
+            Kind::OtlpGrpc => "otlp-grpc",
             Kind::Pyroscope => "pyroscope",
             Kind::Parca => "parca",
         }
@@ -107,34 +115,39 @@ pub fn destinations(flags: &Flags, env: Env<'_>) -> Result<Vec<Destination>, Age
         .ca_file
         .clone()
         .or_else(|| get("CERTIFICATE").map(PathBuf::from));
-    let otlp_url = match &flags.otlp {
-        Some(url) => Some(signal_url(url)),
-        None => env("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT")
+    let protocol = flags
+        .otlp_protocol
+        .clone()
+        .or_else(|| get("PROTOCOL"))
+        .unwrap_or_else(|| "http/protobuf".into());
+    let kind = match protocol.trim() {
+        "http/protobuf" => Kind::Otlp,
+        "grpc" => Kind::OtlpGrpc,
+        other => {
+            return Err(AgentError::Config(format!(
+                "the OTLP protocol '{other}' is not one kairos speaks; use http/protobuf (the default) or grpc"
+            )))
+        }
+    };
+    let otlp_url = match (&flags.otlp, kind) {
+        // gRPC names no signal path: the endpoint is the collector's address.
+        (Some(url), Kind::OtlpGrpc) => Some(url.trim_end_matches('/').to_string()),
+        (Some(url), _) => Some(signal_url(url)),
+        (None, _) => env("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT")
             .filter(|v| !v.trim().is_empty())
             .or_else(|| {
                 env("OTEL_EXPORTER_OTLP_ENDPOINT")
                     .filter(|v| !v.trim().is_empty())
-                    .map(|base| format!("{}{OTLP_PROFILES_PATH}", base.trim_end_matches('/')))
+                    .map(|base| match kind {
+                        Kind::OtlpGrpc => base.trim_end_matches('/').to_string(),
+                        _ => format!("{}{OTLP_PROFILES_PATH}", base.trim_end_matches('/')),
+                    })
             }),
     };
     if let Some(url) = otlp_url {
-        let protocol = flags
-            .otlp_protocol
-            .clone()
-            .or_else(|| get("PROTOCOL"))
-            .unwrap_or_else(|| "http/protobuf".into());
-        match protocol.trim() {
-            "http/protobuf" => {}
-            "grpc" => return Err(AgentError::Config(
-                "the OTLP protocol grpc is not built into this kairos; use http/protobuf (the default: unset OTEL_EXPORTER_OTLP_PROTOCOL or give --otlp-protocol http/protobuf), which every OpenTelemetry Collector's OTLP receiver also accepts".into(),
-            )),
-            other => return Err(AgentError::Config(format!(
-                "the OTLP protocol '{other}' is not one kairos speaks; use http/protobuf"
-            ))),
-        }
         check_url(&url, "--otlp")?;
         out.push(Destination {
-            kind: Kind::Otlp,
+            kind,
             url,
             headers: headers.clone(),
             gzip,

@@ -76,13 +76,30 @@ fn headers_timeout_compression_and_protocol() {
     );
     assert_eq!(d[0].timeout, Duration::from_millis(2500));
     assert!(!d[0].gzip);
-    let grpc = dests(&flags, &[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]);
-    assert!(grpc.unwrap_err().to_string().contains("http/protobuf"));
+    let grpc = dests(&flags, &[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]).unwrap();
+    assert_eq!(grpc[0].kind, Kind::OtlpGrpc);
+    assert!(
+        !grpc[0].url.ends_with(OTLP_PROFILES_PATH),
+        "gRPC takes the collector's address: {}",
+        grpc[0].url
+    );
+    let env_grpc = dests(
+        &Flags::default(),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317/"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(env_grpc[0].url, "http://collector:4317");
+    let unknown = dests(&flags, &[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")]);
+    assert!(unknown.unwrap_err().to_string().contains("grpc"));
     let flag_wins = Flags {
         otlp_protocol: Some("http/protobuf".into()),
         ..flags.clone()
     };
-    assert!(dests(&flag_wins, &[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]).is_ok());
+    let d = dests(&flag_wins, &[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]).unwrap();
+    assert_eq!(d[0].kind, Kind::Otlp);
     let bad = dests(&flags, &[("OTEL_EXPORTER_OTLP_TIMEOUT", "soon")]);
     assert!(bad.unwrap_err().to_string().contains("milliseconds"));
 }

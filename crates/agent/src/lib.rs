@@ -21,8 +21,10 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::panic))]
 
 pub mod config;
+pub mod grpc;
 pub mod host;
 pub mod latency;
+pub mod outcome;
 pub mod send;
 pub mod spool;
 pub mod usage;
@@ -105,7 +107,7 @@ pub fn info() -> String {
     })
     .unwrap_or_else(|| "OTEL_EXPORTER_OTLP_ENDPOINT is not set (give --otlp or --pprof)".into());
     format!(
-        "agent (kairos agent): sends windows as OTLP profiles over HTTP/protobuf (an OpenTelemetry Collector) or as pprof (Pyroscope's /ingest, Parca's /profiles/writeraw); OTLP over gRPC is not built; {endpoint}"
+        "agent (kairos agent): sends windows as OTLP profiles over HTTP/protobuf or gRPC (an OpenTelemetry Collector) or as pprof (Pyroscope's /ingest, Parca's /profiles/writeraw); {endpoint}"
     )
 }
 

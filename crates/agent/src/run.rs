@@ -549,7 +549,7 @@ fn spool_slow_requests(
 ) {
     let now = unix_s();
     for payload in flight.take(resource, wall_offset_ns()) {
-        for lane in lanes.iter().filter(|l| l.kind == Kind::Otlp) {
+        for lane in lanes.iter().filter(|l| l.kind.is_otlp()) {
             spool_payload(
                 lane.kind,
                 &lane.spool,

@@ -21,18 +21,7 @@ use crate::spool::Entry;
 /// request accepted after the drops).
 pub const DROPPED_ATTRIBUTE: &str = "kairos.agent.dropped_windows";
 
-/// What the backend said.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Accepted {
-        status: u16,
-        note: Option<String>,
-    },
-    /// Not to be sent again: why.
-    Refused(String),
-    /// To be sent again later: why, and how long the backend asked to wait.
-    Retry(String, Option<Duration>),
-}
+pub use crate::outcome::Outcome;
 
 /// A request to make: URL, content type, body, content encoding.
 type Request = (String, &'static str, Vec<u8>, Option<&'static str>);
@@ -41,6 +30,8 @@ type Request = (String, &'static str, Vec<u8>, Option<&'static str>);
 pub struct Sender {
     dest: Destination,
     agent: ureq::Agent,
+    /// The gRPC client of an OTLP/gRPC destination.
+    grpc: Option<crate::grpc::GrpcSender>,
 }
 
 impl Sender {
@@ -70,7 +61,11 @@ impl Sender {
             .user_agent(concat!("kairos-agent/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
-        Ok(Sender { dest, agent })
+        let grpc = match dest.kind {
+            Kind::OtlpGrpc => Some(crate::grpc::GrpcSender::new(&dest)?),
+            _ => None,
+        };
+        Ok(Sender { dest, agent, grpc })
     }
 
     pub fn destination(&self) -> &Destination {
@@ -85,6 +80,12 @@ impl Sender {
         dropped: u64,
         labels: &[(String, String)],
     ) -> Outcome {
+        if let Some(grpc) = &self.grpc {
+            return match with_dropped_if(payload, dropped) {
+                Ok(raw) => grpc.send(&self.dest, &raw),
+                Err(why) => Outcome::Refused(why),
+            };
+        }
         let (url, content_type, body, encoding) = match self.body(entry, payload, dropped, labels) {
             Ok(b) => b,
             Err(why) => return Outcome::Refused(why),
@@ -126,11 +127,8 @@ impl Sender {
         labels: &[(String, String)],
     ) -> Result<Request, String> {
         match self.dest.kind {
-            Kind::Otlp => {
-                let mut raw = payload.to_vec();
-                if dropped > 0 {
-                    raw = with_dropped(&raw, dropped)?;
-                }
+            Kind::Otlp | Kind::OtlpGrpc => {
+                let raw = with_dropped_if(payload, dropped)?;
                 if self.dest.gzip {
                     Ok((
                         self.dest.url.clone(),
@@ -227,6 +225,15 @@ fn parca_body(pprof: &[u8], labels: &[(String, String)]) -> Vec<u8> {
 }
 
 /// The request with the dropped-window count on every profile.
+/// An OTLP request with the dropped count on its profiles when there is one to report.
+fn with_dropped_if(raw: &[u8], dropped: u64) -> Result<Vec<u8>, String> {
+    if dropped > 0 {
+        with_dropped(raw, dropped)
+    } else {
+        Ok(raw.to_vec())
+    }
+}
+
 fn with_dropped(raw: &[u8], dropped: u64) -> Result<Vec<u8>, String> {
     let mut req = ExportProfilesServiceRequest::decode(raw)
         .map_err(|e| format!("the spooled window is damaged ({e}); it is dropped"))?;
@@ -282,7 +289,7 @@ pub fn classify(kind: Kind, status: u16, answer: &[u8], retry_after: Option<Dura
     match status {
         200..=299 => Outcome::Accepted {
             status,
-            note: if kind == Kind::Otlp {
+            note: if kind.is_otlp() {
                 partial_success(answer)
             } else {
                 None

@@ -202,7 +202,7 @@ fn keep_only(profile: &mut Profile, filter: &mut Filter) {
 
 fn payload(kind: Kind, sel: &Selection<'_>, ctx: &Context<'_>) -> Result<Vec<u8>, String> {
     match kind {
-        Kind::Otlp => {
+        Kind::Otlp | Kind::OtlpGrpc => {
             use prost::Message;
             let req = otlp::request(
                 sel,

@@ -48,6 +48,8 @@ pub enum Command {
     Selftest(crate::cmd_selftest::SelftestArgs),
     /// Copy results into the fleet layout query engines partition on (TABLE/host=/date=/result=/, Parquet; docs/SCHEMA.md).
     Publish(crate::cmd_publish::PublishArgs),
+    /// SQL over many results' tables (DataFusion), with views for the common questions: `kairos query top_functions --root ROOT`.
+    Query(crate::cmd_query::QueryArgs),
     /// Continuous low-rate profiling in windows, sent to an OpenTelemetry Collector (OTLP) or a pprof backend (Pyroscope, Parca).
     Agent(crate::cmd_agent::AgentArgs),
 }

@@ -33,10 +33,10 @@ pub struct AgentArgs {
     /// Stop after this many seconds (default: on Ctrl-C or SIGTERM).
     #[arg(short = 'd', long = "duration")]
     pub duration: Option<f64>,
-    /// OpenTelemetry Collector (OTLP/HTTP) endpoint, e.g. http://127.0.0.1:4318; default: OTEL_EXPORTER_OTLP_ENDPOINT.
+    /// OpenTelemetry Collector endpoint, e.g. http://127.0.0.1:4318 (OTLP/HTTP) or http://127.0.0.1:4317 with --otlp-protocol grpc; default: OTEL_EXPORTER_OTLP_ENDPOINT.
     #[arg(long)]
     pub otlp: Option<String>,
-    /// http/protobuf (default; wins over OTEL_EXPORTER_OTLP_PROTOCOL).
+    /// http/protobuf (default) or grpc; wins over OTEL_EXPORTER_OTLP_PROTOCOL.
     #[arg(long = "otlp-protocol")]
     pub otlp_protocol: Option<String>,
     /// pprof endpoint: Pyroscope's http://HOST:4040/ingest or Parca's http://HOST:7070/profiles/writeraw.

@@ -19,6 +19,7 @@ pub fn run(args: InfoArgs) -> CliResult {
                 println!("\n{}", line.1);
             }
             println!("\n{}", kairos_agent::info());
+            println!("{}", kairos_fleet::info());
         }
         "json" => {
             let mut v = caps.to_json_value();
@@ -34,6 +35,10 @@ pub fn run(args: InfoArgs) -> CliResult {
                 o.insert(
                     "agent".into(),
                     serde_json::Value::String(kairos_agent::info()),
+                );
+                o.insert(
+                    "fleet".into(),
+                    serde_json::Value::String(kairos_fleet::info()),
                 );
             }
             println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());

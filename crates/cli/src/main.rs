@@ -12,6 +12,7 @@ mod cmd_info;
 mod cmd_lab;
 mod cmd_measure;
 mod cmd_publish;
+mod cmd_query;
 mod cmd_report;
 mod cmd_run;
 mod cmd_run_cache;
@@ -60,6 +61,7 @@ fn main() {
         Command::Selftest(a) => cmd_selftest::run(a),
         Command::Agent(a) => cmd_agent::run(a),
         Command::Publish(a) => cmd_publish::run(a),
+        Command::Query(a) => cmd_query::run(a),
     };
     if let Err(e) = result {
         eprintln!("kairos: {e}");

@@ -61,6 +61,17 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// A free port whose next one is free too (the collector's HTTP and gRPC receivers).
+fn free_port_pair() -> u16 {
+    loop {
+        let first = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = first.local_addr().unwrap().port();
+        if port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            return port;
+        }
+    }
+}
+
 /// A process killed when dropped.
 struct Running(Child);
 
@@ -111,15 +122,17 @@ fn sink_with(dir: &Path, answer: &str, env: &[(&str, &str)]) -> (Running, PathBu
     (running, got, port)
 }
 
-/// The collector, started with its OTLP/HTTP receiver on `port`, handing on to the sink
-/// synchronously (no queue: the receiver answers once the next hop has the profiles, so
-/// order is kept and a killed collector holds nothing).
+/// The collector, started with its OTLP/HTTP receiver on `port` and its OTLP/gRPC one on
+/// the port after it, handing on to the sink synchronously (no queue: the receiver answers
+/// once the next hop has the profiles, so order is kept and a killed collector holds
+/// nothing).
 fn start_collector(bin: &Path, dir: &Path, port: u16, sink_port: u16) -> Running {
+    let grpc_port = port + 1;
     let config = dir.join("collector.yaml");
     std::fs::write(
         &config,
         format!(
-            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n\
+            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n      grpc:\n        endpoint: 127.0.0.1:{grpc_port}\n\
              exporters:\n  otlp_http:\n    endpoint: http://127.0.0.1:{sink_port}\n    compression: none\n    sending_queue:\n      enabled: false\n    retry_on_failure:\n      enabled: false\n\
              service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [otlp_http]\n  telemetry:\n    metrics:\n      level: none\n"
         ),
@@ -136,7 +149,9 @@ fn start_collector(bin: &Path, dir: &Path, port: u16, sink_port: u16) -> Running
         .unwrap();
     let running = Running(child);
     let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+        || std::net::TcpStream::connect(("127.0.0.1", grpc_port)).is_err()
+    {
         assert!(
             t.elapsed() < Duration::from_secs(30),
             "the collector did not listen on {port}: {}",
@@ -164,7 +179,7 @@ impl Pipeline {
     fn start(dir: &Path) -> Option<Pipeline> {
         let bin = collector()?;
         let (sink, got, sink_port) = sink(dir);
-        let port = free_port();
+        let port = free_port_pair();
         let collector = start_collector(&bin, dir, port, sink_port);
         Some(Pipeline {
             _sink: sink,
@@ -179,6 +194,11 @@ impl Pipeline {
 
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The collector's OTLP/gRPC address.
+    fn grpc_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port + 1)
     }
 
     fn kill_collector(&mut self) {
@@ -272,11 +292,26 @@ fn agent(args: &[&str]) -> Child {
 
 #[test]
 fn shares_and_labels_through_a_real_collector() {
+    shares_and_labels(false);
+}
+
+#[test]
+fn shares_and_labels_through_a_real_collector_over_grpc() {
+    shares_and_labels(true);
+}
+
+/// The shares of the `shares` sample and the labels, sent over OTLP/HTTP or OTLP/gRPC.
+fn shares_and_labels(grpc: bool) {
     // One test at a time: both sample processes named shares.
     let _turn = common::cpu_turn();
     let dir = tempdir();
     let Some(pipeline) = Pipeline::start(dir.path()) else {
         return;
+    };
+    let (url, protocol) = if grpc {
+        (pipeline.grpc_url(), "grpc")
+    } else {
+        (pipeline.url(), "http/protobuf")
     };
     let truth = Command::new(sample("shares"))
         .args(["9", "5:3:2"])
@@ -287,7 +322,9 @@ fn shares_and_labels_through_a_real_collector() {
     let spool = dir.path().join("spool");
     let run = agent(&[
         "--otlp",
-        &pipeline.url(),
+        &url,
+        "--otlp-protocol",
+        protocol,
         "--comm",
         "shares",
         "-F",

@@ -33,7 +33,7 @@ const LAYERS: &[&[&str]] = &[
         "kairos-export",
     ],
     // Measurement every collection shares; the page's engine.
-    &["kairos-bandwidth", "kairos-view-engine"],
+    &["kairos-bandwidth", "kairos-fleet", "kairos-view-engine"],
     // What an analysis declares.
     &["kairos-analysis-api"],
     // What every collection shares.

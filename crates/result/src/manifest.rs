@@ -39,6 +39,10 @@ pub struct Manifest {
     /// When collection started, RFC 3339 in UTC (see [`rfc3339_utc`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
+    /// `CLOCK_REALTIME` minus `CLOCK_MONOTONIC` at the start, in ns: a sample's Unix time
+    /// is its `time_ns` plus this (absent in imported recordings and older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_offset_ns: Option<i64>,
     /// Wall-clock duration of the collection in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_secs: Option<f64>,
@@ -96,6 +100,7 @@ impl Default for Manifest {
             target: None,
             knobs: BTreeMap::new(),
             start_time: None,
+            clock_offset_ns: None,
             duration_secs: None,
             host: None,
             event: None,

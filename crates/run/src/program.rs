@@ -80,6 +80,7 @@ pub(crate) fn run_manifest(
     m.start_time = Some(kairos_result::rfc3339_utc(
         SystemTime::now() - Duration::from_secs_f64(elapsed),
     ));
+    m.clock_offset_ns = kairos_session::clock_offset_ns();
     m.duration_secs = Some(elapsed);
     m.host = Some(kairos_session::this_host());
     m.target_exit = Some(exit);

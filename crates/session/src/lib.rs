@@ -29,7 +29,7 @@ pub use recording::{
     collect_error, exit_of, finish_collection, paranoid_advice, stop_reason, warn_write_error,
 };
 pub use result::{
-    create_result_dir, meta, meta_for, notes_text, open, open_event, open_result,
+    clock_offset_ns, create_result_dir, meta, meta_for, notes_text, open, open_event, open_result,
     platform_capabilities, print_notes, report_format, save, start_manifest, PERF_DATA,
 };
 pub use target::{

@@ -50,6 +50,7 @@ pub fn start_manifest(
     m.target = Some(target);
     m.knobs = knobs.all().clone();
     m.start_time = Some(kairos_result::rfc3339_utc(SystemTime::now()));
+    m.clock_offset_ns = clock_offset_ns();
     m.host = Some(crate::host::this_host());
     m.source = Some(Source::Collected);
     // The sockets, nodes and devices, so topology reports work on another machine later.
@@ -233,4 +234,23 @@ pub fn notes_text(dir: &ResultDir) -> String {
         }
     }
     out
+}
+
+/// `CLOCK_REALTIME` minus `CLOCK_MONOTONIC` now, in ns: what turns the samples' monotonic
+/// times into Unix times (the manifest's `clock_offset_ns`).
+pub fn clock_offset_ns() -> Option<i64> {
+    fn now(clock: libc::clockid_t) -> Option<i64> {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec we own.
+        if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+            return None;
+        }
+        Some(ts.tv_sec * 1_000_000_000 + ts.tv_nsec)
+    }
+    let mono = now(libc::CLOCK_MONOTONIC)?;
+    let real = now(libc::CLOCK_REALTIME)?;
+    Some(real - mono)
 }

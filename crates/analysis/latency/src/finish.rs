@@ -1,6 +1,7 @@
 //! The end of a latency collection: the recording converted (tracepoint payloads kept),
 //! the boundaries paired into requests, each request accounted for, the slow ones and
-//! every cause found, `latency.json` written and the summary printed.
+//! every cause found, `latency.json` and the `requests` table written and the summary
+//! printed.
 
 use kairos_analysis_api::Failure;
 use kairos_analysis_system_overview::{build, record_events, switch_ins, EventNames};
@@ -20,7 +21,7 @@ use crate::sched::{self, Fields};
 use crate::threshold::SlowerThan;
 
 /// A recording made into its requests, saved in its result directory (`latency.json`,
-/// the manifest); nothing printed.
+/// the `requests` table, the manifest); nothing printed.
 pub(crate) fn requests_of(
     dir: &mut ResultDir,
     summary: Result<CollectSummary, CollectError>,
@@ -54,13 +55,10 @@ pub(crate) fn requests_of(
         .unwrap_or_default();
     crate::cause::assign(&mut result, slower);
     note_gaps(&mut result);
-    result
-        .save(dir.path())
-        .map_err(|e| Failure::failed(format!("{e}; check free disk space and permissions")))?;
     dir.manifest_mut()
         .notes
         .extend(result.notes.iter().cloned());
-    session::save(dir)?;
+    crate::requests_table::save_result(dir, &result)?;
     Ok(result)
 }
 

@@ -189,7 +189,7 @@ fn take(
     finishing: Option<Finishing>,
     flight: &mut Flight,
     slower: SlowerThan,
-    dir: &ResultDir,
+    dir: &mut ResultDir,
 ) -> Result<(), Failure> {
     let Some(h) = finishing else {
         return Ok(());
@@ -225,7 +225,7 @@ fn window_dir(req: &CollectRequest, dir: &ResultDir, path: &Path) -> Result<Resu
 /// for), and drops the oldest kept ones beyond the flight's `keep`.
 fn add_window(
     flight: &mut Flight,
-    wdir: ResultDir,
+    mut wdir: ResultDir,
     mut w: LatencyResult,
     slower: SlowerThan,
     asked: bool,
@@ -242,9 +242,7 @@ fn add_window(
     };
     crate::cause::assign(&mut w, SlowerThan::Duration(threshold));
     w.threshold_how = slower.describe();
-    w.save(wdir.path())
-        .map_err(|e| Failure::failed(format!("{e}; check free disk space")))?;
-    session::save(&wdir)?;
+    crate::requests_table::save_result(&mut wdir, &w)?;
     let slow = w.requests.iter().filter(|q| q.slow).count() as u64;
     agg.slow += slow;
     let keep = asked || slow > 0;
@@ -347,8 +345,8 @@ fn merge(into: &mut LatencyResult, w: LatencyResult) {
     into.unfinished.extend(w.unfinished);
 }
 
-fn save(dir: &ResultDir, r: &LatencyResult) -> Result<(), Failure> {
-    r.save(dir.path())
-        .map_err(|e| Failure::failed(format!("{e}; check free disk space and permissions")))?;
-    session::save(dir)
+/// The flight's result so far: `latency.json`, the kept windows' requests as the
+/// `requests` table, the manifest.
+fn save(dir: &mut ResultDir, r: &LatencyResult) -> Result<(), Failure> {
+    crate::requests_table::save_result(dir, r)
 }

@@ -9,7 +9,8 @@
 //!
 //! Stages: `collect` records (with `marker` reading the program's ring meanwhile),
 //! `finish` pairs (`requests`), accounts (`sched`, `account`) and explains (`cause`) into
-//! `latency.json` (`model`); `run_report` and `reports` print it, `page` serves it.
+//! `latency.json` (`model`) and the `requests` table (`requests_table`); `run_report`
+//! and `reports` print it, `page` serves it.
 
 mod account;
 mod boundary;
@@ -26,6 +27,7 @@ pub mod model;
 mod page;
 mod reports;
 mod requests;
+mod requests_table;
 mod run_report;
 mod sched;
 mod softirq;
