@@ -25,6 +25,8 @@ command -v qemu-system-x86_64 >/dev/null || need_apt+=(qemu-system-x86)
 # The agent's tests build an OpenTelemetry Collector from its Go modules (scripts/otelcol);
 # an older Go fetches the toolchain the modules ask for from the module proxy by itself.
 command -v go >/dev/null || need_apt+=(golang-go)
+# The agent's clock-jump test moves its wall clock with libfaketime.
+command -v faketime >/dev/null || need_apt+=(faketime)
 # The fleet tests read the published layout with Spark (pyspark runs on a Java 17 or newer).
 command -v java >/dev/null || need_apt+=(openjdk-17-jre-headless)
 if [ ${#need_apt[@]} -gt 0 ]; then

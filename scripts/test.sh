@@ -16,6 +16,13 @@ if have fmt; then
 else
     echo "FORMATTING NOT CHECKED: rustfmt is not installed and rustup could not add it" >&2
 fi
+# The agent's tests need an OpenTelemetry Collector built from its Go modules: built
+# beside the Rust build, whose last steps leave a CPU free (the tests wait on its lock,
+# and build it themselves, saying why, if this one failed).
+mkdir -p "${CARGO_TARGET_DIR:-target}"
+nice -n 10 bash scripts/otelcol/build.sh > "${CARGO_TARGET_DIR:-target}/otelcol-build.log" 2>&1 &
+otelcol_build=$!
+trap 'kill "$otelcol_build" 2>/dev/null || true' EXIT
 # Tests run on the release build so that one compilation serves the binary and the tests.
 cargo build --release --workspace --locked
 # Lints on every target, tests included (clippy.toml lets tests unwrap and panic); a
@@ -29,5 +36,6 @@ fi
 cargo test --release --manifest-path fuzz/Cargo.toml
 # Every test binary runs even after one fails (--no-fail-fast), so that one run shows every
 # failure; cargo's verdict is the script's.
+wait "$otelcol_build" || true
 cargo test --release --workspace --locked --no-fail-fast 2>&1 | tee target/test.log
 exit "${PIPESTATUS[0]}"

@@ -4,7 +4,10 @@
 //! the recorder keeps because it has slow requests is finished, sends every slow request
 //! as a profile of its own: the samples of its thread while it ran, and as attributes its
 //! id, duration, main cause and where its time went, so that a backend can search for
-//! them. They go through the OTLP destinations' spools, in order with the CPU windows.
+//! them. They go through the destinations' spools, in order with the CPU windows: to
+//! OTLP destinations one request per window with a profile per slow request (its
+//! attributes on the profile), to pprof ones (Pyroscope, Parca) one profile per slow
+//! request, its attributes as pprof sample labels (`request_id`, `request_cause_kind`...).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -14,6 +17,7 @@ use kairos_analysis_latency::model::{LatencyResult, Parts, Request};
 use kairos_analysis_latency::WINDOWS_DIR;
 use kairos_export::otlp::{AttrValue, OtlpOptions, RequestBuilder};
 use kairos_export::Selection;
+use kairos_model::Sample;
 
 use crate::log;
 
@@ -95,8 +99,14 @@ impl Flight {
     }
 
     /// The payloads of the windows finished since the last call: one OTLP request per
-    /// window with a profile per slow request.
-    pub fn take(&mut self, resource: &[(String, AttrValue)], wall_offset_ns: i128) -> Vec<Vec<u8>> {
+    /// window with a profile per slow request, and with `pprof` a pprof profile per slow
+    /// request.
+    pub fn take(
+        &mut self,
+        resource: &[(String, AttrValue)],
+        wall_offset_ns: i128,
+        pprof: bool,
+    ) -> Vec<Payloads> {
         let Ok(entries) = std::fs::read_dir(self.dir.join(WINDOWS_DIR)) else {
             return Vec::new();
         };
@@ -114,7 +124,7 @@ impl Flight {
                 continue;
             };
             self.done.insert(name.clone());
-            match window_payload(&wdir, &result, resource, wall_offset_ns) {
+            match window_payload(&wdir, &result, resource, wall_offset_ns, pprof) {
                 Ok(Some((payload, slow))) => {
                     log(&format!(
                         "latency window {name}: {slow} slow requests (slower than {:.0} us) of {}, sent as profiles of their own",
@@ -133,14 +143,29 @@ impl Flight {
     }
 }
 
-/// One request with a profile per slow request of a window, and how many; None when the
-/// window has none.
+/// What one latency window sends.
+pub struct Payloads {
+    /// One OTLP request with a profile per slow request.
+    pub otlp: Vec<u8>,
+    /// A pprof profile per slow request (when asked for).
+    pub pprof: Vec<RequestProfile>,
+}
+
+/// One slow request as a pprof profile, with its wall-clock span in Unix seconds.
+pub struct RequestProfile {
+    pub from_s: u64,
+    pub until_s: u64,
+    pub pprof: Vec<u8>,
+}
+
+/// The payloads of a window's slow requests, and how many; None when the window has none.
 fn window_payload(
     wdir: &Path,
     result: &LatencyResult,
     resource: &[(String, AttrValue)],
     wall_offset_ns: i128,
-) -> Result<Option<(Vec<u8>, usize)>, String> {
+    pprof: bool,
+) -> Result<Option<(Payloads, usize)>, String> {
     use prost::Message;
     let slow: Vec<&Request> = result.requests.iter().filter(|q| q.slow).collect();
     if slow.is_empty() {
@@ -156,6 +181,7 @@ fn window_payload(
         scope_version: env!("CARGO_PKG_VERSION"),
     };
     let mut b = RequestBuilder::new(&sel, &opts);
+    let mut profiles = Vec::new();
     for q in &slow {
         let end = q.start_ns.saturating_add(q.duration_ns);
         let of_thread = |i: u32| {
@@ -179,9 +205,52 @@ fn window_payload(
                     .is_some_and(|s| of_thread(s.thread).is_some())
             })
             .collect();
-        b.add(pid, Some(&q.thread_name), &indices, &attributes(q, result));
+        let attributes = attributes(q, result);
+        // A request no sample landed in has no stack to show in a pprof backend.
+        if pprof && !indices.is_empty() {
+            let unix_s = |ns: u64| {
+                u64::try_from((i128::from(ns) + wall_offset_ns) / 1_000_000_000).unwrap_or(0)
+            };
+            profiles.push(RequestProfile {
+                from_s: unix_s(q.start_ns),
+                until_s: unix_s(end).max(unix_s(q.start_ns) + 1),
+                pprof: request_pprof(&sel, &indices, &attributes)?,
+            });
+        }
+        b.add(pid, Some(&q.thread_name), &indices, &attributes);
     }
-    Ok(Some((b.finish().encode_to_vec(), slow.len())))
+    let payloads = Payloads {
+        otlp: b.finish().encode_to_vec(),
+        pprof: profiles,
+    };
+    Ok(Some((payloads, slow.len())))
+}
+
+/// The samples `indices` of `sel` as a pprof profile, the request's attributes as labels
+/// in the names pprof backends take (`request.id` as `request_id`).
+fn request_pprof(
+    sel: &Selection<'_>,
+    indices: &[usize],
+    attributes: &[(String, AttrValue)],
+) -> Result<Vec<u8>, String> {
+    let samples: Vec<Sample> = indices
+        .iter()
+        .filter_map(|&i| sel.samples.get(i).copied())
+        .collect();
+    let one = Selection {
+        profile: sel.profile,
+        samples: &samples,
+        origin_ns: sel.origin_ns,
+        wall_start_ns: sel.wall_start_ns,
+    };
+    let labels: Vec<(String, AttrValue)> = attributes
+        .iter()
+        .map(|(k, v)| (crate::send::label_name(k), v.clone()))
+        .collect();
+    let mut out = Vec::new();
+    kairos_export::write_pprof_labelled(&one, &labels, &mut out)
+        .map_err(|e| format!("a slow request cannot be written as pprof ({e})"))?;
+    Ok(out)
 }
 
 /// What a backend searches slow requests by.

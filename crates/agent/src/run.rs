@@ -243,7 +243,7 @@ fn start_flight(opts: &AgentOptions, work: &Path) -> Result<Option<Flight>, Agen
     )
     .map_err(AgentError::Config)?;
     log(&format!(
-        "latency flight recorder on process {pid} (requests from {}): slow requests go to the OTLP destinations as profiles of their own",
+        "latency flight recorder on process {pid} (requests from {}): slow requests go to every destination as profiles of their own",
         latency.request
     ));
     Ok(Some(flight))
@@ -540,7 +540,8 @@ fn spool_payload(
     }
 }
 
-/// The slow requests of the latency windows finished so far, into the OTLP spools.
+/// The slow requests of the latency windows finished so far, into the spools: a request
+/// per window to OTLP destinations, a profile per slow request to pprof ones.
 fn spool_slow_requests(
     flight: &mut Flight,
     lanes: &[Lane],
@@ -548,17 +549,26 @@ fn spool_slow_requests(
     shared: &Shared,
 ) {
     let now = unix_s();
-    for payload in flight.take(resource, wall_offset_ns()) {
-        for lane in lanes.iter().filter(|l| l.kind.is_otlp()) {
-            spool_payload(
-                lane.kind,
-                &lane.spool,
-                shared,
-                now,
-                now,
-                &payload,
-                "a latency window",
-            );
+    let pprof = lanes.iter().any(|l| !l.kind.is_otlp());
+    for w in flight.take(resource, wall_offset_ns(), pprof) {
+        for lane in lanes {
+            if lane.kind.is_otlp() {
+                let what = "a latency window";
+                spool_payload(lane.kind, &lane.spool, shared, now, now, &w.otlp, what);
+                continue;
+            }
+            for r in &w.pprof {
+                let what = "a slow request";
+                spool_payload(
+                    lane.kind,
+                    &lane.spool,
+                    shared,
+                    r.from_s,
+                    r.until_s,
+                    &r.pprof,
+                    what,
+                );
+            }
         }
     }
     shared.ring();

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use common::{kairos_bin, sample, tempdir};
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
@@ -821,6 +821,10 @@ fn slow_requests_reach_the_backend_as_profiles_of_their_own() {
     );
     std::thread::sleep(Duration::from_millis(300));
     let spool = dir.path().join("spool");
+    // A Pyroscope-style endpoint beside the collector: a pprof profile per slow request.
+    let pyroscope_dir = dir.path().join("pyroscope");
+    std::fs::create_dir_all(&pyroscope_dir).unwrap();
+    let (_pyroscope, pprof_got, pprof_port) = sink(&pyroscope_dir);
     let (ok, log) = agent_log(
         &[
             "-p",
@@ -833,6 +837,8 @@ fn slow_requests_reach_the_backend_as_profiles_of_their_own() {
             "1",
             "--otlp",
             &pipeline.url(),
+            "--pprof",
+            &format!("http://127.0.0.1:{pprof_port}/ingest"),
             "--spool",
             spool.to_str().unwrap(),
         ],
@@ -851,6 +857,7 @@ fn slow_requests_reach_the_backend_as_profiles_of_their_own() {
         })
         .collect();
     let mut slow = 0;
+    let mut sampled = 0;
     for req in received(&pipeline.got) {
         let d = req.dictionary.as_ref().unwrap();
         for p in req
@@ -868,6 +875,7 @@ fn slow_requests_reach_the_backend_as_profiles_of_their_own() {
                 continue;
             };
             slow += 1;
+            sampled += usize::from(!p.samples.is_empty());
             let id: u64 = id.parse().unwrap();
             let duration: u64 = a["request.duration_ns"].parse().unwrap();
             assert!(duration >= 150_000, "{a:?}");
@@ -884,6 +892,22 @@ fn slow_requests_reach_the_backend_as_profiles_of_their_own() {
         windows >= 1 && slow >= 10,
         "{slow} slow requests in {windows} windows:\n{log}"
     );
+    // The pprof endpoint got the CPU windows and one profile per slow request that was
+    // sampled, labelled with the request's attributes.
+    let labelled = std::fs::read_dir(&pprof_got)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let mut raw = Vec::new();
+            let body = std::fs::read(e.path()).unwrap();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&body[..]), &mut raw)
+                .unwrap();
+            let has = |s: &str| raw.windows(s.len()).any(|w| w == s.as_bytes());
+            has("request_id") && has("request_cause_kind") && has("request_duration_ns")
+        })
+        .count();
+    assert!(sampled > 0, "no slow request was sampled:\n{log}");
+    assert_eq!(labelled, sampled, "pprof profiles of slow requests:\n{log}");
 }
 
 /// `--cgroup`: of two programs of one name, only the one in the cgroup is sent (a cgroup
@@ -1079,4 +1103,83 @@ fn tls_with_a_private_authority_and_an_auth_header() {
         "{log}"
     );
     assert_eq!(received(&got).len(), 1, "nothing else was taken");
+}
+
+/// libfaketime's preload library for threaded programs, which moves the agent's wall
+/// clock (and not its monotonic one) when a file says so; None when it is not installed.
+fn faketime_library() -> Option<PathBuf> {
+    let dirs = std::fs::read_dir("/usr/lib").ok()?;
+    dirs.flatten()
+        .map(|d| d.path().join("faketime/libfaketimeMT.so.1"))
+        .chain([PathBuf::from("/usr/lib/faketime/libfaketimeMT.so.1")])
+        .find(|p| p.is_file())
+}
+
+#[test]
+fn a_host_clock_jump_is_said_and_sample_times_follow_the_new_clock() {
+    let Some(lib) = faketime_library() else {
+        panic!("libfaketime is not installed (scripts/install-deps.sh installs faketime)");
+    };
+    let _turn = common::cpu_turn();
+    let dir = tempdir();
+    let (_sink, got, port) = sink(dir.path());
+    let spool = dir.path().join("spool");
+    let offset = dir.path().join("clock-offset");
+    std::fs::write(&offset, "+0\n").unwrap();
+    let _busy = shares(&["8", "1:1:1"]);
+    let run = Command::new(kairos_bin())
+        .arg("agent")
+        .args([
+            "--otlp",
+            &format!("http://127.0.0.1:{port}"),
+            "--comm",
+            "shares",
+        ])
+        .args(["-F", "99", "--window", "1", "-d", "5", "--spool"])
+        .arg(&spool)
+        .env("LD_PRELOAD", &lib)
+        .env("FAKETIME_TIMESTAMP_FILE", &offset)
+        .env("FAKETIME_NO_CACHE", "1")
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    // The host's clock jumps an hour ahead, as a wrong NTP step or an operator would.
+    let next = dir.path().join("clock-offset.next");
+    std::fs::write(&next, "+3600\n").unwrap();
+    std::fs::rename(&next, &offset).unwrap();
+    let out = run.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("the host clock moved by +3600"), "{log}");
+    let now_ns = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let times: Vec<u64> = received(&got)
+        .iter()
+        .map(|req| {
+            req.resource_profiles
+                .iter()
+                .flat_map(|rp| &rp.scope_profiles)
+                .flat_map(|sp| &sp.profiles)
+                .flat_map(|p| &p.samples)
+                .flat_map(|s| s.timestamps_unix_nano.iter().copied())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    assert!(times.len() >= 4, "windows received: {times:?}\n{log}");
+    let hour = 3_600_000_000_000u64;
+    assert!(
+        times[0] > 0 && times[0] < now_ns,
+        "the first window is on the old clock: {times:?}"
+    );
+    let last = *times.last().unwrap();
+    assert!(
+        last > now_ns + hour - 60_000_000_000,
+        "the last window's samples are on the new clock: {last} against now {now_ns}\n{log}"
+    );
 }

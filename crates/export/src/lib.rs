@@ -23,6 +23,7 @@ mod collapsed;
 mod firefox;
 pub mod otlp;
 mod pprof;
+pub use pprof::write_labelled as write_pprof_labelled;
 mod proto;
 mod select;
 mod speedscope;

@@ -95,7 +95,7 @@ impl<'s, 'a, 'o> RequestBuilder<'s, 'a, 'o> {
             d,
             opts,
             sample_type,
-            period: crate::pprof::median_weight(sel) as i64,
+            period: sel.median_weight() as i64,
             common,
             resources: BTreeMap::new(),
         }

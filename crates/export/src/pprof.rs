@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+use crate::otlp::AttrValue;
 use crate::proto::Msg;
 use crate::select::Selection;
 
@@ -56,15 +57,25 @@ fn value_type(strings: &mut Strings, kind: &str, unit: &str) -> Msg {
 }
 
 pub fn write(sel: &Selection<'_>, out: &mut dyn Write) -> io::Result<()> {
+    write_labelled(sel, &[], out)
+}
+
+/// [`write`] with `labels` on every sample, beside the thread's (pprof's sample labels,
+/// which Pyroscope and Parca keep and search by, as Go's `pprof.Do` sets them).
+pub fn write_labelled(
+    sel: &Selection<'_>,
+    labels: &[(String, AttrValue)],
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
-    gz.write_all(&encode(sel))?;
+    gz.write_all(&encode(sel, labels))?;
     gz.finish()?;
     Ok(())
 }
 
 /// The uncompressed profile message.
-pub(crate) fn encode(sel: &Selection<'_>) -> Vec<u8> {
-    let mut e = Encoder::new(sel);
+pub(crate) fn encode(sel: &Selection<'_>, labels: &[(String, AttrValue)]) -> Vec<u8> {
+    let mut e = Encoder::new(sel, labels);
     let mut root = Msg::default();
 
     let (weight_kind, weight_unit) = if sel.weight_is_time() {
@@ -111,7 +122,7 @@ pub(crate) fn encode(sel: &Selection<'_>) -> Vec<u8> {
     }
     root.int(PROFILE_DURATION_NANOS, duration as i64);
     root.msg(PROFILE_PERIOD_TYPE, &period_type);
-    root.int(PROFILE_PERIOD, median_weight(sel) as i64);
+    root.int(PROFILE_PERIOD, sel.median_weight() as i64);
     root.int(PROFILE_DEFAULT_SAMPLE_TYPE, default_type);
     root.buf
 }
@@ -137,6 +148,8 @@ fn sum_per_stack(sel: &Selection<'_>) -> (HashMap<SampleKey, (u64, u64)>, Vec<Sa
 /// The tables the samples refer to, built as they are first used.
 struct Encoder<'s, 'a> {
     sel: &'s Selection<'a>,
+    /// Put on every sample.
+    labels: &'s [(String, AttrValue)],
     strings: Strings,
     /// Location id per Kairos frame.
     locations: HashMap<u32, u64>,
@@ -149,9 +162,10 @@ struct Encoder<'s, 'a> {
 }
 
 impl<'s, 'a> Encoder<'s, 'a> {
-    fn new(sel: &'s Selection<'a>) -> Self {
+    fn new(sel: &'s Selection<'a>, labels: &'s [(String, AttrValue)]) -> Self {
         Encoder {
             sel,
+            labels,
             strings: Strings::new(),
             locations: HashMap::new(),
             functions: HashMap::new(),
@@ -185,6 +199,15 @@ impl<'s, 'a> Encoder<'s, 'a> {
             match s {
                 Some(s) => label.int(2, self.strings.get(&s)),
                 None => label.int(3, i64::from(n)),
+            }
+            m.msg(3, &label);
+        }
+        for (k, v) in self.labels {
+            let mut label = Msg::default();
+            label.int(1, self.strings.get(k));
+            match v {
+                AttrValue::Str(s) => label.int(2, self.strings.get(s)),
+                AttrValue::Int(n) => label.int(3, *n),
             }
             m.msg(3, &label);
         }
@@ -264,12 +287,6 @@ impl<'s, 'a> Encoder<'s, 'a> {
     }
 }
 
-pub(crate) fn median_weight(sel: &Selection<'_>) -> u64 {
-    let mut w: Vec<u64> = sel.samples.iter().map(|s| s.weight).collect();
-    w.sort_unstable();
-    w.get(w.len() / 2).copied().unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,7 +296,7 @@ mod tests {
     #[test]
     fn round_trip_names_and_totals() {
         let p = profile();
-        let buf = encode(&Selection::new(&p, None));
+        let buf = encode(&Selection::new(&p, None), &[]);
         let fields = decode(&buf);
         let strings: Vec<String> = fields
             .iter()
@@ -322,5 +339,46 @@ mod tests {
         assert_eq!(total, (4, 4_000_000));
         assert!(leaves.contains(&("b".into(), "main".into(), 2)));
         assert_eq!(fields.iter().filter(|f| f.0 == PROFILE_MAPPING).count(), 1);
+    }
+
+    #[test]
+    fn labels_go_on_every_sample() {
+        let p = profile();
+        let labels = [
+            ("request_id".to_string(), AttrValue::Int(7)),
+            (
+                "request_cause_kind".to_string(),
+                AttrValue::Str("blocked".into()),
+            ),
+        ];
+        let fields = decode(&encode(&Selection::new(&p, None), &labels));
+        let strings: Vec<String> = fields
+            .iter()
+            .filter(|f| f.0 == PROFILE_STRING_TABLE)
+            .map(|f| String::from_utf8(f.2.clone()).unwrap())
+            .collect();
+        let samples: Vec<_> = fields.iter().filter(|f| f.0 == PROFILE_SAMPLE).collect();
+        assert!(!samples.is_empty());
+        for f in samples {
+            let got: Vec<(String, String)> = decode(&f.2)
+                .iter()
+                .filter(|x| x.0 == 3)
+                .map(|x| {
+                    let l = decode(&x.2);
+                    let key = strings[l[0].1 as usize].clone();
+                    let value = match l[1].0 {
+                        2 => strings[l[1].1 as usize].clone(),
+                        _ => l[1].1.to_string(),
+                    };
+                    (key, value)
+                })
+                .collect();
+            assert!(got.contains(&("request_id".into(), "7".into())), "{got:?}");
+            assert!(
+                got.contains(&("request_cause_kind".into(), "blocked".into())),
+                "{got:?}"
+            );
+            assert!(got.iter().any(|(k, _)| k == "tid"), "{got:?}");
+        }
     }
 }

@@ -21,6 +21,13 @@ pub struct Selection<'a> {
 }
 
 impl<'a> Selection<'a> {
+    /// The median sample weight: the sampling period the formats with one declare.
+    pub fn median_weight(&self) -> u64 {
+        let mut w: Vec<u64> = self.samples.iter().map(|s| s.weight).collect();
+        w.sort_unstable();
+        w.get(w.len() / 2).copied().unwrap_or(0)
+    }
+
     /// `time_range` is half-open `[start, end)` in ns after the profile's first sample,
     /// as `kairos report --time-range` takes it; `None` selects every sample.
     pub fn new(profile: &'a Profile, time_range: Option<(u64, u64)>) -> Selection<'a> {

@@ -239,18 +239,7 @@ pub fn notes_text(dir: &ResultDir) -> String {
 /// `CLOCK_REALTIME` minus `CLOCK_MONOTONIC` now, in ns: what turns the samples' monotonic
 /// times into Unix times (the manifest's `clock_offset_ns`).
 pub fn clock_offset_ns() -> Option<i64> {
-    fn now(clock: libc::clockid_t) -> Option<i64> {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes one timespec we own.
-        if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-            return None;
-        }
-        Some(ts.tv_sec * 1_000_000_000 + ts.tv_nsec)
-    }
-    let mono = now(libc::CLOCK_MONOTONIC)?;
-    let real = now(libc::CLOCK_REALTIME)?;
+    let real = i64::try_from(kairos_collector::realtime_ns()).ok()?;
+    let mono = i64::try_from(kairos_collector::monotonic_ns()).ok()?;
     Some(real - mono)
 }

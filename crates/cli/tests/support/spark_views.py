@@ -3,8 +3,9 @@ defining the views of crates/fleet/src/views.sql the way that file says any engi
 should: each table folder of the root read as one table whose host, date and result
 columns come from the paths (as strings), each view's SELECT registered under its name.
 
-Usage: spark_views.py ROOT VIEWS_SQL QUERY
-Prints the rows as one JSON array of objects (integral decimals as integers).
+Usage: spark_views.py ROOT VIEWS_SQL QUERY...
+Prints the rows of each query as one line: a JSON array of objects (integral decimals as
+integers). One Spark session answers every query (a session takes seconds to start).
 """
 
 import decimal
@@ -39,7 +40,7 @@ def plain(v):
 
 
 def main():
-    root, views_sql, query = sys.argv[1:4]
+    root, views_sql, queries = sys.argv[1], sys.argv[2], sys.argv[3:]
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("kairos-fleet")
@@ -62,8 +63,9 @@ def main():
         for name, needs, sql in views(f.read()):
             if all(t in tables for t in needs):
                 spark.sql(sql).createOrReplaceTempView(name)
-    rows = spark.sql(query).collect()
-    print(json.dumps([{k: plain(v) for k, v in r.asDict().items()} for r in rows]))
+    for query in queries:
+        rows = spark.sql(query).collect()
+        print(json.dumps([{k: plain(v) for k, v in r.asDict().items()} for r in rows]))
     spark.stop()
 
 
