@@ -2,14 +2,13 @@
 //! and what the status means by OTLP's rules: OK accepted (a partial success said),
 //! the transient codes (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED,
 //! CANCELLED, OUT_OF_RANGE, DATA_LOSS) tried again later, any other refused for good with
-//! the collector's message. The spool's payload is the request already encoded; it is
-//! decoded here once more because the gRPC client sends a message, not bytes.
+//! the collector's message. The gRPC client sends a message, not bytes: the sender
+//! decodes the spooled request for it.
 
 use std::time::Duration;
 
 use opentelemetry_proto::tonic::collector::profiles::v1development::profiles_service_client::ProfilesServiceClient;
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
-use prost::Message;
 use tonic::codec::CompressionEncoding;
 use tonic::metadata::{MetadataKey, MetadataValue};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
@@ -57,12 +56,8 @@ impl GrpcSender {
         Ok(GrpcSender { rt, channel })
     }
 
-    /// Sends the encoded request `raw` with `dest`'s headers and compression.
-    pub fn send(&self, dest: &Destination, raw: &[u8]) -> Outcome {
-        let message = match ExportProfilesServiceRequest::decode(raw) {
-            Ok(m) => m,
-            Err(e) => return Outcome::Refused(format!("the spooled window is damaged ({e})")),
-        };
+    /// Sends `message` with `dest`'s headers and compression.
+    pub fn send(&self, dest: &Destination, message: ExportProfilesServiceRequest) -> Outcome {
         let mut request = tonic::Request::new(message);
         request.set_timeout(dest.timeout);
         for (k, v) in &dest.headers {

@@ -369,7 +369,7 @@ fn clock_checked(last: &mut Option<i128>) -> i128 {
 }
 
 fn wall_offset_ns() -> i128 {
-    i128::from(kairos_collector::realtime_ns()) - i128::from(kairos_collector::monotonic_ns())
+    kairos_session::clock_offset_ns().map_or(0, i128::from)
 }
 
 fn unix_s() -> u64 {

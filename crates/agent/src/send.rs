@@ -81,8 +81,8 @@ impl Sender {
         labels: &[(String, String)],
     ) -> Outcome {
         if let Some(grpc) = &self.grpc {
-            return match with_dropped_if(payload, dropped) {
-                Ok(raw) => grpc.send(&self.dest, &raw),
+            return match otlp_request(payload, dropped) {
+                Ok(message) => grpc.send(&self.dest, message),
                 Err(why) => Outcome::Refused(why),
             };
         }
@@ -225,18 +225,24 @@ fn parca_body(pprof: &[u8], labels: &[(String, String)]) -> Vec<u8> {
 }
 
 /// The request with the dropped-window count on every profile.
-/// An OTLP request with the dropped count on its profiles when there is one to report.
+/// An OTLP request's bytes with the dropped count on its profiles when there is one to
+/// report (the spooled bytes as they are otherwise).
 fn with_dropped_if(raw: &[u8], dropped: u64) -> Result<Vec<u8>, String> {
     if dropped > 0 {
-        with_dropped(raw, dropped)
+        Ok(otlp_request(raw, dropped)?.encode_to_vec())
     } else {
         Ok(raw.to_vec())
     }
 }
 
-fn with_dropped(raw: &[u8], dropped: u64) -> Result<Vec<u8>, String> {
+/// The spooled OTLP request, with the dropped count on its profiles when there is one to
+/// report.
+fn otlp_request(raw: &[u8], dropped: u64) -> Result<ExportProfilesServiceRequest, String> {
     let mut req = ExportProfilesServiceRequest::decode(raw)
         .map_err(|e| format!("the spooled window is damaged ({e}); it is dropped"))?;
+    if dropped == 0 {
+        return Ok(req);
+    }
     let dict = req.dictionary.get_or_insert_with(Default::default);
     if dict.string_table.is_empty() {
         dict.string_table.push(String::new());
@@ -261,7 +267,7 @@ fn with_dropped(raw: &[u8], dropped: u64) -> Result<Vec<u8>, String> {
             }
         }
     }
-    Ok(req.encode_to_vec())
+    Ok(req)
 }
 
 fn gzip(raw: &[u8]) -> Vec<u8> {

@@ -73,7 +73,7 @@ fn dropped_count_on_every_profile() {
         }),
     };
     let out = ExportProfilesServiceRequest::decode(
-        with_dropped(&req.encode_to_vec(), 5).unwrap().as_slice(),
+        with_dropped_if(&req.encode_to_vec(), 5).unwrap().as_slice(),
     )
     .unwrap();
     let d = out.dictionary.unwrap();
@@ -86,7 +86,7 @@ fn dropped_count_on_every_profile() {
         );
     }
     assert!(
-        with_dropped(b"\xff\xff\xff", 1).is_err(),
+        with_dropped_if(b"\xff\xff\xff", 1).is_err(),
         "damage is said, not hidden"
     );
 }

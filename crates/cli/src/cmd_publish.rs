@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use kairos_fleet::{FleetError, Root};
+use kairos_fleet::{FleetError, Root, S3_SETTINGS};
 
 use crate::error::{CliResult, UserError};
 
@@ -32,7 +32,7 @@ pub fn run(args: PublishArgs) -> CliResult {
                 r.display(),
             )),
             FleetError::Store { .. } => UserError::failed(format!(
-                "cannot publish {}: {e}; check the bucket, AWS_ENDPOINT_URL, AWS_REGION and the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)",
+                "cannot publish {}: {e}; {S3_SETTINGS}",
                 r.display(),
             )),
             other => UserError::failed(format!(

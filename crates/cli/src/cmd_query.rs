@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use clap::Args;
-use kairos_fleet::{Fleet, FleetError, Root};
+use kairos_fleet::{Fleet, FleetError, Root, S3_SETTINGS};
 use kairos_report::{Cell, Column, Format, Table};
 
 use crate::error::{CliResult, UserError};
@@ -66,12 +66,15 @@ fn open(args: &QueryArgs) -> Result<Fleet, UserError> {
 
 fn opening(what: &str, e: FleetError) -> UserError {
     let fix = match &e {
-        FleetError::Store { .. } => {
-            "; check the bucket, AWS_ENDPOINT_URL, AWS_REGION and the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
+        FleetError::Store { .. } => format!("; {S3_SETTINGS}"),
+        FleetError::Empty { .. } => {
+            "; publish results there first with `kairos publish -r DIR --root ROOT`".into()
         }
-        FleetError::Empty { .. } => "; publish results there first with `kairos publish -r DIR --root ROOT`",
-        FleetError::Query(_) => "; the tables of these results do not agree (results of different Kairos versions?)",
-        _ => "",
+        FleetError::Query(_) => {
+            "; the tables of these results do not agree (results of different Kairos versions?)"
+                .into()
+        }
+        _ => String::new(),
     };
     UserError::failed(format!("cannot query {what}: {e}{fix}"))
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{kairos_bin, sample, tempdir};
+use common::{free_port, kairos_bin, kairos_env, sample, tempdir, Running};
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
@@ -53,14 +53,6 @@ fn build_collector() -> Option<PathBuf> {
     Some(PathBuf::from(path))
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A free port whose next one is free too (the collector's HTTP and gRPC receivers).
 fn free_port_pair() -> u16 {
     loop {
@@ -69,16 +61,6 @@ fn free_port_pair() -> u16 {
         if port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
             return port;
         }
-    }
-}
-
-/// A process killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
@@ -535,16 +517,8 @@ fn shares(args: &[&str]) -> Running {
 
 /// Runs the agent to its end; (exit status success, its log).
 fn agent_log(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
-    let out = Command::new(kairos_bin())
-        .arg("agent")
-        .args(args)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let run = kairos_env(&[&["agent"], args].concat(), env);
+    (run.code == 0, run.stderr)
 }
 
 #[test]

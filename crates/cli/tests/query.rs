@@ -10,13 +10,13 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{cpu_turn, kairos, kairos_bin, path_str, sample, tempdir, Run};
+use common::{cpu_turn, free_port, kairos, kairos_env, path_str, sample, tempdir, Run, Running};
 use serde_json::Value;
 
 /// The results every test queries, collected once.
@@ -282,41 +282,23 @@ fn spark_gives_the_same_answers_with_the_same_query_text() {
     }
 }
 
-/// A process killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
+/// `kairos ARGS` with moto's S3 server on `port` as the object store.
 fn s3_kairos(port: u16, args: &[&str]) -> Run {
-    let out = Command::new(kairos_bin())
-        .args(args)
-        .env("AWS_ACCESS_KEY_ID", "kairos")
-        .env("AWS_SECRET_ACCESS_KEY", "kairos-secret")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"))
-        .env("AWS_ALLOW_HTTP", "true")
-        .output()
-        .unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "kairos"),
+        ("AWS_SECRET_ACCESS_KEY", "kairos-secret"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+    ];
+    kairos_env(args, &env)
 }
 
 #[test]
 fn an_s3_root_is_published_and_queried_like_a_local_one() {
     let f = fleet();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let _server = Running(
         Command::new("python3")
             .args([

@@ -14,7 +14,7 @@ pub use error::{FleetError, Result};
 pub use publish::publish;
 pub use query::{Fleet, ViewState, PARTITIONS};
 pub use render::table;
-pub use root::Root;
+pub use root::{Root, S3_SETTINGS};
 pub use views::{views, View, VIEWS_SQL};
 
 /// The engine's threads (two: queries scan in parallel; object storage waits on the network).

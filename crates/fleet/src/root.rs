@@ -13,6 +13,11 @@ use object_store::ObjectStore;
 
 use crate::error::{FleetError, Result};
 
+/// What to check when object storage refuses or cannot be reached, for the sentence a
+/// command says.
+pub const S3_SETTINGS: &str =
+    "check the bucket, AWS_ENDPOINT_URL, AWS_REGION and the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)";
+
 /// A fleet root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Root {

@@ -38,7 +38,7 @@ pub use manifest::{
     rfc3339_utc, Capability, Counts, Event, EventSummary, Host, Manifest, Source, TableInfo,
     Target, TargetExit, FORMAT_VERSION,
 };
-pub use table_io::table_error;
+pub use table_io::{created_by, table_error, table_metadata};
 pub use tables::{
     read_profile, read_profile_except_samples, read_profile_of_event, write_profile, TABLES,
 };

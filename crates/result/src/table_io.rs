@@ -42,6 +42,23 @@ pub(crate) struct TableDef {
     pub(crate) uncompressed: &'static [&'static str],
 }
 
+/// The key-value metadata every Kairos table file carries (docs/SCHEMA.md): its name and
+/// the format version. Tables written outside this crate (an analysis's own) use it too.
+pub fn table_metadata(name: &str) -> Vec<(String, String)> {
+    vec![
+        ("kairos.table".to_owned(), name.to_owned()),
+        (
+            "kairos.format_version".to_owned(),
+            FORMAT_VERSION.to_string(),
+        ),
+    ]
+}
+
+/// The `created_by` of Kairos's Parquet files.
+pub fn created_by() -> String {
+    format!("kairos {}", env!("CARGO_PKG_VERSION"))
+}
+
 pub(crate) fn f(name: &str, t: DataType, nullable: bool) -> Field {
     Field::new(name, t, nullable)
 }
@@ -64,14 +81,8 @@ impl TableDef {
             uncompressed: self.uncompressed,
             batch_rows: WRITE_BATCH_ROWS,
             row_group_rows,
-            metadata: vec![
-                ("kairos.table".to_owned(), self.name.to_owned()),
-                (
-                    "kairos.format_version".to_owned(),
-                    FORMAT_VERSION.to_string(),
-                ),
-            ],
-            created_by: format!("kairos {}", env!("CARGO_PKG_VERSION")),
+            metadata: table_metadata(self.name),
+            created_by: created_by(),
         }
     }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, BooleanArray, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
 use kairos_analysis_api::Failure;
-use kairos_result::{ResultDir, TableInfo, FORMAT_VERSION, TABLES_DIR};
+use kairos_result::{ResultDir, TableInfo, TABLES_DIR};
 use kairos_session as session;
 use kairos_table::{TableError, WriteOptions};
 
@@ -55,14 +55,8 @@ fn options() -> WriteOptions<'static> {
         // Names and kinds repeat from request to request; ids and starts are sorted.
         dictionary: &["tid", "thread_name", "cause_kind", "top_function"],
         delta: &["id", "start_ns"],
-        metadata: vec![
-            ("kairos.table".to_owned(), NAME.to_owned()),
-            (
-                "kairos.format_version".to_owned(),
-                FORMAT_VERSION.to_string(),
-            ),
-        ],
-        created_by: format!("kairos {}", env!("CARGO_PKG_VERSION")),
+        metadata: kairos_result::table_metadata(NAME),
+        created_by: kairos_result::created_by(),
         ..WriteOptions::default()
     }
 }

@@ -73,6 +73,37 @@ pub fn kairos(args: &[&str]) -> Run {
     kairos_in(&std::env::temp_dir(), args)
 }
 
+/// `kairos ARGS` with these environment variables added.
+pub fn kairos_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    finish(
+        Command::new(kairos_bin())
+            .args(args)
+            .envs(env.iter().copied())
+            .current_dir(std::env::temp_dir())
+            .output()
+            .unwrap(),
+    )
+}
+
+/// A process the test started (a server, a service), killed when dropped.
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A TCP port free on 127.0.0.1 now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// `s` with every run of blanks and line breaks as one space: text reports wrap their
 /// sentences to the line width, so a sentence is looked for in the words of a report.
 pub fn words(s: &str) -> String {
